@@ -1,0 +1,78 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "image-worker",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "image-worker", targets: ["ImageWorkerCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // The wire format: JSON values, JSON-RPC 2.0 messages, framing, the dispatcher.
+        .target(
+            name: "ImageWorkerProtocol",
+            dependencies: []
+        ),
+        // The operation-queue downloader: queue, operation life, HTTP and file loading, policies.
+        .target(
+            name: "ImageDownloader",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The worker: requests to downloader calls, events to the wire, output delivery, lifecycle.
+        .target(
+            name: "ImageWorkerServer",
+            dependencies: [
+                "ImageWorkerProtocol",
+                "ImageDownloader",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `image-worker` executable.
+        .executableTarget(
+            name: "ImageWorkerCLI",
+            dependencies: [
+                "ImageWorkerServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A misbehaving loopback HTTP server and helpers to drive the built binary.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(
+            name: "ImageWorkerProtocolTests",
+            dependencies: ["ImageWorkerProtocol"]
+        ),
+        .testTarget(
+            name: "ImageDownloaderTests",
+            dependencies: ["ImageDownloader", "TestSupport"]
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["ImageWorkerProtocol", "TestSupport"],
+            resources: [.copy("Transcripts")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// HTTP(S) through the worker's one shared `HTTPClient`, streaming the body with backpressure.
+///
+/// Redirects are followed here rather than inside the client, so that the limit can change at
+/// run time, cookies apply to every hop, and credentials are never sent to another origin.
+public struct HTTPLoader: ResourceLoader {
+    public let client: HTTPClient
+    public let cookies: CookieJar
+    public let logger: Logger
+
+    public init(client: HTTPClient, cookies: CookieJar, logger: Logger) {
+        self.client = client
+        self.cookies = cookies
+        self.logger = logger
+    }
+
+    /// The client configuration the worker uses: no redirects (followed by the loader), no
+    /// connection-retry loop (the downloader retries with its own backoff and fails a dead server
+    /// fast), no read timeout (the downloader's idle watchdog does that), HTTP/2 when offered.
+    public static func makeClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: nil),
+            decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.httpVersion = .automatic
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    public func load(
+        _ request: LoadRequest, onHead: @Sendable (LoadedHead) async throws -> Void, onChunk: @Sendable (ByteBuffer) async throws -> Void
+    ) async throws {
+        var url = request.url
+        var visited: Set<String> = [url.absoluteString]
+        let origin = HTTPLoader.origin(of: request.url)
+        var redirects = 0
+        while true {
+            var outgoing = HTTPClientRequest(url: url.absoluteString)
+            outgoing.method = .GET
+            for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+            if let credentials = request.credentials, HTTPLoader.origin(of: url) == origin,
+                !outgoing.headers.contains(name: "Authorization")
+            {
+                outgoing.headers.add(name: "Authorization", value: credentials.authorizationHeader)
+            }
+            if request.handleCookies, let cookie = cookies.header(for: url) {
+                outgoing.headers.add(name: "Cookie", value: cookie)
+            }
+            if request.allowInvalidCertificates {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.certificateVerification = .none
+                outgoing.tlsConfiguration = tls
+            }
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(
+                    outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
+            } catch {
+                throw HTTPLoader.classify(error, phase: "connecting")
+            }
+            if request.handleCookies {
+                cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
+            }
+            let status = Int(response.status.code)
+            if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
+                guard let next = URL(string: location, relativeTo: url)?.absoluteURL,
+                    let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                else {
+                    throw DownloadFailure.network(.redirect, "redirect to an unusable location: \(location)")
+                }
+                redirects += 1
+                if redirects > request.maxRedirects {
+                    throw DownloadFailure.network(.redirect, "more than \(request.maxRedirects) redirects")
+                }
+                guard visited.insert(next.absoluteString).inserted else {
+                    throw DownloadFailure.network(.redirect, "redirect loop at \(next.absoluteString)")
+                }
+                logger.debug("redirect", metadata: ["status": "\(status)", "to": "\(next.absoluteString)"])
+                try await HTTPLoader.discard(response.body)
+                url = next
+                continue
+            }
+            let head = LoadedHead(
+                status: status,
+                headers: response.headers.map { ($0.name, $0.value) },
+                finalURL: url,
+                httpVersion: response.version.major >= 2 ? "2" : "\(response.version.major).\(response.version.minor)")
+            try await onHead(head)
+            do {
+                for try await chunk in response.body {
+                    try await onChunk(chunk)
+                }
+            } catch let error as DownloadFailure {
+                throw error
+            } catch {
+                throw HTTPLoader.classify(error, phase: "receiving the body")
+            }
+            return
+        }
+    }
+
+    /// Reads and drops a redirect's (small) body so the connection can be reused; a large one is
+    /// abandoned, which closes its connection.
+    private static func discard(_ body: HTTPClientResponse.Body) async throws {
+        var seen = 0
+        for try await chunk in body {
+            seen += chunk.readableBytes
+            if seen > 64 * 1024 { return }
+        }
+    }
+
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Turns what AsyncHTTPClient, NIO and BoringSSL throw into a `DownloadFailure` with a reason a
+    /// client can act on. Cancellation stays cancellation.
+    static func classify(_ error: any Error, phase: String) -> any Error {
+        if error is CancellationError { return error }
+        if let failure = error as? DownloadFailure { return failure }
+        if let e = error as? HTTPClientError {
+            switch e {
+            case .cancelled: return CancellationError()
+            case .deadlineExceeded, .connectTimeout, .readTimeout, .writeTimeout, .tlsHandshakeTimeout,
+                .getConnectionFromPoolTimeout:
+                return DownloadFailure.network(.timeout, "timed out while \(phase)")
+            case .remoteConnectionClosed:
+                return DownloadFailure.network(phase == "connecting" ? .reset : .truncated, "connection closed by the server while \(phase)")
+            case .bodyLengthMismatch:
+                return DownloadFailure.network(.truncated, "body shorter than its Content-Length")
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return DownloadFailure.invalidURL(String(describing: e))
+            default:
+                return DownloadFailure.network(.protocolError, "\(e) while \(phase)")
+            }
+        }
+        if let e = error as? NIOConnectionError {
+            if e.connectionErrors.isEmpty, let dns = e.dnsAError ?? e.dnsAAAAError {
+                return DownloadFailure.network(.dns, "cannot resolve \(e.host): \(dns)")
+            }
+            return DownloadFailure.network(.connection, "cannot connect to \(e.host):\(e.port)")
+        }
+        if error is SocketAddressError {
+            return DownloadFailure.network(.dns, "cannot resolve host: \(error)")
+        }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return DownloadFailure.network(.tls, "TLS failure: \(error)")
+        }
+        if let e = error as? IOError {
+            switch e.errnoCode {
+            case ECONNRESET, EPIPE:
+                return DownloadFailure.network(phase == "connecting" ? .reset : .truncated, "connection reset while \(phase)")
+            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
+                return DownloadFailure.network(.connection, "cannot connect: \(e)")
+            case ETIMEDOUT:
+                return DownloadFailure.network(.timeout, "timed out while \(phase)")
+            default:
+                return DownloadFailure.network(.connection, "\(e) while \(phase)")
+            }
+        }
+        if error is HTTPParserError {
+            if case .invalidEOFState = error as! HTTPParserError {
+                return DownloadFailure.network(.truncated, "connection closed before the body was complete")
+            }
+            return DownloadFailure.network(.protocolError, "malformed HTTP response: \(error)")
+        }
+        if error is ChannelError {
+            return DownloadFailure.network(phase == "connecting" ? .connection : .truncated, "\(error) while \(phase)")
+        }
+        return DownloadFailure.network(.connection, "\(error) while \(phase)")
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import NIOCore
+
+/// One attempt at fetching a resource.
+public struct LoadRequest: Sendable {
+    public var url: URL
+    /// Final headers (defaults merged with the request's), without credentials or cookies.
+    public var headers: [(String, String)]
+    public var credentials: Credentials?
+    public var allowInvalidCertificates: Bool
+    public var handleCookies: Bool
+    public var maxRedirects: Int
+    /// Time allowed until the response head arrives.
+    public var timeoutMs: Int64
+}
+
+public struct LoadedHead: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    /// The URL the response came from (after redirects).
+    public var finalURL: URL
+    public var httpVersion: String?
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+    }
+}
+
+/// Fetches bytes from somewhere. The loader calls `onHead` once, then `onChunk` for each piece of
+/// the body, and returns when the body is complete. Either callback may throw to stop the load;
+/// the loader then rethrows that error. Transport failures are thrown as `DownloadFailure`;
+/// cancellation (of the calling task) as `CancellationError`. Backpressure is the callbacks':
+/// the next chunk is not read before `onChunk` returns.
+public protocol ResourceLoader: Sendable {
+    func load(
+        _ request: LoadRequest,
+        onHead: @Sendable (LoadedHead) async throws -> Void,
+        onChunk: @Sendable (ByteBuffer) async throws -> Void
+    ) async throws
+}

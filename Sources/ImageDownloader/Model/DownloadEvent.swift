@@ -1,0 +1,40 @@
+import NIOCore
+
+/// What a token goes through, in order: started, response, progress…, then exactly one completed.
+public enum DownloadEvent<Delivered: Sendable>: Sendable {
+    case started(DownloadToken, url: String)
+    case response(DownloadToken, ResponseInfo)
+    case progress(DownloadToken, received: Int64, expected: Int64?)
+    case completed(DownloadToken, DownloadOutcome<Delivered>)
+
+    public var token: DownloadToken {
+        switch self {
+        case .started(let t, _), .response(let t, _), .progress(let t, _, _), .completed(let t, _): return t
+        }
+    }
+}
+
+public struct ResponseInfo: Sendable, Equatable {
+    public var status: Int
+    public var expectedBytes: Int64?
+    /// From Content-Type, without its parameters.
+    public var mimeType: String?
+    /// The URL the body came from, after redirects.
+    public var finalURL: String
+    /// "1.1" or "2".
+    public var httpVersion: String?
+}
+
+public enum DownloadOutcome<Delivered: Sendable>: Sendable {
+    case success(Delivered)
+    case failure(DownloadFailure)
+    case cancelled
+}
+
+/// A fetched body, handed to each token's processor.
+public struct FetchedResource: Sendable {
+    public var response: ResponseInfo
+    public var body: ByteBuffer
+
+    public var byteCount: Int { body.readableBytes }
+}

@@ -1,0 +1,83 @@
+/// Why a download failed. Each case maps to one application error of the wire protocol
+/// (the mapping lives in the worker; names follow SDWebImage's errors).
+public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL is missing, unparsable, or of a scheme the worker does not fetch.
+    case invalidURL(String)
+    /// The request was refused before it was sent (a `file://` URL outside the allowed root, …).
+    case invalidOperation(String)
+    /// The server answered with a status outside 2xx.
+    case statusCode(Int, retryAfterSeconds: Double?)
+    /// 304 and there is no cached copy to fall back on.
+    case notModified
+    /// The transport failed; see `NetworkReason`.
+    case network(NetworkReason, String)
+    /// A configured limit was exceeded.
+    case limitExceeded(LimitKind, limit: Int64, actual: Int64?)
+    /// The URL failed earlier for a reason that will not go away, and `retryFailed` was not set.
+    case blocked(since: String)
+    /// The bytes arrived but could not be turned into what the caller asked for.
+    case badData(String)
+    /// The image format is not one the worker decodes.
+    case unsupportedFormat(String)
+    /// Writing the result where the caller asked failed.
+    case output(String, path: String?)
+
+    public enum NetworkReason: String, Sendable {
+        case timeout, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io
+    }
+
+    public enum LimitKind: String, Sendable {
+        case bodyBytes
+        case pixels
+        case scans
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let m): return "Invalid URL: \(m)"
+        case .invalidOperation(let m): return m
+        case .statusCode(let code, _):
+            return "Download marked as failed because of invalid response status code \(code)"
+        case .notModified: return "Downloaded image is not modified and ignored (HTTP 304 with no cached copy)"
+        case .network(let reason, let detail): return "Network error (\(reason.rawValue)): \(detail)"
+        case .limitExceeded(let kind, let limit, let actual):
+            switch kind {
+            case .bodyBytes:
+                return "Response body " + (actual.map { "of \($0) bytes " } ?? "") + "exceeds the limit of \(limit) bytes"
+            case .pixels: return "Image exceeds the limit of \(limit) pixels"
+            case .scans: return "Image exceeds the limit of \(limit) progressive scans"
+            }
+        case .blocked(let since):
+            return "URL is on the failed-URL list (\(since)); set retryFailed to try it again"
+        case .badData(let m): return m
+        case .unsupportedFormat(let m): return "Unsupported image format: \(m)"
+        case .output(let m, _): return m
+        }
+    }
+
+    /// Failures worth another attempt: the same request may well succeed a moment later.
+    public var isTransient: Bool {
+        switch self {
+        case .network(let reason, _):
+            switch reason {
+            case .timeout, .dns, .connection, .reset, .truncated, .io: return true
+            case .tls, .redirect, .protocolError: return false
+            }
+        case .statusCode(let code, _):
+            return code >= 500 || code == 408 || code == 429
+        default:
+            return false
+        }
+    }
+
+    /// Failures that put the URL on the failed-URL list, as SDWebImage's manager does for
+    /// failures that are not network conditions: a 4xx status, a bad certificate, bad bytes.
+    public var blocksURL: Bool {
+        switch self {
+        case .statusCode(let code, _): return code >= 400 && code < 500 && code != 408 && code != 429
+        case .network(.tls, _), .network(.redirect, _): return true
+        case .badData, .unsupportedFormat: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,35 @@
+/// Everything `configure` can change at run time. Defaults are SDWebImage's where it has one.
+public struct DownloaderConfiguration: Sendable, Equatable {
+    /// At most this many fetches run at once (SDWebImage: 6).
+    public var maxConcurrentDownloads = 6
+    public var executionOrder = ExecutionOrder.fifo
+    /// While suspended, queued fetches wait; running ones go on.
+    public var suspended = false
+    /// Idle timeout of a fetch, in milliseconds: connecting, waiting for the response head, and
+    /// the longest gap between two body chunks (SDWebImage: 15 s, like NSURLRequest's).
+    public var timeoutMs: Int64 = 15_000
+    /// Headers sent with every request; a request's own headers override them by name.
+    public var headers: [String: String] = [:]
+    /// A progress event is sent only when at least this fraction of the expected size arrived since
+    /// the last one (0...1; SDWebImage's `minimumProgressInterval`). The first and last are always sent.
+    public var minimumProgressInterval: Double = 0
+    /// …and at least this many milliseconds passed since the last one.
+    public var progressIntervalMs: Int64 = 100
+    /// Retries after a transient failure (connect error, timeout, 5xx, 408, 429).
+    public var maxRetries = 2
+    /// First retry delay; doubles each time, with full jitter, capped by `retryMaxDelayMs`.
+    public var retryBaseDelayMs: Int64 = 250
+    public var retryMaxDelayMs: Int64 = 10_000
+    /// Responses larger than this fail with LimitExceeded (256 MiB).
+    public var maxBodyBytes: Int64 = 256 << 20
+    /// Redirects followed before a fetch fails.
+    public var maxRedirects = 10
+    /// How long a URL stays on the failed-URL list.
+    public var failedURLExpiryMs: Int64 = 600_000
+    /// The User-Agent sent unless a request sets its own.
+    public var userAgent: String
+
+    public init(userAgent: String = "image-worker") {
+        self.userAgent = userAgent
+    }
+}

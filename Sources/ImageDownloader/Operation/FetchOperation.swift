@@ -1,0 +1,244 @@
+/// One fetch, shared by every token that asked for the same resource, from queued to finished,
+/// as a value: each method takes an event and returns the actions to perform, in order.
+/// (The model is AsyncHTTPClient's `RequestBag+StateMachine`.) It never does I/O itself.
+///
+///     queued ──start──▶ running(1) ──head, chunks, end──▶ delivering ──last token processed──▶ finished
+///                        │  ▲                                  (each token's own processing)
+///           transient    │  │ retry timer
+///           failure      ▼  │
+///                     waitingToRetry(2)        any other failure / last token cancelled ──▶ finished
+///
+/// Tokens can join until the body is complete; a late joiner is brought up to date (started,
+/// response, current progress). The fetch's priority is the highest among its live tokens.
+public struct FetchOperation: Sendable {
+    public enum State: Sendable, Equatable {
+        case queued
+        case running(attempt: Int)
+        case waitingToRetry(attempt: Int)
+        case delivering
+        case finished
+    }
+
+    public enum Action: Sendable, Equatable {
+        case emitStarted(DownloadToken)
+        case emitResponse(DownloadToken, ResponseInfo)
+        case emitProgress(DownloadToken, received: Int64, expected: Int64?)
+        case emitCancelled(DownloadToken)
+        case emitFailure(DownloadToken, DownloadFailure)
+        /// Hand the complete body to this token's processor.
+        case process(DownloadToken)
+        case setQueuePriority(DownloadPriority)
+        /// Leave the operation queue (a waiting place or a running slot).
+        case leaveQueue
+        case startAttempt(Int)
+        case cancelAttempt
+        case scheduleRetry(attempt: Int, delayMs: Int64)
+        case cancelRetryTimer
+        /// Put the URL on the failed-URL list.
+        case recordFailure(DownloadFailure)
+        /// Take the URL off the failed-URL list.
+        case recordSuccess
+        /// Nothing is left of this fetch: forget it.
+        case finished
+    }
+
+    public private(set) var state: State = .queued
+    /// Live tokens in the order they joined, with their priorities.
+    public private(set) var tokens: [(token: DownloadToken, priority: DownloadPriority)] = []
+    /// Tokens whose processing is under way (in `delivering`).
+    private var processing: Set<DownloadToken> = []
+    public private(set) var response: ResponseInfo?
+    public private(set) var receivedBytes: Int64 = 0
+    private var lastReportedBytes: Int64 = 0
+    private var lastReportedAt: UInt64 = 0
+
+    public init(token: DownloadToken, priority: DownloadPriority) {
+        tokens = [(token, priority)]
+    }
+
+    public var effectivePriority: DownloadPriority { tokens.map(\.priority).max() ?? .veryLow }
+
+    /// New tokens may share this fetch until its body is complete.
+    public var acceptsTokens: Bool {
+        switch state {
+        case .queued, .running, .waitingToRetry: return true
+        case .delivering, .finished: return false
+        }
+    }
+
+    public func contains(_ token: DownloadToken) -> Bool { tokens.contains { $0.token == token } }
+
+    // MARK: Events
+
+    public mutating func join(_ token: DownloadToken, priority: DownloadPriority) -> [Action] {
+        precondition(acceptsTokens && !contains(token))
+        let before = effectivePriority
+        tokens.append((token, priority))
+        switch state {
+        case .queued:
+            return effectivePriority != before ? [.setQueuePriority(effectivePriority)] : []
+        case .running:
+            var actions: [Action] = [.emitStarted(token)]
+            if let response {
+                actions.append(.emitResponse(token, response))
+                actions.append(.emitProgress(token, received: lastReportedBytes, expected: response.expectedBytes))
+            }
+            return actions
+        case .waitingToRetry:
+            return [.emitStarted(token)]
+        case .delivering, .finished:
+            preconditionFailure("unreachable")
+        }
+    }
+
+    /// The queue gave this fetch a slot.
+    public mutating func start() -> [Action] {
+        guard state == .queued else { return [] }
+        state = .running(attempt: 1)
+        return tokens.map { .emitStarted($0.token) } + [.startAttempt(1)]
+    }
+
+    /// A 2xx response head arrived.
+    public mutating func responseReceived(_ info: ResponseInfo, now: UInt64) -> [Action] {
+        guard case .running = state else { return [] }
+        response = info
+        receivedBytes = 0
+        lastReportedBytes = 0
+        lastReportedAt = now
+        return tokens.flatMap { entry -> [Action] in
+            [.emitResponse(entry.token, info), .emitProgress(entry.token, received: 0, expected: info.expectedBytes)]
+        }
+    }
+
+    /// The body has grown to `total` bytes.
+    public mutating func bodyReceived(total: Int64, now: UInt64, throttle: ProgressThrottle) -> [Action] {
+        guard case .running = state, let response else { return [] }
+        receivedBytes = total
+        guard
+            throttle.shouldReport(
+                received: total, expected: response.expectedBytes, lastReportedBytes: lastReportedBytes,
+                lastReportedAt: lastReportedAt, now: now)
+        else { return [] }
+        return reportProgress(now: now)
+    }
+
+    /// The body is complete. Every token moves on to its own processing.
+    public mutating func attemptSucceeded(now: UInt64) -> [Action] {
+        guard case .running = state else { return [] }
+        var actions: [Action] = []
+        if receivedBytes != lastReportedBytes {
+            actions += reportProgress(now: now)
+        }
+        state = .delivering
+        processing = Set(tokens.map(\.token))
+        actions.append(.leaveQueue)
+        actions.append(.recordSuccess)
+        actions += tokens.map { .process($0.token) }
+        return actions
+    }
+
+    /// The attempt failed. A transient failure before any response was reported is retried
+    /// (after a delay) while retries are left; anything else fails every token.
+    public mutating func attemptFailed(_ failure: DownloadFailure, retryPolicy: RetryPolicy, jitter: Double) -> [Action] {
+        guard case .running(let attempt) = state else { return [] }
+        if failure.isTransient, response == nil, attempt <= retryPolicy.maxRetries {
+            var retryAfter: Double? = nil
+            if case .statusCode(_, let seconds) = failure { retryAfter = seconds }
+            let delay = retryPolicy.delayMs(retry: attempt, retryAfterSeconds: retryAfter, jitter: jitter)
+            state = .waitingToRetry(attempt: attempt + 1)
+            return [.scheduleRetry(attempt: attempt + 1, delayMs: delay)]
+        }
+        state = .finished
+        var actions: [Action] = [.leaveQueue]
+        if failure.blocksURL { actions.append(.recordFailure(failure)) }
+        actions += tokens.map { .emitFailure($0.token, failure) }
+        tokens.removeAll()
+        actions.append(.finished)
+        return actions
+    }
+
+    public mutating func retryTimerFired() -> [Action] {
+        guard case .waitingToRetry(let attempt) = state else { return [] }
+        state = .running(attempt: attempt)
+        return [.startAttempt(attempt)]
+    }
+
+    /// One token is cancelled. It alone ends (`cancelled`); the fetch stops only with its last token.
+    public mutating func cancel(_ token: DownloadToken) -> [Action] {
+        guard let index = tokens.firstIndex(where: { $0.token == token }) else { return [] }
+        let before = effectivePriority
+        tokens.remove(at: index)
+        var actions: [Action] = [.emitCancelled(token)]
+        switch state {
+        case .queued:
+            if tokens.isEmpty {
+                state = .finished
+                actions += [.leaveQueue, .finished]
+            } else if effectivePriority != before {
+                actions.append(.setQueuePriority(effectivePriority))
+            }
+        case .running:
+            if tokens.isEmpty {
+                state = .finished
+                actions += [.cancelAttempt, .leaveQueue, .finished]
+            }
+        case .waitingToRetry:
+            if tokens.isEmpty {
+                state = .finished
+                actions += [.cancelRetryTimer, .leaveQueue, .finished]
+            }
+        case .delivering:
+            processing.remove(token)
+            if processing.isEmpty {
+                state = .finished
+                actions.append(.finished)
+            }
+        case .finished:
+            break
+        }
+        return actions
+    }
+
+    public mutating func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) -> [Action] {
+        guard let index = tokens.firstIndex(where: { $0.token == token }) else { return [] }
+        let before = effectivePriority
+        tokens[index].priority = priority
+        if state == .queued, effectivePriority != before {
+            return [.setQueuePriority(effectivePriority)]
+        }
+        return []
+    }
+
+    /// A token's processing finished. Returns whether the token was still live (and so gets its
+    /// terminal event from the caller now), and what follows.
+    public mutating func tokenProcessed(_ token: DownloadToken, failure: DownloadFailure?) -> (live: Bool, actions: [Action]) {
+        guard state == .delivering, processing.remove(token) != nil else { return (false, []) }
+        tokens.removeAll { $0.token == token }
+        var actions: [Action] = []
+        if let failure, failure.blocksURL { actions.append(.recordFailure(failure)) }
+        if processing.isEmpty {
+            state = .finished
+            actions.append(.finished)
+        }
+        return (true, actions)
+    }
+
+    private mutating func reportProgress(now: UInt64) -> [Action] {
+        lastReportedBytes = receivedBytes
+        lastReportedAt = now
+        let expected = response?.expectedBytes
+        return tokens.map { .emitProgress($0.token, received: receivedBytes, expected: expected) }
+    }
+}
+
+extension FetchOperation.State: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .queued: return "queued"
+        case .running: return "running"
+        case .waitingToRetry: return "waitingToRetry"
+        case .delivering: return "delivering"
+        case .finished: return "finished"
+        }
+    }
+}

@@ -1,0 +1,177 @@
+/// Splits the input byte stream into messages. The framing is chosen from the first non-blank
+/// byte: `{` or `[` (or anything else) means NDJSON, `C`/`c` means LSP `Content-Length:` headers.
+/// A message over `maximumMessageBytes` is skipped whole and reported once, and reading goes on.
+public struct InputFramer: Sendable {
+    public enum Item: Sendable, Equatable {
+        case message([UInt8])
+        /// A message longer than the limit was skipped.
+        case tooLarge(limit: Int)
+        /// The header block of a Content-Length message could not be understood.
+        case badHeader(String)
+    }
+
+    public private(set) var framing: Framing?
+    public let maximumMessageBytes: Int
+
+    private var buffer: [UInt8] = []
+    private var start = 0  // first unconsumed byte of `buffer`
+    /// NDJSON: discarding the rest of an over-long line. Content-Length: bytes still to skip.
+    private var discarding = false
+    private var bytesToSkip = 0
+    private var expectedBody: Int?
+
+    public init(maximumMessageBytes: Int = 16 << 20) {
+        self.maximumMessageBytes = maximumMessageBytes
+    }
+
+    public mutating func append(_ bytes: some Collection<UInt8>) -> [Item] {
+        buffer.append(contentsOf: bytes)
+        var items: [Item] = []
+        process(into: &items, atEOF: false)
+        compact()
+        return items
+    }
+
+    /// End of input: a last line without its newline is still a message.
+    public mutating func finish() -> [Item] {
+        var items: [Item] = []
+        process(into: &items, atEOF: true)
+        buffer.removeAll()
+        start = 0
+        return items
+    }
+
+    private mutating func compact() {
+        if start > 0 && (start == buffer.count || start > 65536) {
+            buffer.removeFirst(start)
+            start = 0
+        }
+    }
+
+    private mutating func process(into items: inout [Item], atEOF: Bool) {
+        if framing == nil {
+            while start < buffer.count, isBlank(buffer[start]) { start += 1 }
+            guard start < buffer.count else { return }
+            framing = (buffer[start] == UInt8(ascii: "C") || buffer[start] == UInt8(ascii: "c")) ? .contentLength : .ndjson
+        }
+        switch framing! {
+        case .ndjson: processLines(into: &items, atEOF: atEOF)
+        case .contentLength: processHeaders(into: &items, atEOF: atEOF)
+        }
+    }
+
+    private func isBlank(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private mutating func processLines(into items: inout [Item], atEOF: Bool) {
+        while start < buffer.count {
+            guard let newline = buffer[start...].firstIndex(of: 0x0A) else {
+                let pending = buffer.count - start
+                if discarding {
+                    start = buffer.count
+                } else if pending > maximumMessageBytes {
+                    items.append(.tooLarge(limit: maximumMessageBytes))
+                    discarding = true
+                    start = buffer.count
+                } else if atEOF {
+                    emitLine(start..<buffer.count, into: &items)
+                    start = buffer.count
+                }
+                return
+            }
+            let range = start..<newline
+            start = newline + 1
+            if discarding {
+                discarding = false
+                continue
+            }
+            if range.count > maximumMessageBytes + 1 {
+                items.append(.tooLarge(limit: maximumMessageBytes))
+                continue
+            }
+            emitLine(range, into: &items)
+        }
+    }
+
+    private func emitLine(_ range: Range<Int>, into items: inout [Item]) {
+        var end = range.upperBound
+        if end > range.lowerBound, buffer[end - 1] == 0x0D { end -= 1 }
+        let line = buffer[range.lowerBound..<end]
+        if line.allSatisfy(isBlank) { return }
+        if line.count > maximumMessageBytes {
+            items.append(.tooLarge(limit: maximumMessageBytes))
+            return
+        }
+        items.append(.message(Array(line)))
+    }
+
+    private mutating func processHeaders(into items: inout [Item], atEOF: Bool) {
+        while true {
+            if bytesToSkip > 0 {
+                let n = min(bytesToSkip, buffer.count - start)
+                start += n
+                bytesToSkip -= n
+                if bytesToSkip > 0 { return }
+            }
+            if let length = expectedBody {
+                guard buffer.count - start >= length else { return }
+                items.append(.message(Array(buffer[start..<start + length])))
+                start += length
+                expectedBody = nil
+                continue
+            }
+            while start < buffer.count, isBlank(buffer[start]) { start += 1 }
+            guard start < buffer.count else { return }
+            // Find the blank line that ends the header block (CRLF CRLF, or LF LF from lax clients).
+            guard let (headerEnd, bodyStart) = findHeaderEnd() else {
+                if buffer.count - start > 8192 {
+                    items.append(.badHeader("header block longer than 8192 bytes"))
+                    start = buffer.count
+                }
+                return
+            }
+            let headerText = String(decoding: buffer[start..<headerEnd], as: UTF8.self)
+            start = bodyStart
+            var length: Int?
+            for line in headerText.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }) {
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                if parts[0].trimmingSpaces.lowercased() == "content-length" {
+                    length = Int(parts[1].trimmingSpaces)
+                }
+            }
+            guard let length, length >= 0 else {
+                items.append(.badHeader("missing or invalid Content-Length header"))
+                continue
+            }
+            if length > maximumMessageBytes {
+                items.append(.tooLarge(limit: maximumMessageBytes))
+                bytesToSkip = length
+                continue
+            }
+            expectedBody = length
+        }
+    }
+
+    private func findHeaderEnd() -> (Int, Int)? {
+        var i = start
+        while i < buffer.count {
+            if buffer[i] == 0x0A {
+                if i + 1 < buffer.count, buffer[i + 1] == 0x0A { return (i, i + 2) }
+                if i + 2 < buffer.count, buffer[i + 1] == 0x0D, buffer[i + 2] == 0x0A { return (i, i + 3) }
+            }
+            i += 1
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return s
+    }
+}

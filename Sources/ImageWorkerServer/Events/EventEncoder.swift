@@ -1,0 +1,87 @@
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// Downloader events as wire notifications (protocol/SPEC.md, "Events").
+enum EventEncoder {
+    /// The notification, and the key under which a newer one may replace it while unsent.
+    static func encode(_ event: DownloadEvent<JSONObject>) -> (message: JSONValue, replaceKey: String?) {
+        switch event {
+        case .started(let token, let url):
+            return (RPCResponse.notification(method: WorkerEvent.started, params: ["token": token.json, "url": .string(url)]), nil)
+        case .response(let token, let info):
+            return (
+                RPCResponse.notification(
+                    method: WorkerEvent.response,
+                    params: [
+                        "token": token.json, "status": JSONValue(info.status), "expectedBytes": info.expectedBytes.map { .int($0) } ?? .null,
+                        "mimeType": JSONValue(info.mimeType), "url": .string(info.finalURL), "httpVersion": JSONValue(info.httpVersion),
+                    ]), nil
+            )
+        case .progress(let token, let received, let expected):
+            return (
+                RPCResponse.notification(
+                    method: WorkerEvent.progress,
+                    params: ["token": token.json, "receivedBytes": .int(received), "expectedBytes": expected.map { .int($0) } ?? .null]),
+                replaceKey(token, "progress")
+            )
+        case .completed(let token, let outcome):
+            var params: JSONObject = ["token": token.json]
+            switch outcome {
+            case .success(let payload):
+                params["outcome"] = "success"
+                for (key, value) in payload { params[key] = value }
+            case .failure(let failure):
+                params["outcome"] = "error"
+                params["error"] = errorObject(failure)
+            case .cancelled:
+                params["outcome"] = "cancelled"
+                params["error"] = RPCError(
+                    code: WorkerErrorCode.cancelled.rawValue, message: "Cancelled",
+                    data: ["name": .string(WorkerErrorCode.cancelled.name)]
+                ).json
+            }
+            return (RPCResponse.notification(method: WorkerEvent.completed, params: .object(params)), nil)
+        }
+    }
+
+    static func replaceKey(_ token: DownloadToken, _ kind: String) -> String {
+        switch token {
+        case .string(let s): return "s\(s.utf8.count):\(s)|\(kind)"
+        case .int(let i): return "i:\(i)|\(kind)"
+        }
+    }
+
+    /// `{code, message, data: {name, …}}` for a failed download.
+    static func errorObject(_ failure: DownloadFailure) -> JSONValue {
+        let code: WorkerErrorCode
+        var data: JSONObject = [:]
+        switch failure {
+        case .invalidURL: code = .invalidURL
+        case .invalidOperation: code = .invalidDownloadOperation
+        case .statusCode(let status, let retryAfter):
+            code = .invalidDownloadStatusCode
+            data["statusCode"] = JSONValue(status)
+            if let retryAfter { data["retryAfterSeconds"] = .double(retryAfter) }
+        case .notModified:
+            code = .cacheNotModified
+            data["statusCode"] = 304
+        case .network(let reason, _):
+            code = .networkError
+            data["reason"] = .string(reason.rawValue)
+        case .limitExceeded(let kind, let limit, let actual):
+            code = .limitExceeded
+            data["limit"] = .string(kind.rawValue)
+            data["maximum"] = .int(limit)
+            if let actual { data["actual"] = .int(actual) }
+        case .blocked: code = .blockedURL
+        case .badData: code = .badImageData
+        case .unsupportedFormat: code = .unsupportedFormat
+        case .output(_, let path):
+            code = .outputFailed
+            if let path { data["path"] = .string(path) }
+        }
+        var full: JSONObject = ["name": .string(code.name)]
+        for (k, v) in data { full[k] = v }
+        return RPCError(code: code.rawValue, message: failure.description, data: .object(full)).json
+    }
+}

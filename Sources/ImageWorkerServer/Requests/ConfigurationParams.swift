@@ -1,0 +1,66 @@
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// The `configure` params, and the configuration as JSON (in `initialize`, `configure` and
+/// `status` results).
+enum ConfigurationParams {
+    static let fields = [
+        "maxConcurrentDownloads", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
+        "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
+        "failedURLExpiryMs", "userAgent", "clearFailedURLs",
+    ]
+
+    /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
+    /// list is to be cleared.
+    static func apply(_ request: RPCRequest, to configuration: inout DownloaderConfiguration) throws(RPCError) -> Bool {
+        let p = try ParamReader(request, allowed: fields)
+        var c = configuration
+        if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
+        if let v = try p.oneOf("executionOrder", ExecutionOrder.allCases.map(\.rawValue)) { c.executionOrder = ExecutionOrder(rawValue: v)! }
+        if let v = try p.bool("suspended") { c.suspended = v }
+        if let v = try p.integer("timeoutMs", in: 1...86_400_000) { c.timeoutMs = v }
+        if let o = try p.object("headers") {
+            var headers: [String: String] = [:]
+            for (name, value) in try HeaderValidation.headers(o, field: "headers") { headers[name] = value }
+            c.headers = headers
+        }
+        if let v = try p.number("minimumProgressInterval", in: 0...1) { c.minimumProgressInterval = v }
+        if let v = try p.integer("progressIntervalMs", in: 0...3_600_000) { c.progressIntervalMs = v }
+        if let v = try p.integer("maxRetries", in: 0...20) { c.maxRetries = Int(v) }
+        if let v = try p.integer("retryBaseDelayMs", in: 0...600_000) { c.retryBaseDelayMs = v }
+        if let v = try p.integer("retryMaxDelayMs", in: 0...3_600_000) { c.retryMaxDelayMs = v }
+        if let v = try p.integer("maxBodyBytes", in: 1...(1 << 40)) { c.maxBodyBytes = v }
+        if let v = try p.integer("maxRedirects", in: 0...100) { c.maxRedirects = Int(v) }
+        if let v = try p.integer("failedURLExpiryMs", in: 0...(1 << 40)) { c.failedURLExpiryMs = v }
+        if let v = try p.string("userAgent") {
+            guard !v.isEmpty, !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw .invalidParams("\"userAgent\" must be a non-empty string without CR, LF or NUL")
+            }
+            c.userAgent = v
+        }
+        let clear = try p.bool("clearFailedURLs") ?? false
+        configuration = c
+        return clear
+    }
+
+    static func json(_ c: DownloaderConfiguration) -> JSONValue {
+        var headers = JSONObject()
+        for (name, value) in c.headers.sorted(by: { $0.key < $1.key }) { headers[name] = .string(value) }
+        return [
+            "maxConcurrentDownloads": JSONValue(c.maxConcurrentDownloads),
+            "executionOrder": .string(c.executionOrder.rawValue),
+            "suspended": .bool(c.suspended),
+            "timeoutMs": .int(c.timeoutMs),
+            "headers": .object(headers),
+            "minimumProgressInterval": .double(c.minimumProgressInterval),
+            "progressIntervalMs": .int(c.progressIntervalMs),
+            "maxRetries": JSONValue(c.maxRetries),
+            "retryBaseDelayMs": .int(c.retryBaseDelayMs),
+            "retryMaxDelayMs": .int(c.retryMaxDelayMs),
+            "maxBodyBytes": .int(c.maxBodyBytes),
+            "maxRedirects": JSONValue(c.maxRedirects),
+            "failedURLExpiryMs": .int(c.failedURLExpiryMs),
+            "userAgent": .string(c.userAgent),
+        ]
+    }
+}

@@ -1,0 +1,139 @@
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// How a token wants its result (the `output` param of `download`).
+public struct OutputSpec: Sendable, Equatable {
+    public enum Delivery: String, Sendable, CaseIterable {
+        /// Metadata only.
+        case none
+        /// Written to `path`, or into `dir`, atomically (temporary name, then rename).
+        case file
+        /// Base64 `data` in the completed event.
+        case inline
+    }
+
+    public enum Format: String, Sendable, CaseIterable {
+        /// The downloaded bytes as they came.
+        case original
+    }
+
+    public enum Target: Sendable, Equatable {
+        case path(String)
+        case directory(String)
+    }
+
+    public var delivery: Delivery = .none
+    public var format: Format = .original
+    public var target: Target?
+    /// With `dir`: replace an existing file of the same name instead of choosing a new name.
+    public var overwrite = false
+
+    public init() {}
+}
+
+/// `download` params, checked.
+struct DownloadParams {
+    static let fields = [
+        "url", "token", "priority", "headers", "timeoutMs", "credentials", "allowInvalidCertificates",
+        "handleCookies", "retryFailed", "progressive", "output",
+    ]
+
+    var request: DownloadRequest
+    var output: OutputSpec
+    var progressive: Bool
+    /// Whether the client chose the token.
+    var tokenGiven: Bool
+
+    init(_ rpc: RPCRequest) throws(RPCError) {
+        let p = try ParamReader(rpc, allowed: DownloadParams.fields)
+        let url = try p.requiredString("url")
+        var token = DownloadToken.random()
+        tokenGiven = false
+        if let raw = p.object["token"], raw != .null {
+            switch raw {
+            case .string(let s) where !s.isEmpty: token = .string(s)
+            case .int(let i): token = .int(i)
+            default: throw .invalidParams("\"token\" must be a non-empty string or an integer")
+            }
+            tokenGiven = true
+        }
+        var priority = DownloadPriority.normal
+        if let name = try p.oneOf("priority", DownloadPriority.allCases.map(\.name)) {
+            priority = DownloadPriority(name: name)!
+        }
+        let headers = try p.object("headers").map { o throws(RPCError) in try HeaderValidation.headers(o, field: "headers") } ?? []
+        let timeout = try p.integer("timeoutMs", in: 1...86_400_000)
+        var credentials: Credentials?
+        if let c = try p.object("credentials") {
+            guard case .string(let user)? = c["user"], case .string(let password)? = c["password"], c.count == 2 else {
+                throw .invalidParams("\"credentials\" must be {\"user\": string, \"password\": string}")
+            }
+            credentials = Credentials(user: user, password: password)
+        }
+        request = DownloadRequest(
+            token: token, url: url, priority: priority, headers: headers, timeoutMs: timeout,
+            credentials: credentials, allowInvalidCertificates: try p.bool("allowInvalidCertificates") ?? false,
+            handleCookies: try p.bool("handleCookies") ?? false, retryFailed: try p.bool("retryFailed") ?? false)
+        progressive = try p.bool("progressive") ?? false
+        output = try DownloadParams.output(try p.object("output"))
+    }
+
+    static func output(_ object: JSONObject?) throws(RPCError) -> OutputSpec {
+        var spec = OutputSpec()
+        guard let object else { return spec }
+        let p = try ParamReader(
+            RPCRequest(id: nil, method: "output", params: .object(object)),
+            allowed: ["delivery", "format", "path", "dir", "overwrite"])
+        if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
+            spec.delivery = OutputSpec.Delivery(rawValue: d)!
+        }
+        if let f = try p.string("format") {
+            guard let format = OutputSpec.Format(rawValue: f) else {
+                throw .invalidParams(
+                    "output.format \"\(f)\" is not available; this worker delivers: "
+                        + OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            spec.format = format
+        }
+        let path = try p.string("path")
+        let dir = try p.string("dir")
+        spec.overwrite = try p.bool("overwrite") ?? false
+        switch spec.delivery {
+        case .file:
+            switch (path, dir) {
+            case (let path?, nil):
+                guard !path.isEmpty, !path.hasSuffix("/") else { throw .invalidParams("output.path must name a file") }
+                spec.target = .path(path)
+            case (nil, let dir?):
+                guard !dir.isEmpty else { throw .invalidParams("output.dir must not be empty") }
+                spec.target = .directory(dir)
+            case (nil, nil):
+                throw .invalidParams("output with delivery \"file\" needs \"path\" or \"dir\"")
+            default:
+                throw .invalidParams("output takes \"path\" or \"dir\", not both")
+            }
+        case .none, .inline:
+            if path != nil || dir != nil {
+                throw .invalidParams("output.path and output.dir go with delivery \"file\"")
+            }
+        }
+        return spec
+    }
+}
+
+extension DownloadToken {
+    var json: JSONValue {
+        switch self {
+        case .string(let s): return .string(s)
+        case .int(let i): return .int(i)
+        }
+    }
+
+    init?(json: JSONValue) {
+        switch json {
+        case .string(let s) where !s.isEmpty: self = .string(s)
+        case .int(let i): self = .int(i)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import ImageWorkerProtocol
+
+/// Reads a method's params object field by field, turning every mistake into a -32602 that says
+/// which field is wrong and why, and refusing unknown fields (a typo should not pass silently).
+struct ParamReader {
+    let method: String
+    let object: JSONObject
+    private let allowed: Set<String>
+
+    init(_ request: RPCRequest, allowed: [String]) throws(RPCError) {
+        method = request.method
+        self.allowed = Set(allowed)
+        switch request.params {
+        case nil:
+            object = JSONObject()
+        case .object(let o)?:
+            object = o
+        case .array?:
+            throw .invalidParams("\(request.method) takes its params as an object (by name), not an array")
+        default:
+            throw .invalidParams("params must be an object")
+        }
+        for key in object.keys where !self.allowed.contains(key) {
+            throw .invalidParams("unknown field \"\(key)\" in \(method); known fields: \(allowed.sorted().joined(separator: ", "))")
+        }
+    }
+
+    func has(_ key: String) -> Bool { object[key] != nil && object[key] != .null }
+
+    func string(_ key: String) throws(RPCError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .string(let s) = value else { throw typeError(key, "a string", value) }
+        return s
+    }
+
+    func requiredString(_ key: String) throws(RPCError) -> String {
+        guard let s = try string(key) else { throw .invalidParams("\(method) needs \"\(key)\"") }
+        return s
+    }
+
+    func bool(_ key: String) throws(RPCError) -> Bool? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .bool(let b) = value else { throw typeError(key, "true or false", value) }
+        return b
+    }
+
+    func integer(_ key: String, in range: ClosedRange<Int64>) throws(RPCError) -> Int64? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let i = value.integerValue else { throw typeError(key, "a whole number", value) }
+        guard range.contains(i) else {
+            throw .invalidParams("\"\(key)\" must be between \(range.lowerBound) and \(range.upperBound), not \(i)")
+        }
+        return i
+    }
+
+    func number(_ key: String, in range: ClosedRange<Double>) throws(RPCError) -> Double? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let d = value.numberValue else { throw typeError(key, "a number", value) }
+        guard range.contains(d) else {
+            throw .invalidParams("\"\(key)\" must be between \(range.lowerBound) and \(range.upperBound), not \(d)")
+        }
+        return d
+    }
+
+    func object(_ key: String) throws(RPCError) -> JSONObject? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .object(let o) = value else { throw typeError(key, "an object", value) }
+        return o
+    }
+
+    func oneOf(_ key: String, _ choices: [String]) throws(RPCError) -> String? {
+        guard let s = try string(key) else { return nil }
+        guard choices.contains(s) else {
+            throw .invalidParams("\"\(key)\" must be one of \(choices.joined(separator: ", ")), not \"\(s)\"")
+        }
+        return s
+    }
+
+    func typeError(_ key: String, _ expected: String, _ value: JSONValue) -> RPCError {
+        .invalidParams("\"\(key)\" must be \(expected), not \(value.typeName)")
+    }
+}
+
+/// Header names are RFC 9110 tokens; values may not hold CR, LF or NUL (header injection).
+enum HeaderValidation {
+    static func headers(_ object: JSONObject, field: String) throws(RPCError) -> [(String, String)] {
+        var result: [(String, String)] = []
+        for (name, value) in object {
+            guard case .string(let text) = value else {
+                throw .invalidParams("\(field): the value of header \"\(name)\" must be a string")
+            }
+            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+                throw .invalidParams("\(field): \"\(name)\" is not a valid header name")
+            }
+            guard !text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+                throw .invalidParams("\(field): the value of header \"\(name)\" contains CR, LF or NUL")
+            }
+            result.append((name, text))
+        }
+        return result
+    }
+
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Dispatch
+import Foundation
+import ImageWorkerProtocol
+import Synchronization
+
+/// The one writer of the wire. Every message is encoded by the sender, queued, and written by a
+/// dedicated thread with one `write` per whole message, so lines never interleave and a slow
+/// reader never blocks the network or the decoders.
+///
+/// The queue is bounded in what matters: a message sent with a `replaceKey` (progress, partial
+/// images) replaces the unsent older message with the same key, so a token has at most one of
+/// each waiting; responses and terminal events are never dropped, and `waitForCapacity` lets the
+/// input side stop reading while more than `highWaterBytes` of them wait.
+public final class WireWriter: Sendable {
+    private struct Pending {
+        var bytes: [UInt8]
+        var replaceKey: String?
+    }
+
+    private struct State {
+        var framing: Framing = .ndjson
+        var slots: [Pending?] = []
+        var head = 0
+        var replaceIndex: [String: Int] = [:]
+        var pendingBytes = 0
+        var writing = false
+        var closed = false
+        var capacityWaiters: [CheckedContinuation<Void, Never>] = []
+        var flushWaiters: [CheckedContinuation<Void, Never>] = []
+        var messagesWritten = 0
+        var messagesReplaced = 0
+
+        var isDrained: Bool { head == slots.count && !writing }
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let fd: Int32
+    private let onClosed: @Sendable () -> Void
+    public let highWaterBytes: Int
+
+    /// - Parameters:
+    ///   - fd: the private descriptor of the wire (a `dup` of the original stdout).
+    ///   - onClosed: called once, from the writer thread, when the reader is gone (EPIPE).
+    public init(fd: Int32, highWaterBytes: Int = 8 << 20, onClosed: @escaping @Sendable () -> Void) {
+        self.fd = fd
+        self.highWaterBytes = highWaterBytes
+        self.onClosed = onClosed
+        let thread = Thread { [self] in self.run() }
+        thread.name = "image-worker wire writer"
+        thread.start()
+    }
+
+    public var framing: Framing {
+        get { state.withLock { $0.framing } }
+        set { state.withLock { $0.framing = newValue } }
+    }
+
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Queues one message. With a `replaceKey`, an unsent message with the same key is replaced
+    /// in place by this newer one.
+    public func send(_ message: JSONValue, replaceKey: String? = nil) {
+        let json = JSONWriter.encode(message)
+        state.withLock { s in
+            guard !s.closed else { return }
+            let bytes = s.framing.frame(json)
+            if let replaceKey, let index = s.replaceIndex[replaceKey], index >= s.head, let old = s.slots[index] {
+                s.pendingBytes += bytes.count - old.bytes.count
+                s.slots[index] = Pending(bytes: bytes, replaceKey: replaceKey)
+                s.messagesReplaced += 1
+                return
+            }
+            if let replaceKey { s.replaceIndex[replaceKey] = s.slots.count }
+            s.slots.append(Pending(bytes: bytes, replaceKey: replaceKey))
+            s.pendingBytes += bytes.count
+        }
+        wake.signal()
+    }
+
+    /// Returns when fewer than `highWaterBytes` wait to be written (at once, usually).
+    public func waitForCapacity() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.closed || s.pendingBytes < highWaterBytes { return true }
+                s.capacityWaiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Returns when everything queued so far is written (or the reader is gone).
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if s.closed || s.isDrained { return true }
+                s.flushWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// `flush`, giving up after `timeout`.
+    public func flush(timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.flush() }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    public var statistics: (written: Int, replaced: Int) {
+        state.withLock { ($0.messagesWritten, $0.messagesReplaced) }
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            while let bytes = takeNext() {
+                if !writeAll(bytes) {
+                    closeAfterWriteFailure()
+                    break
+                }
+                finishWrite()
+            }
+        }
+    }
+
+    private func takeNext() -> [UInt8]? {
+        state.withLock { s -> [UInt8]? in
+            guard !s.closed else { return nil }
+            while s.head < s.slots.count {
+                let pending = s.slots[s.head]
+                s.slots[s.head] = nil
+                s.head += 1
+                guard let pending else { continue }
+                if let key = pending.replaceKey, s.replaceIndex[key] == s.head - 1 { s.replaceIndex[key] = nil }
+                s.pendingBytes -= pending.bytes.count
+                s.writing = true
+                return pending.bytes
+            }
+            return nil
+        }
+    }
+
+    private func finishWrite() {
+        let (capacity, flushed) = state.withLock { s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>]) in
+            s.writing = false
+            s.messagesWritten += 1
+            if s.head == s.slots.count {
+                s.slots.removeAll(keepingCapacity: s.slots.count < 4096)
+                s.head = 0
+                s.replaceIndex.removeAll(keepingCapacity: true)
+            } else if s.head > 4096 && s.head * 2 > s.slots.count {
+                s.slots.removeFirst(s.head)
+                for (key, index) in s.replaceIndex { s.replaceIndex[key] = index - s.head }
+                s.head = 0
+            }
+            var capacity: [CheckedContinuation<Void, Never>] = []
+            if s.pendingBytes < highWaterBytes / 2 || s.pendingBytes == 0 {
+                capacity = s.capacityWaiters
+                s.capacityWaiters = []
+            }
+            var flushed: [CheckedContinuation<Void, Never>] = []
+            if s.isDrained {
+                flushed = s.flushWaiters
+                s.flushWaiters = []
+            }
+            return (capacity, flushed)
+        }
+        capacity.forEach { $0.resume() }
+        flushed.forEach { $0.resume() }
+    }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0 && (errno == EINTR || errno == EAGAIN) {
+                    if errno == EAGAIN { usleep(1000) }
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    private func closeAfterWriteFailure() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.closed = true
+            s.writing = false
+            s.slots = []
+            s.head = 0
+            s.replaceIndex = [:]
+            s.pendingBytes = 0
+            let all = s.capacityWaiters + s.flushWaiters
+            s.capacityWaiters = []
+            s.flushWaiters = []
+            return all
+        }
+        waiters.forEach { $0.resume() }
+        onClosed()
+    }
+}

@@ -1,0 +1,23 @@
+import ImageDownloader
+
+/// What happens to in-flight work when stdin ends.
+public enum EOFPolicy: String, Sendable, CaseIterable {
+    /// Accept nothing more, finish what is in flight, flush, exit 0.
+    case drain
+    /// Cancel what is in flight (each token still gets its terminal event), flush, exit 0.
+    case cancel
+}
+
+/// Start-up options of a worker process.
+public struct WorkerOptions: Sendable {
+    public var configuration: DownloaderConfiguration
+    public var onEOF: EOFPolicy = .drain
+    /// `file://` URLs are served only below this directory; refused when nil.
+    public var fileRoot: String?
+    /// Input messages longer than this are answered with -32700 and skipped.
+    public var maxMessageBytes = 16 << 20
+
+    public init() {
+        configuration = DownloaderConfiguration(userAgent: "image-worker/\(WorkerServer.version)")
+    }
+}
