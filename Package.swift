@@ -54,6 +54,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
+                "ImageWorkerProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -70,8 +71,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["ImageWorkerProtocol", "TestSupport"],
-            resources: [.copy("Transcripts")]
+            dependencies: ["ImageWorkerProtocol", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,76 @@
+import ImageWorkerProtocol
+import Testing
+
+@Suite struct InputFramerTests {
+    func messages(_ items: [InputFramer.Item]) -> [String] {
+        items.compactMap { if case .message(let m) = $0 { return String(decoding: m, as: UTF8.self) } else { return nil } }
+    }
+
+    @Test func splitsLinesAcceptsCRLFAndSkipsBlankLines() {
+        var framer = InputFramer()
+        let items = framer.append(Array("{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\"".utf8))
+        #expect(messages(items) == ["{\"a\":1}", "{\"b\":2}"])
+        #expect(framer.framing == .ndjson)
+        #expect(messages(framer.append(Array(":3}\n".utf8))) == ["{\"c\":3}"])
+    }
+
+    @Test func aLastLineWithoutNewlineCountsAtEOF() {
+        var framer = InputFramer()
+        #expect(framer.append(Array("{\"a\":1}".utf8)).isEmpty)
+        #expect(messages(framer.finish()) == ["{\"a\":1}"])
+    }
+
+    @Test func byteAtATimeGivesTheSameMessages() {
+        var framer = InputFramer()
+        var items: [InputFramer.Item] = []
+        for byte in Array("{\"a\":1}\n[1,2]\n".utf8) { items += framer.append([byte]) }
+        #expect(messages(items) == ["{\"a\":1}", "[1,2]"])
+    }
+
+    @Test func anOverlongLineIsReportedOnceAndSkipped() {
+        var framer = InputFramer(maximumMessageBytes: 16)
+        var items = framer.append(Array(("{\"x\":\"" + String(repeating: "a", count: 40)).utf8))
+        items += framer.append(Array((String(repeating: "b", count: 40) + "\"}\n{\"ok\":1}\n").utf8))
+        #expect(items.first == .tooLarge(limit: 16))
+        #expect(items.filter { $0 == .tooLarge(limit: 16) }.count == 1)
+        #expect(messages(items) == ["{\"ok\":1}"])
+    }
+
+    @Test func detectsContentLengthFramingFromTheFirstByte() {
+        var framer = InputFramer()
+        let body1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}"
+        let body2 = "[1]"
+        let wire = "Content-Length: \(body1.utf8.count)\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n\(body1)"
+            + "content-length: \(body2.utf8.count)\r\n\r\n\(body2)"
+        var items: [InputFramer.Item] = []
+        // In awkward pieces, to prove the reassembly.
+        let bytes = Array(wire.utf8)
+        var i = 0
+        while i < bytes.count {
+            let n = min(7, bytes.count - i)
+            items += framer.append(bytes[i..<i + n])
+            i += n
+        }
+        #expect(framer.framing == .contentLength)
+        #expect(messages(items) == [body1, body2])
+    }
+
+    @Test func contentLengthOverTheLimitIsSkipped() {
+        var framer = InputFramer(maximumMessageBytes: 10)
+        let items = framer.append(Array("Content-Length: 20\r\n\r\n01234567890123456789Content-Length: 2\r\n\r\n{}".utf8))
+        #expect(items == [.tooLarge(limit: 10), .message(Array("{}".utf8))])
+    }
+
+    @Test func headersWithoutContentLengthAreAnError() {
+        var framer = InputFramer()
+        let items = framer.append(Array("Content-Type: x\r\n\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        #expect(items.count == 2)
+        if case .badHeader = items[0] {} else { Issue.record("expected badHeader, got \(items[0])") }
+        #expect(items[1] == .message(Array("{}".utf8)))
+    }
+
+    @Test func framingWritesWholeMessages() {
+        #expect(Framing.ndjson.frame(Array("{}".utf8)) == Array("{}\n".utf8))
+        #expect(Framing.contentLength.frame(Array("{}".utf8)) == Array("Content-Length: 2\r\n\r\n{}".utf8))
+    }
+}

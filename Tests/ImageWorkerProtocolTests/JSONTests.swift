@@ -1,0 +1,72 @@
+import ImageWorkerProtocol
+import Testing
+
+@Suite struct JSONParserTests {
+    @Test func parsesEveryKindOfValue() throws {
+        let value = try JSONParser.parse(#"{"a":[1,-2,3.5,1e3,true,false,null,"x\n\u00e9\ud83d\ude00"],"b":{}}"#)
+        #expect(value["a"] == [1, -2, 3.5, .double(1000), true, false, nil, "x\né😀"])
+        #expect(value["b"] == .object(JSONObject()))
+    }
+
+    @Test func keepsIntegersAndTheirType() throws {
+        #expect(try JSONParser.parse("1") == .int(1))
+        #expect(try JSONParser.parse("1.0") == .double(1))
+        #expect(try JSONParser.parse("-0") == .int(0))
+        #expect(try JSONParser.parse("9223372036854775807") == .int(Int64.max))
+        // Beyond Int64: a double, not a failure.
+        #expect(try JSONParser.parse("92233720368547758080") == .double(92233720368547758080))
+    }
+
+    @Test(arguments: [
+        "", " ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "+1", "NaN", "Infinity", "'x'", "[1 2]", "{\"a\" 1}",
+        "\"\u{01}\"", "\"\\x\"", "\"\\u12\"", "tru", "nul", "{} {}", "// c\n{}", "[1]x", "{\"a\":1}}",
+    ])
+    func rejectsInvalidJSON(_ text: String) {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xC3, 0x28, 0x22]) }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0x5C, 0x6E, 0xED, 0xA0, 0x80, 0x22]) }  // encoded surrogate
+    }
+
+    @Test func limitsNestingDepth() throws {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }
+        let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        _ = try JSONParser.parse(fine)
+    }
+
+    @Test func loneSurrogateEscapesBecomeReplacementCharacters() throws {
+        #expect(try JSONParser.parse(#""\ud800x""#) == "\u{FFFD}x")
+        #expect(try JSONParser.parse(#""\udc00""#) == "\u{FFFD}")
+    }
+
+    @Test func duplicateKeysKeepTheLastValue() throws {
+        #expect(try JSONParser.parse(#"{"a":1,"a":2}"#)["a"] == 2)
+    }
+}
+
+@Suite struct JSONWriterTests {
+    @Test func writesCompactJSONInInsertionOrder() {
+        let value: JSONValue = ["jsonrpc": "2.0", "id": 1, "result": ["b": [true, nil], "a": 1.5]]
+        #expect(JSONWriter.encodeString(value) == #"{"jsonrpc":"2.0","id":1,"result":{"b":[true,null],"a":1.5}}"#)
+    }
+
+    @Test func escapesLineBreakersThatSplitlinesWouldSplitOn() {
+        let text = JSONWriter.encodeString(.string("a\u{2028}b\u{2029}c\u{85}d\ne\r\u{1}\"\\é"))
+        #expect(text == #""a\u2028b\u2029c\u0085d\ne\r\u0001\"\\é""#)
+        // Python's splitlines() would split on these: the line must not contain them raw.
+        #expect(!text.contains("\u{2028}") && !text.contains("\u{2029}") && !text.contains("\u{85}"))
+    }
+
+    @Test func nonFiniteNumbersBecomeNull() {
+        #expect(JSONWriter.encodeString([.double(.nan), .double(.infinity)]) == "[null,null]")
+    }
+
+    @Test func roundTripsThroughTheParser() throws {
+        let value: JSONValue = ["s": "x\u{2028}y😀\u{0}", "n": [.int(-5), .double(0.25), .int(Int64.min)], "o": ["k": nil]]
+        #expect(try JSONParser.parse(JSONWriter.encode(value)) == value)
+    }
+}

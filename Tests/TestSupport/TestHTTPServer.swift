@@ -1,0 +1,284 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 server on 127.0.0.1 that misbehaves on request, for tests and benchmarks.
+///
+/// Routes (query parameters combine where it makes sense):
+/// - `/files/NAME` the registered bytes. `?chunk=N&delayMs=M` trickles N bytes every M ms;
+///   `?chunked=1` sends no Content-Length; `?stallAfter=N` sends N bytes then nothing, forever;
+///   `?resetAfter=N` sends N bytes then resets the connection; `?shortBy=N` announces the full
+///   length, sends N bytes less, and closes; `?gate=G` holds the response until `openGate(G)`;
+///   `?type=MIME` sets Content-Type.
+/// - `/status/CODE` that status (`?retryAfter=S` adds Retry-After).
+/// - `/flaky/KEY/NAME?failures=N&status=S` fails the first N requests of KEY with status S (or,
+///   with `mode=reset`, by resetting the connection), then serves NAME.
+/// - `/redirect/N/NAME` redirects N times, then to `/files/NAME`; `/loop/a` and `/loop/b` redirect
+///   to each other; `/redirect-to?url=U` redirects to U.
+/// - `/huge` announces 10 GB and stalls. `/not-modified` answers 304.
+/// - `/echo-headers` answers the request's headers as a JSON object.
+/// - `/auth/NAME` serves NAME only with `Authorization: Basic dXNlcjpwYXNz` (user:pass), else 401.
+/// - `/set-cookie/NAME` sets `session=abc` and serves NAME; `/needs-cookie/NAME` serves NAME only
+///   with that cookie, else 403.
+public final class TestHTTPServer: Sendable {
+    struct State {
+        var files: [String: [UInt8]] = [:]
+        var hits: [String: Int] = [:]
+        var flaky: [String: Int] = [:]
+        var lastHeaders: [String: [(String, String)]] = [:]
+        var gates: [String: EventLoopPromise<Void>] = [:]
+        var openGates: Set<String> = []
+    }
+
+    let state = Mutex(State())
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: Channel
+    public let port: Int
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    public func url(_ path: String) -> String { baseURL + path }
+
+    private init(group: MultiThreadedEventLoopGroup, channel: Channel) {
+        self.group = group
+        self.channel = channel
+        self.port = channel.localAddress!.port!
+    }
+
+    public static func start() async throws -> TestHTTPServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let box = ServerBox()
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let server = TestHTTPServer(group: group, channel: channel)
+        box.server.withLock { $0 = server }
+        return server
+    }
+
+    public func shutdown() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+
+    public func setFile(_ name: String, _ bytes: [UInt8]) {
+        state.withLock { $0.files[name] = bytes }
+    }
+
+    /// How many requests reached `path` (without its query).
+    public func hits(_ path: String) -> Int {
+        state.withLock { $0.hits[path] ?? 0 }
+    }
+
+    public func lastHeaders(_ path: String) -> [(String, String)] {
+        state.withLock { $0.lastHeaders[path] ?? [] }
+    }
+
+    public func openGate(_ name: String) {
+        let promise = state.withLock { s -> EventLoopPromise<Void>? in
+            s.openGates.insert(name)
+            return s.gates.removeValue(forKey: name)
+        }
+        promise?.succeed(())
+    }
+
+    func gateFuture(_ name: String, on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        state.withLock { s in
+            if s.openGates.contains(name) { return eventLoop.makeSucceededFuture(()) }
+            if let existing = s.gates[name] { return existing.futureResult.hop(to: eventLoop) }
+            let promise = eventLoop.makePromise(of: Void.self)
+            s.gates[name] = promise
+            return promise.futureResult
+        }
+    }
+}
+
+final class ServerBox: Sendable {
+    let server = Mutex<TestHTTPServer?>(nil)
+    var value: TestHTTPServer { server.withLock { $0! } }
+}
+
+final class TestHTTPHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let box: ServerBox
+    private var head: HTTPRequestHead?
+
+    init(box: ServerBox) { self.box = box }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h): head = h
+        case .body: break
+        case .end:
+            if let head { route(context: context, head: head) }
+            head = nil
+        }
+    }
+
+    private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let server = box.value
+        let components = URLComponents(string: head.uri)
+        let path = components?.path ?? head.uri
+        var query: [String: String] = [:]
+        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        server.state.withLock { s in
+            s.hits[path, default: 0] += 1
+            s.lastHeaders[path] = head.headers.map { ($0.name, $0.value) }
+        }
+        let parts = path.split(separator: "/").map(String.init)
+        guard let first = parts.first else { return simple(context, .notFound) }
+        switch first {
+        case "files" where parts.count == 2:
+            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            if let gate = query["gate"] {
+                server.gateFuture(gate, on: context.eventLoop).assumeIsolated().whenSuccess { _ in
+                    self.serve(context, bytes, query)
+                }
+            } else {
+                serve(context, bytes, query)
+            }
+        case "status" where parts.count == 2:
+            var headers = HTTPHeaders()
+            if let retryAfter = query["retryAfter"] { headers.add(name: "Retry-After", value: retryAfter) }
+            simple(context, HTTPResponseStatus(statusCode: Int(parts[1]) ?? 500), headers: headers)
+        case "flaky" where parts.count == 3:
+            let failures = Int(query["failures"] ?? "1") ?? 1
+            let count = server.state.withLock { s -> Int in
+                s.flaky[parts[1], default: 0] += 1
+                return s.flaky[parts[1]]!
+            }
+            if count <= failures {
+                if query["mode"] == "reset" { return reset(context) }
+                var headers = HTTPHeaders()
+                if let retryAfter = query["retryAfter"] { headers.add(name: "Retry-After", value: retryAfter) }
+                return simple(context, HTTPResponseStatus(statusCode: Int(query["status"] ?? "503") ?? 503), headers: headers)
+            }
+            guard let bytes = server.state.withLock({ $0.files[parts[2]] }) else { return simple(context, .notFound) }
+            serve(context, bytes, [:])
+        case "redirect" where parts.count == 3:
+            let n = Int(parts[1]) ?? 0
+            redirect(context, to: n <= 1 ? "/files/\(parts[2])" : "/redirect/\(n - 1)/\(parts[2])")
+        case "redirect-to":
+            redirect(context, to: query["url"] ?? "/")
+        case "loop" where parts.count == 2:
+            redirect(context, to: parts[1] == "a" ? "/loop/b" : "/loop/a")
+        case "huge":
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: "10000000000")
+            headers.add(name: "Content-Type", value: "image/jpeg")
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        case "not-modified":
+            simple(context, .notModified)
+        case "echo-headers":
+            var object: [String: String] = [:]
+            for (name, value) in head.headers { object[name.lowercased()] = value }
+            let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            serve(context, Array(body), ["type": "application/json"])
+        case "auth" where parts.count == 2:
+            guard head.headers["authorization"].first == "Basic dXNlcjpwYXNz" else {
+                var headers = HTTPHeaders()
+                headers.add(name: "WWW-Authenticate", value: "Basic realm=\"test\"")
+                return simple(context, .unauthorized, headers: headers)
+            }
+            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            serve(context, bytes, [:])
+        case "set-cookie" where parts.count == 2:
+            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            serve(context, bytes, [:], extraHeaders: [("Set-Cookie", "session=abc; Path=/")])
+        case "needs-cookie" where parts.count == 2:
+            guard head.headers["cookie"].contains(where: { $0.contains("session=abc") }) else { return simple(context, .forbidden) }
+            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            serve(context, bytes, [:])
+        default:
+            simple(context, .notFound)
+        }
+    }
+
+    private func simple(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders()) {
+        var headers = headers
+        let body = Array("\(status.code) \(status.reasonPhrase)\n".utf8)
+        let hasBody = status.code != 304 && status.code != 204
+        headers.add(name: "Content-Length", value: hasBody ? String(body.count) : "0")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if hasBody { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    private func redirect(_ context: ChannelHandlerContext, to location: String) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Location", value: location)
+        simple(context, .found, headers: headers)
+    }
+
+    private func reset(_ context: ChannelHandlerContext) {
+        // SO_LINGER 0: close() sends RST instead of FIN.
+        if let provider = context.channel as? SocketOptionProvider {
+            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    private func serve(_ context: ChannelHandlerContext, _ bytes: [UInt8], _ query: [String: String], extraHeaders: [(String, String)] = []) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: query["type"] ?? TestHTTPHandler.mimeType(bytes))
+        for (name, value) in extraHeaders { headers.add(name: name, value: value) }
+        if query["chunked"] == nil {
+            headers.add(name: "Content-Length", value: String(bytes.count))
+        } else {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        let chunk = max(1, Int(query["chunk"] ?? "") ?? 65536)
+        let delay = Int64(query["delayMs"] ?? "") ?? 0
+        var limit = bytes.count
+        var ending = Ending.complete
+        if let n = Int(query["stallAfter"] ?? "") { limit = min(n, bytes.count); ending = .stall }
+        if let n = Int(query["resetAfter"] ?? "") { limit = min(n, bytes.count); ending = .reset }
+        if let n = Int(query["shortBy"] ?? "") { limit = max(0, bytes.count - n); ending = .close }
+        send(context, bytes, from: 0, limit: limit, chunk: chunk, delayMs: delay, ending: ending)
+    }
+
+    private enum Ending { case complete, stall, reset, close }
+
+    private func send(_ context: ChannelHandlerContext, _ bytes: [UInt8], from offset: Int, limit: Int, chunk: Int, delayMs: Int64, ending: Ending) {
+        guard context.channel.isActive else { return }
+        if offset >= limit {
+            switch ending {
+            case .complete: context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            case .stall: break
+            case .reset: reset(context)
+            case .close: context.close(promise: nil)
+            }
+            return
+        }
+        let end = min(limit, offset + chunk)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end])))), promise: nil)
+        if delayMs > 0 {
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(delayMs)) {
+                self.send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+            }
+        } else {
+            send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+        }
+    }
+
+    static func mimeType(_ bytes: [UInt8]) -> String {
+        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
+        return "application/octet-stream"
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import ImageWorkerProtocol
+import Synchronization
+
+/// The real `image-worker` binary, spawned with pipes, as a client would drive it.
+public final class WorkerProcess: Sendable {
+    public struct Timeout: Error, CustomStringConvertible {
+        public let what: String
+        public let stderr: String
+        public var description: String { "timed out waiting for \(what); worker stderr:\n\(stderr)" }
+    }
+
+    private struct Inbox {
+        var lines: [[UInt8]] = []
+        var messages: [JSONValue] = []
+        var closed = false
+    }
+
+    public let process: Process
+    private let stdinHandle: FileHandle
+    private let inbox = Mutex(Inbox())
+    private let stderrText = Mutex("")
+
+    /// The binary under test: `$IMAGE_WORKER_BIN`, or the one built beside the test bundle.
+    public static var binaryPath: String {
+        if let path = ProcessInfo.processInfo.environment["IMAGE_WORKER_BIN"] { return path }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("image-worker").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return repo.appendingPathComponent(".build/debug/image-worker").path
+    }
+
+    public static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    public init(arguments: [String] = []) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
+        process.arguments = arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        self.process = process
+        self.stdinHandle = stdin.fileHandleForWriting
+        let outFD = stdout.fileHandleForReading.fileDescriptor
+        let errFD = stderr.fileHandleForReading.fileDescriptor
+        let inbox = self.inboxRef
+        Thread.detachNewThread {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(outFD, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                pending.append(contentsOf: buffer[0..<n])
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = Array(pending[..<newline])
+                    pending.removeFirst(newline + 1)
+                    inbox.deliver(line)
+                }
+            }
+            inbox.close()
+        }
+        let errText = self.stderrRef
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(errFD, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                errText.append(String(decoding: buffer[0..<n], as: UTF8.self))
+            }
+        }
+    }
+
+    // Small Sendable views for the reader threads.
+    private var inboxRef: InboxRef { InboxRef(owner: self) }
+    private var stderrRef: StderrRef { StderrRef(owner: self) }
+
+    struct InboxRef: Sendable {
+        let owner: WorkerProcess
+        func deliver(_ line: [UInt8]) {
+            let parsed = (try? JSONParser.parse(line)) ?? .string("<<unparsable line: \(String(decoding: line, as: UTF8.self))>>")
+            owner.inbox.withLock { s in
+                s.lines.append(line)
+                s.messages.append(parsed)
+            }
+        }
+        func close() {
+            owner.inbox.withLock { $0.closed = true }
+        }
+    }
+
+    struct StderrRef: Sendable {
+        let owner: WorkerProcess
+        func append(_ text: String) { owner.stderrText.withLock { $0 += text } }
+    }
+
+    public var stderr: String { stderrText.withLock { $0 } }
+
+    /// Every line written to stdout so far, raw.
+    public var rawLines: [[UInt8]] { inbox.withLock { $0.lines } }
+
+    /// Every message received so far.
+    public var received: [JSONValue] { inbox.withLock { $0.messages } }
+
+    public func send(_ text: String) {
+        stdinHandle.write(Data(text.utf8))
+    }
+
+    public func sendLine(_ json: JSONValue) {
+        send(JSONWriter.encodeString(json) + "\n")
+    }
+
+    public func request(_ id: Int, _ method: String, _ params: JSONValue = [:]) {
+        sendLine(["jsonrpc": "2.0", "id": .int(Int64(id)), "method": .string(method), "params": params])
+    }
+
+    public func notify(_ method: String, _ params: JSONValue = [:]) {
+        sendLine(["jsonrpc": "2.0", "method": .string(method), "params": params])
+    }
+
+    public func closeStdin() {
+        try? stdinHandle.close()
+    }
+
+    /// Waits until some received message satisfies `predicate` and returns it (searching all
+    /// messages, old and new).
+    @discardableResult
+    public func waitFor(_ what: String, timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (JSONValue) -> Bool) async throws -> JSONValue {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (found, closed) = inbox.withLock { s in (s.messages.first(where: predicate), s.closed) }
+            if let found { return found }
+            if closed { throw Timeout(what: what + " (stdout closed)", stderr: stderr) }
+            if ContinuousClock.now >= deadline { throw Timeout(what: what, stderr: stderr) }
+            await waitForMore(until: deadline)
+        }
+    }
+
+    /// The response to request `id`.
+    public func response(_ id: Int, timeout: Duration = .seconds(30)) async throws -> JSONValue {
+        try await waitFor("response \(id)", timeout: timeout) { $0["id"] == .int(Int64(id)) && $0["method"] == nil }
+    }
+
+    /// The terminal event of `token`.
+    public func completion(_ token: JSONValue, timeout: Duration = .seconds(30)) async throws -> JSONValue {
+        try await waitFor("completion of \(token)", timeout: timeout) {
+            $0["method"] == .string(WorkerEvent.completed) && $0["params"]?["token"] == token
+        }
+    }
+
+    /// Every event of `token` received so far, in order.
+    public func events(_ token: JSONValue) -> [JSONValue] {
+        received.filter { $0["method"] != nil && $0["params"]?["token"] == token }
+    }
+
+    /// Waits until `count` messages have arrived in total.
+    public func waitForCount(_ count: Int, timeout: Duration = .seconds(30)) async throws {
+        _ = try await waitFor("\(count) messages", timeout: timeout) { [self] _ in self.received.count >= count }
+    }
+
+    private func waitForMore(until deadline: ContinuousClock.Instant) async {
+        // Polling keeps this simple and cancellation-safe; 5 ms is far below any test's scale.
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+
+    /// Waits for the process to exit; returns its status (killing it after `timeout`).
+    public func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                process.terminate()
+                throw Timeout(what: "exit", stderr: stderr)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Let the reader thread take the last lines.
+        for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
+        return process.terminationStatus
+    }
+
+    public func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+}
