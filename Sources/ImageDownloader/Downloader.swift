@@ -279,7 +279,7 @@ public actor Downloader<Delivered: Sendable> {
                     } catch {
                         result = .failure(.output(String(describing: error), path: nil))
                     }
-                    await self.processed(id, token, result)
+                    self.processed(id, token, result)
                 }
             case .setQueuePriority(let priority):
                 queue.setPriority(id, priority)
@@ -296,7 +296,7 @@ public actor Downloader<Delivered: Sendable> {
                 fetches[id]?.retryTask = Task {
                     try? await Task.sleep(nanoseconds: UInt64(delayMs) * 1_000_000)
                     if Task.isCancelled { return }
-                    await self.retryFired(id)
+                    self.retryFired(id)
                 }
             case .cancelRetryTimer:
                 fetches[id]?.retryTask?.cancel()
@@ -358,9 +358,9 @@ public actor Downloader<Delivered: Sendable> {
                     request,
                     onHead: { head in try await self.headReceived(id, attempt, head) },
                     onChunk: { chunk in try await self.chunkReceived(id, attempt, chunk) })
-                await self.attemptEnded(id, attempt, nil)
+                self.attemptEnded(id, attempt, nil)
             } catch {
-                await self.attemptEnded(id, attempt, error)
+                self.attemptEnded(id, attempt, error)
             }
         }
         let timeoutNanos = UInt64(max(1, request.timeoutMs)) * 1_000_000

@@ -23,6 +23,14 @@ public struct ResponseInfo: Sendable, Equatable {
     public var finalURL: String
     /// "1.1" or "2".
     public var httpVersion: String?
+
+    public init(status: Int, expectedBytes: Int64?, mimeType: String?, finalURL: String, httpVersion: String?) {
+        self.status = status
+        self.expectedBytes = expectedBytes
+        self.mimeType = mimeType
+        self.finalURL = finalURL
+        self.httpVersion = httpVersion
+    }
 }
 
 public enum DownloadOutcome<Delivered: Sendable>: Sendable {

@@ -1,0 +1,103 @@
+import AsyncHTTPClient
+import Foundation
+import ImageDownloader
+import Logging
+import Synchronization
+import TestSupport
+
+/// A downloader wired to the real HTTP loader and a recorder of its events.
+final class DownloaderHarness: Sendable {
+    let server: TestHTTPServer
+    let downloader: Downloader<Int>
+    let client: HTTPClient
+
+    static func make(_ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil) async throws -> DownloaderHarness {
+        let server = try await TestHTTPServer.start()
+        var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
+        configuration.retryBaseDelayMs = 10
+        configuration.retryMaxDelayMs = 2000
+        configuration.timeoutMs = 5000
+        configure(&configuration)
+        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot)
+    }
+
+    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?) {
+        self.server = server
+        let client = HTTPLoader.makeClient()
+        self.client = client
+        var logger = Logger(label: "tests")
+        logger.logLevel = .critical
+        let recorder = Recorder()
+        self.recorder = recorder
+        downloader = Downloader(
+            configuration: configuration,
+            httpLoader: HTTPLoader(client: client, cookies: CookieJar(), logger: logger),
+            fileURLPolicy: FileURLPolicy(root: fileRoot),
+            logger: logger,
+            sink: { recorder.append($0) })
+    }
+
+    let recorder: Recorder
+
+    final class Recorder: Sendable {
+        let events = Mutex<[DownloadEvent<Int>]>([])
+        func append(_ e: DownloadEvent<Int>) { events.withLock { $0.append(e) } }
+    }
+
+    var events: [DownloadEvent<Int>] { recorder.events.withLock { $0 } }
+
+    func events(_ token: DownloadToken) -> [DownloadEvent<Int>] { events.filter { $0.token == token } }
+
+    /// Starts a download whose processor answers the body's size.
+    func start(_ token: DownloadToken, _ url: String, priority: DownloadPriority = .normal,
+               _ adjust: (inout DownloadRequest) -> Void = { _ in }) async throws {
+        var request = DownloadRequest(token: token, url: url, priority: priority)
+        adjust(&request)
+        try await downloader.reserve(token, url: url, priority: priority)
+        await downloader.start(request) { resource in resource.byteCount }
+    }
+
+    /// Waits for the token's terminal event (a liveness guard, not a timing assertion).
+    @discardableResult
+    func outcome(_ token: DownloadToken, timeout: Duration = .seconds(30)) async throws -> DownloadOutcome<Int> {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            for case .completed(let t, let outcome) in events where t == token { return outcome }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw TimeoutError(token: token)
+    }
+
+    /// Waits until `condition` holds.
+    func until(_ what: String, timeout: Duration = .seconds(30), _ condition: () async -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !(await condition()) {
+            if ContinuousClock.now >= deadline { throw WaitError(what: what) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func started(_ token: DownloadToken) -> Bool {
+        events.contains { if case .started(let t, _) = $0 { return t == token } else { return false } }
+    }
+
+    func shutdown() async {
+        await downloader.cancelAll()
+        await downloader.waitUntilIdle()
+        try? await client.shutdown()
+        await server.shutdown()
+    }
+
+    struct TimeoutError: Error { let token: DownloadToken }
+    struct WaitError: Error { let what: String }
+}
+
+extension DownloadOutcome {
+    var failure: DownloadFailure? { if case .failure(let f) = self { return f } else { return nil } }
+    var value: Delivered? { if case .success(let v) = self { return v } else { return nil } }
+    var isCancelled: Bool { if case .cancelled = self { return true } else { return false } }
+}
+
+func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import ImageDownloader
+import Testing
+import TestSupport
+
+/// The downloader against a real HTTP server on 127.0.0.1 that misbehaves on purpose.
+@Suite struct DownloaderIntegrationTests {
+    let t = DownloadToken.string("t")
+
+    @Test func downloadsWithEventsInOrder() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("a.bin", bytes(200_000))
+        try await h.start(t, h.server.url("/files/a.bin?chunk=16384&delayMs=2"))
+        #expect(try await h.outcome(t).value == 200_000)
+        let events = h.events(t)
+        guard case .started = events.first, case .response(_, let info) = events[1], case .completed = events.last else {
+            Issue.record("bad order: \(events)")
+            return
+        }
+        #expect(info.status == 200 && info.expectedBytes == 200_000 && info.httpVersion == "1.1")
+        let progress = events.compactMap { e -> Int64? in if case .progress(_, let r, _) = e { return r } else { return nil } }
+        #expect(progress.first == 0 && progress.last == 200_000)
+        #expect(progress == progress.sorted(), "receivedBytes never decreases")
+        #expect(progress.count >= 2)
+    }
+
+    @Test func chunkedBodyOfUnknownLength() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("c.bin", bytes(100_000))
+        try await h.start(t, h.server.url("/files/c.bin?chunked=1&chunk=10000"))
+        #expect(try await h.outcome(t).value == 100_000)
+        for case .progress(_, _, let expected) in h.events(t) { #expect(expected == nil) }
+    }
+
+    @Test func aStalledBodyTimesOut() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 0 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("s.bin", bytes(10_000))
+        try await h.start(t, h.server.url("/files/s.bin?stallAfter=1000")) { $0.timeoutMs = 300 }
+        #expect(try await h.outcome(t).failure == .network(.timeout, "no data for 300 ms"))
+    }
+
+    @Test func aResetMidBodyIsANetworkErrorNeverASuccess() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("r.bin", bytes(100_000))
+        try await h.start(t, h.server.url("/files/r.bin?resetAfter=30000&chunk=10000&delayMs=5"))
+        guard case .network(let reason, _)? = try await h.outcome(t).failure else {
+            Issue.record("expected a network error, got \(h.events(t).last!)")
+            return
+        }
+        #expect(reason == .truncated || reason == .reset)
+    }
+
+    @Test func aShortBodyIsANetworkErrorNeverASuccess() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("short.bin", bytes(50_000))
+        try await h.start(t, h.server.url("/files/short.bin?shortBy=100"))
+        guard case .network(.truncated, _)? = try await h.outcome(t).failure else {
+            Issue.record("expected truncated, got \(h.events(t).last!)")
+            return
+        }
+    }
+
+    @Test func notFoundFailsOnceAndIsThenBlockedUnlessRetryFailed() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        let url = h.server.url("/status/404")
+        try await h.start(t, url)
+        #expect(try await h.outcome(t).failure == .statusCode(404, retryAfterSeconds: nil))
+        #expect(h.server.hits("/status/404") == 1, "4xx is never retried")
+        let again = DownloadToken.string("again")
+        try await h.start(again, url)
+        guard case .blocked? = try await h.outcome(again).failure else { Issue.record("expected BlockedURL"); return }
+        #expect(h.server.hits("/status/404") == 1, "a blocked URL is refused without a request")
+        #expect(!h.started(again))
+        let retry = DownloadToken.string("retry")
+        try await h.start(retry, url) { $0.retryFailed = true }
+        #expect(try await h.outcome(retry).failure == .statusCode(404, retryAfterSeconds: nil))
+        #expect(h.server.hits("/status/404") == 2)
+    }
+
+    @Test func serverErrorsAreRetriedThenFail() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 2 }
+        defer { Task { await h.shutdown() } }
+        try await h.start(t, h.server.url("/status/500"))
+        #expect(try await h.outcome(t).failure == .statusCode(500, retryAfterSeconds: nil))
+        #expect(h.server.hits("/status/500") == 3)
+        let next = DownloadToken.string("next")
+        try await h.start(next, h.server.url("/status/500"))
+        #expect(try await h.outcome(next).failure == .statusCode(500, retryAfterSeconds: nil), "5xx does not block the URL")
+    }
+
+    @Test func aFlakyServerSucceedsAfterRetries() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 3 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("f.bin", bytes(1000))
+        try await h.start(t, h.server.url("/flaky/k1/f.bin?failures=2&status=503"))
+        #expect(try await h.outcome(t).value == 1000)
+        #expect(h.server.hits("/flaky/k1/f.bin") == 3)
+        let started = h.events(t).filter { if case .started = $0 { return true } else { return false } }
+        #expect(started.count == 1, "retries are invisible but in the end result")
+    }
+
+    @Test func connectionResetsBeforeTheHeadAreRetried() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 2 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("f.bin", bytes(1000))
+        try await h.start(t, h.server.url("/flaky/k2/f.bin?failures=1&mode=reset"))
+        #expect(try await h.outcome(t).value == 1000)
+        #expect(h.server.hits("/flaky/k2/f.bin") == 2)
+    }
+
+    @Test func tooManyRequestsHonoursRetryAfter() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 1 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("f.bin", bytes(10))
+        let begin = ContinuousClock.now
+        try await h.start(t, h.server.url("/flaky/k3/f.bin?failures=1&status=429&retryAfter=1"))
+        #expect(try await h.outcome(t).value == 10)
+        // Not a timing assertion on speed: waiting *at least* what the server asked is the contract.
+        #expect(ContinuousClock.now - begin >= .milliseconds(990))
+    }
+
+    @Test func notModifiedWithoutACacheFails() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        try await h.start(t, h.server.url("/not-modified"))
+        #expect(try await h.outcome(t).failure == .notModified)
+    }
+
+    @Test func redirectsAreFollowedLoopsAndLimitsFail() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRedirects = 3 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("r.bin", bytes(10))
+        try await h.start(t, h.server.url("/redirect/3/r.bin"))
+        #expect(try await h.outcome(t).value == 10)
+        let response = h.events(t).compactMap { e -> ResponseInfo? in if case .response(_, let i) = e { return i } else { return nil } }
+        #expect(response.first?.finalURL == h.server.url("/files/r.bin"))
+
+        let tooMany = DownloadToken.string("many")
+        try await h.start(tooMany, h.server.url("/redirect/4/r.bin"))
+        guard case .network(.redirect, _)? = try await h.outcome(tooMany).failure else { Issue.record("limit"); return }
+        let loop = DownloadToken.string("loop")
+        try await h.start(loop, h.server.url("/loop/a"))
+        guard case .network(.redirect, let message)? = try await h.outcome(loop).failure else { Issue.record("loop"); return }
+        #expect(message.contains("loop"))
+    }
+
+    @Test func anAnnouncedHugeBodyFailsBeforeAnyByte() async throws {
+        let h = try await DownloaderHarness.make { $0.maxBodyBytes = 1 << 20 }
+        defer { Task { await h.shutdown() } }
+        try await h.start(t, h.server.url("/huge"))
+        #expect(try await h.outcome(t).failure == .limitExceeded(.bodyBytes, limit: 1 << 20, actual: 10_000_000_000))
+    }
+
+    @Test func aStreamedBodyOverTheLimitFailsWhileStreaming() async throws {
+        let h = try await DownloaderHarness.make { $0.maxBodyBytes = 50_000 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("big.bin", bytes(200_000))
+        try await h.start(t, h.server.url("/files/big.bin?chunked=1&chunk=10000"))
+        #expect(try await h.outcome(t).failure == .limitExceeded(.bodyBytes, limit: 50_000, actual: nil))
+    }
+
+    @Test func aDeadServerFailsItsURLQuickly() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 1 }
+        defer { Task { await h.shutdown() } }
+        // A port that was just free: nothing listens there.
+        let dead = try await TestHTTPServer.start()
+        let url = dead.url("/files/x")
+        await dead.shutdown()
+        h.server.setFile("ok.bin", bytes(5))
+        try await h.start(t, url)
+        let ok = DownloadToken.string("ok")
+        try await h.start(ok, h.server.url("/files/ok.bin"))
+        guard case .network(.connection, _)? = try await h.outcome(t, timeout: .seconds(10)).failure else {
+            Issue.record("expected a connection error, got \(h.events(t))")
+            return
+        }
+        #expect(try await h.outcome(ok).value == 5, "other URLs are unaffected")
+    }
+
+    @Test func headersUserAgentAcceptAndDefaults() async throws {
+        let h = try await DownloaderHarness.make { $0.headers = ["X-Default": "d", "X-Both": "default"] }
+        defer { Task { await h.shutdown() } }
+        try await h.start(t, h.server.url("/echo-headers")) { $0.headers = [("X-Both", "own"), ("X-Own", "o")] }
+        _ = try await h.outcome(t)
+        let headers = Dictionary(h.server.lastHeaders("/echo-headers").map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { a, _ in a })
+        #expect(headers["user-agent"] == "image-worker-tests/1")
+        #expect(headers["accept"] == "image/*,*/*;q=0.8")
+        #expect(headers["x-default"] == "d")
+        #expect(headers["x-both"] == "own")
+        #expect(headers["x-own"] == "o")
+        #expect(headers["cookie"] == nil)
+    }
+
+    @Test func basicAuthCredentials() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("p.bin", bytes(3))
+        try await h.start(t, h.server.url("/auth/p.bin")) { $0.credentials = Credentials(user: "user", password: "pass") }
+        #expect(try await h.outcome(t).value == 3)
+        let without = DownloadToken.string("without")
+        try await h.start(without, h.server.url("/auth/p.bin"))
+        #expect(try await h.outcome(without).failure == .statusCode(401, retryAfterSeconds: nil))
+    }
+
+    @Test func credentialsAreNotSentToAnotherOriginAfterARedirect() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        let other = try await TestHTTPServer.start()
+        defer { Task { await other.shutdown() } }
+        let target = other.url("/echo-headers")
+        try await h.start(t, h.server.url("/redirect-to?url=\(target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")) {
+            $0.credentials = Credentials(user: "user", password: "pass")
+        }
+        #expect(try await h.outcome(t).value != nil)
+        #expect(h.server.lastHeaders("/redirect-to").contains { $0.0.lowercased() == "authorization" })
+        #expect(!other.lastHeaders("/echo-headers").contains { $0.0.lowercased() == "authorization" })
+    }
+
+    @Test func cookiesOnlyWhenAsked() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("c.bin", bytes(4))
+        try await h.start(.string("set"), h.server.url("/set-cookie/c.bin")) { $0.handleCookies = true }
+        _ = try await h.outcome(.string("set"))
+        try await h.start(.string("with"), h.server.url("/needs-cookie/c.bin")) { $0.handleCookies = true }
+        #expect(try await h.outcome(.string("with")).value == 4)
+        try await h.start(.string("without"), h.server.url("/needs-cookie/c.bin"))
+        #expect(try await h.outcome(.string("without")).failure == .statusCode(403, retryAfterSeconds: nil))
+    }
+
+    @Test func invalidURLsEndAtOnceWithoutStarting() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        for (i, url) in ["", "not a url", "ftp://x/y", "http://", "mailto:a@b"].enumerated() {
+            let token = DownloadToken.int(Int64(i))
+            try await h.start(token, url)
+            guard case .invalidURL? = try await h.outcome(token).failure else { Issue.record("\(url): \(h.events(token))"); continue }
+            #expect(h.events(token).count == 1)
+        }
+    }
+
+    @Test func fileURLsBelowTheRootOnly() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("iw-files-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Data(bytes(300_000)).write(to: root.appendingPathComponent("a.png"))
+        let h = try await DownloaderHarness.make(fileRoot: root.path)
+        defer { Task { await h.shutdown() } }
+        try await h.start(t, root.appendingPathComponent("a.png").absoluteString)
+        #expect(try await h.outcome(t).value == 300_000)
+        try await h.start(.string("out"), "file:///etc/hostname")
+        guard case .invalidOperation? = try await h.outcome(.string("out")).failure else { Issue.record("outside root"); return }
+    }
+
+    @Test func tokensAreUniqueWhileLive() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        try await h.downloader.reserve(t, url: "http://x/", priority: .normal)
+        await #expect(throws: Downloader<Int>.TokenInUse.self) { try await h.downloader.reserve(t, url: "http://x/", priority: .normal) }
+        await #expect(throws: Never.self) { try await h.downloader.reserve(.int(1), url: "http://x/", priority: .normal) }
+        await #expect(throws: Never.self) { try await h.downloader.reserve(.string("1"), url: "http://x/", priority: .normal) }
+        // Cancelled while reserved: the terminal event comes when it starts, and the token frees.
+        #expect(await h.downloader.cancel(t))
+        await h.downloader.start(DownloadRequest(token: t, url: "http://x/")) { $0.byteCount }
+        #expect(try await h.outcome(t).isCancelled)
+        await #expect(throws: Never.self) { try await h.downloader.reserve(t, url: "http://x/", priority: .normal) }
+    }
+}
