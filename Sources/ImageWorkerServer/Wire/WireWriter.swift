@@ -7,10 +7,11 @@ import Synchronization
 /// dedicated thread with one `write` per whole message, so lines never interleave and a slow
 /// reader never blocks the network or the decoders.
 ///
-/// The queue is bounded in what matters: a message sent with a `replaceKey` (progress, partial
-/// images) replaces the unsent older message with the same key, so a token has at most one of
-/// each waiting; responses and terminal events are never dropped, and `waitForCapacity` lets the
-/// input side stop reading while more than `highWaterBytes` of them wait.
+/// The queue is bounded in what matters: under pressure (more than `pressureBytes` waiting, i.e.
+/// the reader has fallen behind by more than a pipe's buffer), a message sent with a `replaceKey`
+/// (progress, partial images) replaces the unsent older message with the same key, so a token has
+/// at most one of each waiting. Responses and terminal events are never dropped, and
+/// `waitForCapacity` lets the input side stop reading while more than `highWaterBytes` wait.
 public final class WireWriter: Sendable {
     private struct Pending {
         var bytes: [UInt8]
@@ -38,13 +39,15 @@ public final class WireWriter: Sendable {
     private let fd: Int32
     private let onClosed: @Sendable () -> Void
     public let highWaterBytes: Int
+    public let pressureBytes: Int
 
     /// - Parameters:
     ///   - fd: the private descriptor of the wire (a `dup` of the original stdout).
     ///   - onClosed: called once, from the writer thread, when the reader is gone (EPIPE).
-    public init(fd: Int32, highWaterBytes: Int = 8 << 20, onClosed: @escaping @Sendable () -> Void) {
+    public init(fd: Int32, highWaterBytes: Int = 8 << 20, pressureBytes: Int = 64 << 10, onClosed: @escaping @Sendable () -> Void) {
         self.fd = fd
         self.highWaterBytes = highWaterBytes
+        self.pressureBytes = pressureBytes
         self.onClosed = onClosed
         let thread = Thread { [self] in self.run() }
         thread.name = "image-worker wire writer"
@@ -65,7 +68,9 @@ public final class WireWriter: Sendable {
         state.withLock { s in
             guard !s.closed else { return }
             let bytes = s.framing.frame(json)
-            if let replaceKey, let index = s.replaceIndex[replaceKey], index >= s.head, let old = s.slots[index] {
+            if let replaceKey, s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
+                let old = s.slots[index]
+            {
                 s.pendingBytes += bytes.count - old.bytes.count
                 s.slots[index] = Pending(bytes: bytes, replaceKey: replaceKey)
                 s.messagesReplaced += 1
