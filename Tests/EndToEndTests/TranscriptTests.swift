@@ -65,8 +65,8 @@ import TestSupport
                         try await Task.sleep(for: .milliseconds(5))
                     }
                 }
-                matched.insert(found!)
-                lastIndex[key] = found!
+                matched.insert(try #require(found))
+                lastIndex[key] = try #require(found)
             }
         }
         if transcript.exitStatus == nil { worker.closeStdin() }

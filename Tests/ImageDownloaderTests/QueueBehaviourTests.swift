@@ -135,7 +135,7 @@ import TestSupport
         defer { Task { await h.shutdown() } }
         h.server.setFile("s", bytes(10))
         for i in 0..<10 { try await h.start(.int(Int64(i)), h.server.url("/files/s?gate=never&n=\(i % 5)")) }
-        try await h.until("two running") { h.server.hits("/files/s") == 1 }
+        try await h.until("two running") { h.server.hits("/files/s") == 2 }
         #expect(await h.downloader.cancelAll() == 10)
         for i in 0..<10 { #expect(try await h.outcome(.int(Int64(i))).isCancelled) }
         #expect(startOrder(h).count <= 10)

@@ -11,12 +11,15 @@ public final class WorkerProcess: Sendable {
     }
 
     private struct Inbox {
+        var bytes: [UInt8] = []
         var lines: [[UInt8]] = []
         var messages: [JSONValue] = []
         var closed = false
     }
 
     public let process: Process
+    /// While true, the test stops reading the worker's stdout (a slow client).
+    private let paused = Mutex(false)
     private let stdinHandle: FileHandle
     private let inbox = Mutex(Inbox())
     private let stderrText = Mutex("")
@@ -35,10 +38,19 @@ public final class WorkerProcess: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    public init(arguments: [String] = []) throws {
+    /// Spawns the worker (or, with `shell`, `/bin/sh -c shell` with `$IMAGE_WORKER` set to it).
+    public init(arguments: [String] = [], shell: String? = nil) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
-        process.arguments = arguments
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", shell]
+            var environment = ProcessInfo.processInfo.environment
+            environment["IMAGE_WORKER"] = WorkerProcess.binaryPath
+            process.environment = environment
+        } else {
+            process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
+            process.arguments = arguments
+        }
         let stdin = Pipe()
         let stdout = Pipe()
         let stderr = Pipe()
@@ -55,10 +67,12 @@ public final class WorkerProcess: Sendable {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
+                while inbox.owner.paused.withLock({ $0 }) { usleep(2000) }
                 let n = buffer.withUnsafeMutableBytes { read(outFD, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
                 pending.append(contentsOf: buffer[0..<n])
+                inbox.raw(buffer[0..<n])
                 while let newline = pending.firstIndex(of: 0x0A) {
                     let line = Array(pending[..<newline])
                     pending.removeFirst(newline + 1)
@@ -95,6 +109,9 @@ public final class WorkerProcess: Sendable {
         func close() {
             owner.inbox.withLock { $0.closed = true }
         }
+        func raw(_ bytes: ArraySlice<UInt8>) {
+            owner.inbox.withLock { $0.bytes.append(contentsOf: bytes) }
+        }
     }
 
     struct StderrRef: Sendable {
@@ -103,6 +120,9 @@ public final class WorkerProcess: Sendable {
     }
 
     public var stderr: String { stderrText.withLock { $0 } }
+
+    /// Everything written to stdout so far.
+    public var rawOutput: [UInt8] { inbox.withLock { $0.bytes } }
 
     /// Every line written to stdout so far, raw.
     public var rawLines: [[UInt8]] { inbox.withLock { $0.lines } }
@@ -124,6 +144,10 @@ public final class WorkerProcess: Sendable {
 
     public func notify(_ method: String, _ params: JSONValue = [:]) {
         sendLine(["jsonrpc": "2.0", "method": .string(method), "params": params])
+    }
+
+    public func pauseReading(_ value: Bool) {
+        paused.withLock { $0 = value }
     }
 
     public func closeStdin() {

@@ -1,0 +1,178 @@
+import Foundation
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// How the process ends: EOF, exit, signals, a vanished reader; and a slow reader.
+@Suite struct LifecycleTests {
+    /// A download that takes about 30 s: plenty of time to interrupt it.
+    static func slowURL(_ server: TestHTTPServer, _ n: Int = 0) -> JSONValue {
+        .string(server.url("/files/testorig.jpg?chunk=100&delayMs=500&n=\(n)"))
+    }
+
+    func downloadSlow(_ worker: WorkerProcess, _ server: TestHTTPServer, count: Int) async throws {
+        for i in 0..<count {
+            worker.request(i, "download", ["url": Self.slowURL(server, i), "token": .int(Int64(i))])
+        }
+        for i in 0..<count {
+            try await worker.waitFor("started \(i)") { $0["method"] == "download/started" && $0["params"]?["token"] == .int(Int64(i)) }
+        }
+    }
+
+    func expectAllCancelled(_ worker: WorkerProcess, count: Int) {
+        for i in 0..<count {
+            let events = worker.events(.int(Int64(i)))
+            let terminals = events.filter { $0["method"] == "download/completed" }
+            #expect(terminals.count == 1, "token \(i)")
+            #expect(terminals.first?["params"]?["outcome"] == "cancelled")
+            #expect(events.last?["method"] == "download/completed")
+        }
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalCancelsEverythingEmitsEveryTerminalEventAndExitsZero(signal: Int32) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        try await downloadSlow(worker, server, count: 3)
+        worker.request(99, "configure", ["suspended": true])
+        _ = try await worker.response(99)
+        worker.request(100, "download", ["url": Self.slowURL(server, 100), "token": "queued"])
+        _ = try await worker.response(100)
+        worker.signal(signal)
+        // "Within about a second" is the contract; the 10 s here only guards against a hang.
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
+        expectAllCancelled(worker, count: 3)
+        #expect(worker.events("queued").map { $0["params"]?["outcome"] } == ["cancelled"])
+    }
+
+    @Test func eofDrainsByDefault() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=1000&delayMs=30")), "token": "d"])
+        _ = try await worker.response(1)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        #expect(worker.events("d").last?["params"]?["outcome"] == "success")
+    }
+
+    @Test func eofCancelsWithOnEOFCancel() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess(arguments: ["--on-eof", "cancel"])
+        try await downloadSlow(worker, server, count: 2)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
+        expectAllCancelled(worker, count: 2)
+    }
+
+    @Test func exitWithoutShutdownCancelsAndExitsOne() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        try await downloadSlow(worker, server, count: 2)
+        worker.notify("exit")
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 1)
+        expectAllCancelled(worker, count: 2)
+    }
+
+    @Test func shutdownWithCancelPending() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        try await downloadSlow(worker, server, count: 2)
+        worker.request(50, "shutdown", ["cancelPending": true])
+        let answer = try await worker.response(50)
+        #expect(answer["result"] == .object(JSONObject()))
+        let answerIndex = try #require(worker.received.firstIndex { $0["id"] == 50 })
+        let lastTerminal = try #require(worker.received.lastIndex { $0["method"] == "download/completed" })
+        #expect(lastTerminal < answerIndex, "every terminal event precedes the shutdown answer")
+        worker.request(51, "download", ["url": Self.slowURL(server), "token": "late"])
+        #expect(try await worker.response(51)["error"]?["code"] == -32600)
+        worker.notify("exit")
+        #expect(try await worker.waitForExit() == 0)
+        expectAllCancelled(worker, count: 2)
+    }
+
+    @Test func aClosedStdoutEndsTheWorker() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        // `head` leaves after two lines; the worker's next write fails and it must exit, even
+        // though its stdin stays open and a 30-second download is under way.
+        let worker = try WorkerProcess(shell: #""$IMAGE_WORKER" | head -n 2 > /dev/null; wait"#)
+        worker.request(1, "download", ["url": Self.slowURL(server), "token": "x"])
+        #expect(try await worker.waitForExit(timeout: .seconds(20)) == 0)
+    }
+
+    @Test func aSlowReaderLosesNoResponseOrTerminalEventAndGetsCoalescedProgress() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let big = (0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        server.setFile("big.bin", big)
+        let worker = try WorkerProcess()
+        worker.request(0, "configure", ["progressIntervalMs": 0, "maxConcurrentDownloads": 8])
+        _ = try await worker.response(0)
+        worker.pauseReading(true)
+        let count = 8
+        for i in 1...count {
+            worker.request(i, "download", ["url": .string(server.url("/files/big.bin?chunk=1024&n=\(i)")), "token": .int(Int64(i))])
+        }
+        // Meanwhile the client reads nothing: the worker must not block its downloads on us.
+        try await Task.sleep(for: .seconds(3))
+        worker.pauseReading(false)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(60)) == 0)
+        var progressEvents = 0
+        for i in 1...count {
+            let token = JSONValue.int(Int64(i))
+            #expect(worker.received.contains { $0["id"] == token && $0["result"] != nil }, "response \(i)")
+            let events = worker.events(token)
+            #expect(events.filter { $0["method"] == "download/completed" }.count == 1)
+            #expect(events.last?["params"]?["outcome"] == "success")
+            let received = events.compactMap { $0["method"] == "download/progress" ? $0["params"]?["receivedBytes"]?.integerValue : nil }
+            #expect(received == received.sorted(), "progress never goes back")
+            #expect(received.last == 2_000_000, "the last progress always arrives")
+            progressEvents += received.count
+        }
+        // About 2,000 chunks per download were reported; a paused reader gets far fewer events.
+        #expect(progressEvents < count * 2000, "\(progressEvents) progress events: nothing was coalesced")
+    }
+
+    /// The issue's invariant through the real binary: random downloads, cancels and priority
+    /// changes at every concurrency limit from 1 to 8; every token ends exactly once.
+    @Test(arguments: Array(1...8))
+    func everyTokenEndsExactlyOnce(limit: Int) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(0, "configure", ["maxConcurrentDownloads": .int(Int64(limit)), "maxRetries": 1, "retryBaseDelayMs": 5])
+        _ = try await worker.response(0)
+        var rng = SystemRandomNumberGenerator()
+        let paths = ["/files/testorig.jpg?chunk=500&delayMs=2", "/files/testimgp.jpg", "/files/basn2c08.png?chunked=1",
+                     "/status/404", "/status/503", "/files/testorig.jpg?resetAfter=1000", "/files/basi6a08.png?chunk=50&delayMs=1"]
+        let priorities: [JSONValue] = ["veryLow", "low", "normal", "high", "veryHigh"]
+        let count = 60
+        var id = 1
+        for i in 0..<count {
+            worker.request(id, "download", ["url": .string(server.url(paths.randomElement(using: &rng)!)), "token": .int(Int64(i)),
+                                            "priority": priorities.randomElement(using: &rng)!])
+            id += 1
+            let target = JSONValue.int(Int64(Int.random(in: 0...i, using: &rng)))
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: worker.request(id, "cancel", ["token": target])
+            case 1: worker.request(id, "setPriority", ["token": target, "priority": priorities.randomElement(using: &rng)!])
+            default: worker.request(id, "status")
+            }
+            id += 1
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(120)) == 0)
+        for i in 0..<count {
+            let events = worker.events(.int(Int64(i)))
+            #expect(events.filter { $0["method"] == "download/completed" }.count == 1, "token \(i): \(events)")
+            #expect(events.last?["method"] == "download/completed", "token \(i): events after its end")
+        }
+        #expect(worker.received.filter { $0["id"] != nil }.count == id, "every request (ids 0..<\(id)) answered once")
+    }
+}
