@@ -58,7 +58,7 @@ import TestSupport
         var bytes = Array(#"{"jsonrpc":"2.0","id":1,"method":"cancel","params":{"token":""#.utf8)
         bytes += [0xC3, 0x28]
         bytes += Array("\"}}\n".utf8)
-        try worker.process.standardInput.map { ($0 as! Pipe).fileHandleForWriting.write(Data(bytes)) }
+        worker.sendBytes(bytes)
         worker.request(2, "status")
         #expect(try await worker.waitFor("parse error") { $0["error"]?["code"] == -32700 }["id"] == .null)
         _ = try await worker.response(2)

@@ -1,8 +1,13 @@
+import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
+import NIOSSL
 import Synchronization
+import SwiftASN1
+import X509
 
 /// A real HTTP/1.1 server on 127.0.0.1 that misbehaves on request, for tests and benchmarks.
 ///
@@ -37,33 +42,96 @@ public final class TestHTTPServer: Sendable {
     private let channel: Channel
     public let port: Int
 
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public let scheme: String
+
+    public var baseURL: String { "\(scheme)://127.0.0.1:\(port)" }
 
     public func url(_ path: String) -> String { baseURL + path }
 
-    private init(group: MultiThreadedEventLoopGroup, channel: Channel) {
+    private init(group: MultiThreadedEventLoopGroup, channel: Channel, scheme: String) {
         self.group = group
         self.channel = channel
+        self.scheme = scheme
         self.port = channel.localAddress!.port!
     }
 
+    /// Plain HTTP/1.1.
     public static func start() async throws -> TestHTTPServer {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = ServerBox()
+        return try await start(box: box, scheme: "http") { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                try channel.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
+            }
+        }
+    }
+
+    /// HTTPS with a self-signed certificate made now (so clients must skip verification), offering
+    /// HTTP/2 through ALPN when `http2` is set, else HTTP/1.1 only.
+    public static func startTLS(http2: Bool) async throws -> TestHTTPServer {
+        let box = ServerBox()
+        var tls = try TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(selfSignedCertificate.certificate)],
+            privateKey: .privateKey(selfSignedCertificate.key))
+        tls.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+        let context = try NIOSSLContext(configuration: tls)
+        return try await start(box: box, scheme: "https") { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+            }.flatMap {
+                channel.configureHTTP2SecureUpgrade(
+                    h2ChannelConfigurator: { connection in
+                        connection.configureHTTP2Pipeline(mode: .server, inboundStreamInitializer: { stream in
+                            stream.eventLoop.makeCompletedFuture {
+                                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                                try stream.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
+                            }
+                        }).map { _ in }
+                    },
+                    http1ChannelConfigurator: { connection in
+                        connection.eventLoop.makeCompletedFuture {
+                            try connection.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try connection.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
+                        }
+                    })
+            }
+        }
+    }
+
+    private static func start(
+        box: ServerBox, scheme: String, initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void>
+    ) async throws -> TestHTTPServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
-                }
-            }
+            .childChannelInitializer(initializer)
             .bind(host: "127.0.0.1", port: 0).get()
-        let server = TestHTTPServer(group: group, channel: channel)
+        let server = TestHTTPServer(group: group, channel: channel, scheme: scheme)
         box.server.withLock { $0 = server }
         return server
     }
+
+    /// One throw-away self-signed certificate for 127.0.0.1 and localhost, made at first use.
+    static let selfSignedCertificate: (certificate: NIOSSLCertificate, key: NIOSSLPrivateKey) = {
+        let key = P256.Signing.PrivateKey()
+        let name = try! DistinguishedName { CommonName("image-worker test server") }
+        let now = Date()
+        let certificate = try! Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
+            notValidBefore: now - 3600, notValidAfter: now + 86_400, issuer: name, subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try! Certificate.Extensions {
+                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+            },
+            issuerPrivateKey: .init(key))
+        var serializer = DER.Serializer()
+        try! serializer.serialize(certificate)
+        return (
+            try! NIOSSLCertificate(bytes: serializer.serializedBytes, format: .der),
+            try! NIOSSLPrivateKey(bytes: Array(key.derRepresentation), format: .der)
+        )
+    }()
 
     public func shutdown() async {
         try? await channel.close()

@@ -134,6 +134,10 @@ public final class WorkerProcess: Sendable {
         stdinHandle.write(Data(text.utf8))
     }
 
+    public func sendBytes(_ bytes: [UInt8]) {
+        stdinHandle.write(Data(bytes))
+    }
+
     public func sendLine(_ json: JSONValue) {
         send(JSONWriter.encodeString(json) + "\n")
     }

@@ -71,11 +71,12 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// Failures that put the URL on the failed-URL list, as SDWebImage's manager does for
-    /// failures that are not network conditions: a 4xx status, a bad certificate, bad bytes.
+    /// failures that are not network conditions: a 4xx status, a redirect loop, bad bytes.
+    /// (Not a TLS failure: the same URL may well succeed with `allowInvalidCertificates`.)
     public var blocksURL: Bool {
         switch self {
         case .statusCode(let code, _): return code >= 400 && code < 500 && code != 408 && code != 429
-        case .network(.tls, _), .network(.redirect, _): return true
+        case .network(.redirect, _): return true
         case .badData, .unsupportedFormat: return true
         default: return false
         }
