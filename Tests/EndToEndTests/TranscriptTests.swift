@@ -49,24 +49,24 @@ import TestSupport
             for pattern in step.expected {
                 let key = Transcript.orderKey(pattern)
                 let after = lastIndex[key] ?? -1
-                _ = try await worker.waitFor("\(name): \(JSONWriter.encodeString(pattern))", timeout: .seconds(30)) { _ in true }
                 let deadline = ContinuousClock.now + .seconds(30)
-                var found: Int?
-                while found == nil {
+                let index: Int
+                while true {
                     let messages = worker.received
-                    found = messages.indices.first { i in
+                    if let i = messages.indices.first(where: { i in
                         i > after && !matched.contains(i) && Transcript.matches(pattern, messages[i])
+                    }) {
+                        index = i
+                        break
                     }
-                    if found == nil {
-                        guard ContinuousClock.now < deadline else {
-                            Issue.record("\(name): never received \(JSONWriter.encodeString(pattern))\nreceived:\n\(messages.map { JSONWriter.encodeString($0) }.joined(separator: "\n"))\nstderr:\n\(worker.stderr)")
-                            return
-                        }
-                        try await Task.sleep(for: .milliseconds(5))
+                    guard ContinuousClock.now < deadline else {
+                        Issue.record("\(name): never received \(JSONWriter.encodeString(pattern))\nreceived:\n\(messages.map { JSONWriter.encodeString($0) }.joined(separator: "\n"))\nstderr:\n\(worker.stderr)")
+                        return
                     }
+                    try await Task.sleep(for: .milliseconds(5))
                 }
-                matched.insert(try #require(found))
-                lastIndex[key] = try #require(found)
+                matched.insert(index)
+                lastIndex[key] = index
             }
         }
         if transcript.exitStatus == nil { worker.closeStdin() }
