@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The main job with no network beyond loopback: serve samples/ on 127.0.0.1, download every
+# sample through image-worker into a fresh directory, and print the events as they arrive.
+#   scripts/demo.sh            (builds the debug binary first if it is missing)
+#   IMAGE_WORKER=path/to/image-worker scripts/demo.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${IMAGE_WORKER:-$root/.build/debug/image-worker}
+if [ ! -x "$bin" ]; then
+    echo "building image-worker…" >&2
+    (cd "$root" && swift build --product image-worker >&2)
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/image-worker-demo.XXXXXX")
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$root/samples" >/dev/null 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
+    sleep 0.1
+done
+
+{
+    printf '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n'
+    for path in "$root"/samples/*.jpg "$root"/samples/*.png; do
+        name=$(basename "$path")
+        printf '{"jsonrpc":"2.0","method":"download","params":{"token":"%s","url":"http://127.0.0.1:%s/%s","output":{"delivery":"file","dir":"%s"}}}\n' \
+            "$name" "$port" "$name" "$out"
+    done
+    printf '{"jsonrpc":"2.0","method":"download","params":{"token":"missing","url":"http://127.0.0.1:%s/no-such-image.jpg"}}\n' "$port"
+} | "$bin"
+
+echo >&2
+echo "files written to $out:" >&2
+ls -l "$out" >&2
