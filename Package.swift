@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "image-worker", targets: ["ImageWorkerCLI"]),
+        .executable(name: "image-worker-bench", targets: ["ImageWorkerBenchmark"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -53,6 +54,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // Benchmarks (not tests): drives the built binary against the loopback server, prints figures.
+        .executableTarget(
+            name: "ImageWorkerBenchmark",
+            dependencies: ["ImageWorkerProtocol", "TestSupport"]
         ),
         // A misbehaving loopback HTTP server and helpers to drive the built binary.
         .target(

@@ -363,8 +363,7 @@ public actor Downloader<Delivered: Sendable> {
                 self.attemptEnded(id, attempt, error)
             }
         }
-        let timeoutNanos = UInt64(max(1, request.timeoutMs)) * 1_000_000
-        fetch.watchdog = Task { await self.watch(id, attempt, timeoutNanos) }
+        fetch.watchdog = Task { await self.watch(id, attempt) }
         fetches[id] = fetch
     }
 
@@ -423,7 +422,7 @@ public actor Downloader<Delivered: Sendable> {
             if let f = error as? DownloadFailure {
                 failure = f
             } else if fetches[id]!.timedOut {
-                failure = .network(.timeout, "no data for \(fetches[id]!.request.timeoutMs) ms")
+                failure = .network(.timeout, "no data for \(fetches[id]!.timeoutMs ?? configuration.timeoutMs) ms")
             } else if error is CancellationError {
                 failure = .network(.io, "the transfer was cancelled")
             } else {
@@ -458,10 +457,12 @@ public actor Downloader<Delivered: Sendable> {
         perform(id, fetches[id]!.machine.retryTimerFired())
     }
 
-    /// The idle timeout: fails the attempt when no byte (or head) arrived for `timeoutNanos`.
-    private func watch(_ id: FetchID, _ attempt: Int, _ timeoutNanos: UInt64) async {
+    /// The idle timeout: fails the attempt when no byte (or head) arrived for the request's
+    /// timeout, or else the configured one (read each time, so `configure` applies at once).
+    private func watch(_ id: FetchID, _ attempt: Int) async {
         while !Task.isCancelled {
             guard isCurrent(id, attempt), let fetch = fetches[id] else { return }
+            let timeoutNanos = UInt64(max(1, fetch.timeoutMs ?? configuration.timeoutMs)) * 1_000_000
             let deadline = fetch.lastActivity &+ timeoutNanos
             let now = clock()
             if now >= deadline {

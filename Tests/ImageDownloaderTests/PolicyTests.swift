@@ -29,6 +29,7 @@ import Testing
         #expect(DownloadFailure.statusCode(503, retryAfterSeconds: nil).isTransient)
         #expect(DownloadFailure.statusCode(429, retryAfterSeconds: 1).isTransient)
         #expect(!DownloadFailure.statusCode(404, retryAfterSeconds: nil).isTransient)
+        #expect(!DownloadFailure.statusCode(408, retryAfterSeconds: nil).isTransient, "4xx other than 429 is never retried")
         #expect(DownloadFailure.network(.timeout, "").isTransient)
         #expect(!DownloadFailure.network(.tls, "").isTransient)
         #expect(DownloadFailure.statusCode(404, retryAfterSeconds: nil).blocksURL)

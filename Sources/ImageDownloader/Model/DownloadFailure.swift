@@ -56,6 +56,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// Failures worth another attempt: the same request may well succeed a moment later.
+    /// 4xx statuses other than 429 never are.
     public var isTransient: Bool {
         switch self {
         case .network(let reason, _):
@@ -64,7 +65,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
             case .tls, .redirect, .protocolError: return false
             }
         case .statusCode(let code, _):
-            return code >= 500 || code == 408 || code == 429
+            return code >= 500 || code == 429
         default:
             return false
         }
@@ -75,7 +76,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     /// (Not a TLS failure: the same URL may well succeed with `allowInvalidCertificates`.)
     public var blocksURL: Bool {
         switch self {
-        case .statusCode(let code, _): return code >= 400 && code < 500 && code != 408 && code != 429
+        case .statusCode(let code, _): return code >= 400 && code < 500 && code != 429
         case .network(.redirect, _): return true
         case .badData, .unsupportedFormat: return true
         default: return false

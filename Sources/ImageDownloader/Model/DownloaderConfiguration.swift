@@ -15,7 +15,7 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var minimumProgressInterval: Double = 0
     /// …and at least this many milliseconds passed since the last one.
     public var progressIntervalMs: Int64 = 100
-    /// Retries after a transient failure (connect error, timeout, 5xx, 408, 429).
+    /// Retries after a transient failure (connect error, timeout, reset, 5xx, 429).
     public var maxRetries = 2
     /// First retry delay; doubles each time, with full jitter, capped by `retryMaxDelayMs`.
     public var retryBaseDelayMs: Int64 = 250

@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+
+/// A lean client for measuring: it timestamps and keeps raw lines without parsing them, so the
+/// client is never the bottleneck being measured.
+final class BenchClient: Sendable {
+    struct Timeout: Error {}
+
+    private struct State {
+        var lines: [(time: UInt64, text: String)] = []
+        var closed = false
+    }
+
+    /// The lines read so far, shared with the reader thread.
+    private final class Store: Sendable {
+        let mutex = Mutex(State())
+        func withLock<R>(_ body: (inout State) -> R) -> R { mutex.withLock { body(&$0) } }
+    }
+
+    private let process: Process
+    private let input: FileHandle
+    private let state = Store()
+
+    init(worker: String, arguments: [String] = []) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: worker)
+        process.arguments = arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.input = stdin.fileHandleForWriting
+        let fd = stdout.fileHandleForReading.fileDescriptor
+        let thread = Thread { [state] in
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                let now = DispatchTime.now().uptimeNanoseconds
+                pending.append(contentsOf: buffer[0..<n])
+                var lines: [(UInt64, String)] = []
+                var start = 0
+                while let newline = pending[start...].firstIndex(of: 0x0A) {
+                    lines.append((now, String(decoding: pending[start..<newline], as: UTF8.self)))
+                    start = newline + 1
+                }
+                pending.removeFirst(start)
+                state.withLock { $0.lines.append(contentsOf: lines.map { (time: $0.0, text: $0.1) }) }
+            }
+            state.withLock { $0.closed = true }
+        }
+        thread.start()
+    }
+
+    func send(_ line: String) { sendRaw(line + "\n") }
+
+    func sendRaw(_ text: String) { input.write(Data(text.utf8)) }
+
+    var lineCount: Int { state.withLock { $0.lines.count } }
+
+    func count(of needle: String) -> Int { state.withLock { $0.lines.filter { $0.text.contains(needle) }.count } }
+
+    /// The arrival time of the first line containing `needle`.
+    func waitFor(_ needle: String, timeout: Double = 60) async throws -> UInt64 {
+        let deadline = Date().addingTimeInterval(timeout)
+        var scanned = 0
+        while Date() < deadline {
+            let found = state.withLock { s -> UInt64? in
+                defer { scanned = s.lines.count }
+                return s.lines[scanned...].first { $0.text.contains(needle) }?.time
+            }
+            if let found { return found }
+            try await Task.sleep(nanoseconds: 20_000)
+        }
+        throw Timeout()
+    }
+
+    func waitForLines(_ count: Int, timeout: Double = 120) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while lineCount < count {
+            if Date() >= deadline { throw Timeout() }
+            try await Task.sleep(nanoseconds: 200_000)
+        }
+    }
+
+    func waitForCount(of needle: String, _ count: Int, timeout: Double = 300) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var scanned = 0
+        var seen = 0
+        while seen < count {
+            if Date() >= deadline { throw Timeout() }
+            state.withLock { s in
+                seen += s.lines[scanned...].filter { $0.text.contains(needle) }.count
+                scanned = s.lines.count
+            }
+            if seen < count { try await Task.sleep(nanoseconds: 500_000) }
+        }
+    }
+
+    /// CPU seconds and peak RSS of the worker so far, from /proc.
+    func usage() -> (cpuSeconds: Double, peakRSSMB: Double) {
+        let pid = process.processIdentifier
+        var cpu = 0.0
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        {
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+            if fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) {
+                cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+            }
+        }
+        var rss = 0.0
+        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        {
+            rss = (Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
+        }
+        return (cpu, rss)
+    }
+
+    /// Closes stdin and waits for the worker to exit.
+    func finish() async throws -> Int32 {
+        try? input.close()
+        while process.isRunning { try await Task.sleep(nanoseconds: 1_000_000) }
+        return process.terminationStatus
+    }
+}
