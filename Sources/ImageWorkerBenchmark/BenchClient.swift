@@ -9,6 +9,9 @@ final class BenchClient: Sendable {
     private struct State {
         var lines: [(time: UInt64, text: String)] = []
         var closed = false
+        /// Waiting for more lines: resumed by the reader thread, so nothing polls and steals the
+        /// CPU whose latency is being measured.
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// The lines read so far, shared with the reader thread.
@@ -50,9 +53,19 @@ final class BenchClient: Sendable {
                     start = newline + 1
                 }
                 pending.removeFirst(start)
-                state.withLock { $0.lines.append(contentsOf: lines.map { (time: $0.0, text: $0.1) }) }
+                let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                    s.lines.append(contentsOf: lines.map { (time: $0.0, text: $0.1) })
+                    defer { s.waiters = [] }
+                    return s.waiters
+                }
+                waiters.forEach { $0.resume() }
             }
-            state.withLock { $0.closed = true }
+            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                s.closed = true
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            waiters.forEach { $0.resume() }
         }
         thread.start()
     }
@@ -65,40 +78,50 @@ final class BenchClient: Sendable {
 
     func count(of needle: String) -> Int { state.withLock { $0.lines.filter { $0.text.contains(needle) }.count } }
 
+    /// Returns once more than `count` lines have arrived (or the worker's stdout closed).
+    private func waitForMore(than count: Int) async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.lines.count > count || s.closed { return true }
+                s.waiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+        if state.withLock({ $0.closed && $0.lines.count <= count }) { throw Timeout() }
+    }
+
     /// The arrival time of the first line containing `needle`.
-    func waitFor(_ needle: String, timeout: Double = 60) async throws -> UInt64 {
-        let deadline = Date().addingTimeInterval(timeout)
+    func waitFor(_ needle: String) async throws -> UInt64 {
         var scanned = 0
-        while Date() < deadline {
-            let found = state.withLock { s -> UInt64? in
-                defer { scanned = s.lines.count }
-                return s.lines[scanned...].first { $0.text.contains(needle) }?.time
+        while true {
+            let (found, count) = state.withLock { s -> (UInt64?, Int) in
+                (s.lines[scanned...].first { $0.text.contains(needle) }?.time, s.lines.count)
             }
             if let found { return found }
-            try await Task.sleep(nanoseconds: 20_000)
-        }
-        throw Timeout()
-    }
-
-    func waitForLines(_ count: Int, timeout: Double = 120) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while lineCount < count {
-            if Date() >= deadline { throw Timeout() }
-            try await Task.sleep(nanoseconds: 200_000)
+            scanned = count
+            try await waitForMore(than: count)
         }
     }
 
-    func waitForCount(of needle: String, _ count: Int, timeout: Double = 300) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
+    func waitForLines(_ count: Int) async throws {
+        while true {
+            let have = lineCount
+            if have >= count { return }
+            try await waitForMore(than: have)
+        }
+    }
+
+    func waitForCount(of needle: String, _ count: Int) async throws {
         var scanned = 0
         var seen = 0
         while seen < count {
-            if Date() >= deadline { throw Timeout() }
-            state.withLock { s in
+            let total = state.withLock { s -> Int in
                 seen += s.lines[scanned...].filter { $0.text.contains(needle) }.count
-                scanned = s.lines.count
+                return s.lines.count
             }
-            if seen < count { try await Task.sleep(nanoseconds: 500_000) }
+            scanned = total
+            if seen < count { try await waitForMore(than: total) }
         }
     }
 
