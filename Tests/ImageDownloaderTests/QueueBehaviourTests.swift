@@ -45,14 +45,16 @@ import TestSupport
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }
         h.server.setFile("s.bin", bytes(100_000))
-        let url = h.server.url("/files/s.bin?chunk=5000&delayMs=5")
+        // Half the body, then the server holds the rest until the test lets it go.
+        let url = h.server.url("/files/s.bin?chunk=5000&pauseAt=50000&gate=half")
         try await h.start(.string("a"), url)
         try await h.start(.string("b"), url)
-        try await h.until("bytes flowing") {
+        try await h.until("bytes arrived") {
             h.events(.string("a")).contains { if case .progress(_, let r, _) = $0 { return r > 0 } else { return false } }
         }
         #expect(await h.downloader.cancel(.string("a")))
         #expect(try await h.outcome(.string("a")).isCancelled)
+        h.server.openGate("half")
         #expect(try await h.outcome(.string("b")).value == 100_000)
         #expect(h.server.hits("/files/s.bin") == 1)
         #expect(await h.downloader.cancel(.string("a")) == false, "cancel is idempotent: unknown now")

@@ -16,7 +16,8 @@ import X509
 ///   `?chunked=1` sends no Content-Length; `?stallAfter=N` sends N bytes then nothing, forever;
 ///   `?resetAfter=N` sends N bytes then resets the connection; `?shortBy=N` announces the full
 ///   length, sends N bytes less, and closes; `?gate=G` holds the response until `openGate(G)`;
-///   `?type=MIME` sets Content-Type.
+///   `?type=MIME` sets Content-Type; `?pauseAt=N&gate=G` sends N bytes, then holds the rest
+///   until `openGate(G)`.
 /// - `/status/CODE` that status (`?retryAfter=S` adds Retry-After).
 /// - `/flaky/KEY/NAME?failures=N&status=S` fails the first N requests of KEY with status S (or,
 ///   with `mode=reset`, by resetting the connection), then serves NAME.
@@ -70,7 +71,7 @@ public final class TestHTTPServer: Sendable {
     /// HTTP/2 through ALPN when `http2` is set, else HTTP/1.1 only.
     public static func startTLS(http2: Bool) async throws -> TestHTTPServer {
         let box = ServerBox()
-        var tls = try TLSConfiguration.makeServerConfiguration(
+        var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(selfSignedCertificate.certificate)],
             privateKey: .privateKey(selfSignedCertificate.key))
         tls.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
@@ -209,7 +210,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         switch first {
         case "files" where parts.count == 2:
             guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
-            if let gate = query["gate"] {
+            if let gate = query["gate"], query["pauseAt"] == nil {
                 server.gateFuture(gate, on: context.eventLoop).assumeIsolated().whenSuccess { _ in
                     self.serve(context, bytes, query)
                 }
@@ -317,13 +318,26 @@ final class TestHTTPHandler: ChannelInboundHandler {
         if let n = Int(query["stallAfter"] ?? "") { limit = min(n, bytes.count); ending = .stall }
         if let n = Int(query["resetAfter"] ?? "") { limit = min(n, bytes.count); ending = .reset }
         if let n = Int(query["shortBy"] ?? "") { limit = max(0, bytes.count - n); ending = .close }
-        send(context, bytes, from: 0, limit: limit, chunk: chunk, delayMs: delay, ending: ending)
+        var pause: (at: Int, gate: EventLoopFuture<Void>)?
+        if let at = Int(query["pauseAt"] ?? ""), let gate = query["gate"] {
+            pause = (at, box.value.gateFuture(gate, on: context.eventLoop))
+        }
+        send(context, bytes, from: 0, limit: limit, chunk: chunk, delayMs: delay, ending: ending, pause: pause)
     }
 
     private enum Ending { case complete, stall, reset, close }
 
-    private func send(_ context: ChannelHandlerContext, _ bytes: [UInt8], from offset: Int, limit: Int, chunk: Int, delayMs: Int64, ending: Ending) {
+    private func send(
+        _ context: ChannelHandlerContext, _ bytes: [UInt8], from offset: Int, limit: Int, chunk: Int, delayMs: Int64,
+        ending: Ending, pause: (at: Int, gate: EventLoopFuture<Void>)? = nil
+    ) {
         guard context.channel.isActive else { return }
+        if let pause, offset >= pause.at {
+            pause.gate.assumeIsolated().whenSuccess { _ in
+                self.send(context, bytes, from: offset, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+            }
+            return
+        }
         if offset >= limit {
             switch ending {
             case .complete: context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -333,14 +347,15 @@ final class TestHTTPHandler: ChannelInboundHandler {
             }
             return
         }
-        let end = min(limit, offset + chunk)
+        var end = min(limit, offset + chunk)
+        if let pause, pause.at > offset { end = min(end, pause.at) }
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end])))), promise: nil)
         if delayMs > 0 {
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(delayMs)) {
-                self.send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+                self.send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending, pause: pause)
             }
         } else {
-            send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+            send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending, pause: pause)
         }
     }
 
