@@ -37,6 +37,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // System libraries, found with pkg-config (Debian: libjpeg62-turbo-dev, libturbojpeg0-dev, libpng-dev).
+        .systemLibrary(name: "CLibJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // The C side of the decoders: every libjpeg/libpng call under a setjmp in C, so their error
+        // exits return codes and never longjmp through Swift frames.
+        .target(
+            name: "CImageCodecs",
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG"]
+        ),
+        // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
+        // PNG encoding. The only module that calls C.
+        .target(
+            name: "ImageDecoding",
+            dependencies: ["CImageCodecs"]
+        ),
         // The worker: requests to downloader calls, events to the wire, output delivery, lifecycle.
         .target(
             name: "ImageWorkerServer",
@@ -83,6 +99,10 @@ let package = Package(
         .testTarget(
             name: "ImageDownloaderTests",
             dependencies: ["ImageDownloader", "TestSupport"]
+        ),
+        .testTarget(
+            name: "ImageDecodingTests",
+            dependencies: ["ImageDecoding"]
         ),
         .testTarget(
             name: "EndToEndTests",

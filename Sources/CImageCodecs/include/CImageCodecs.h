@@ -1,0 +1,3 @@
+#include "iw_jpeg.h"
+#include "iw_png.h"
+#include "iw_whole.h"

@@ -1,0 +1,55 @@
+#ifndef IW_JPEG_H
+#define IW_JPEG_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pixel layouts the decoders produce. */
+typedef enum { IW_RGBA = 0, IW_RGB = 1, IW_GRAY = 2 } iw_layout;
+
+/* What a feed call brought about (a bit set), or IW_FAILED. */
+enum {
+    IW_HEADER = 1,    /* width and height are known (reported once) */
+    IW_PIXELS = 2,    /* more of the image is available: rows, or a completed scan */
+    IW_COMPLETE = 4,  /* the whole image is decoded */
+    IW_FAILED = -1    /* see iw_jpeg_error(); the decoder can do nothing more */
+};
+
+/* Why it failed. */
+enum { IW_ERR_NONE = 0, IW_ERR_CORRUPT = 1, IW_ERR_UNSUPPORTED = 2, IW_ERR_LIMIT = 3, IW_ERR_TRUNCATED = 4, IW_ERR_MEMORY = 5 };
+
+typedef struct iw_jpeg iw_jpeg;
+
+/* max_pixels: refuse larger images before allocating anything (0: no limit).
+ * max_scans: refuse progressive files with more scans (0: no limit).
+ * scale_denom: 1, 2, 4 or 8 — libjpeg's DCT scaling (output is ceil(size / denom)). */
+iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, int scale_denom);
+void iw_jpeg_destroy(iw_jpeg *d);
+
+/* Gives the decoder more bytes (they are copied); `last` says no more will come. Decodes as far
+ * as the bytes allow and returns what happened. Never exits, never longjmps past its own frame. */
+int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last);
+
+int iw_jpeg_error_kind(const iw_jpeg *d);
+const char *iw_jpeg_error(const iw_jpeg *d);
+
+/* Valid after IW_HEADER. */
+uint32_t iw_jpeg_image_width(const iw_jpeg *d);   /* as stored in the file */
+uint32_t iw_jpeg_image_height(const iw_jpeg *d);
+uint32_t iw_jpeg_width(const iw_jpeg *d);         /* as output (after scaling) */
+uint32_t iw_jpeg_height(const iw_jpeg *d);
+int iw_jpeg_channels(const iw_jpeg *d);
+int iw_jpeg_is_progressive(const iw_jpeg *d);
+/* EXIF orientation 1..8 from an APP1 segment seen before the image data, 1 when absent. */
+int iw_jpeg_orientation(const iw_jpeg *d);
+
+/* The output pixels (stride = width * channels); NULL before the first IW_PIXELS. */
+const uint8_t *iw_jpeg_pixels(const iw_jpeg *d);
+/* Baseline: rows decoded from the top. Progressive: the height once a scan has been rendered. */
+uint32_t iw_jpeg_rows(const iw_jpeg *d);
+/* Progressive: scans rendered so far (0 for baseline). */
+int iw_jpeg_scans(const iw_jpeg *d);
+
+/* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
+int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);
+
+#endif

@@ -1,0 +1,26 @@
+#ifndef IW_PNG_H
+#define IW_PNG_H
+#include <stddef.h>
+#include <stdint.h>
+#include "iw_jpeg.h" /* shared event bits and error kinds */
+
+typedef struct iw_png iw_png;
+
+/* Progressive PNG decoding (libpng's png_process_data) to 8-bit RGBA, with the transforms of
+ * libpng's simplified API (png_image_finish_read with PNG_FORMAT_RGBA), so the result is the
+ * same pixels. max_pixels: refuse larger images before allocating (0: libpng's own limits). */
+iw_png *iw_png_create(uint64_t max_pixels);
+void iw_png_destroy(iw_png *d);
+int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last);
+int iw_png_error_kind(const iw_png *d);
+const char *iw_png_error(const iw_png *d);
+uint32_t iw_png_width(const iw_png *d);
+uint32_t iw_png_height(const iw_png *d);
+int iw_png_is_interlaced(const iw_png *d);
+/* RGBA, stride width * 4; NULL before the first IW_PIXELS. */
+const uint8_t *iw_png_pixels(const iw_png *d);
+/* Non-interlaced: rows complete from the top. Interlaced: the height once a pass is complete. */
+uint32_t iw_png_rows(const iw_png *d);
+/* Interlaced: Adam7 passes complete (0..7). */
+int iw_png_passes(const iw_png *d);
+#endif

@@ -1,0 +1,31 @@
+#ifndef IW_WHOLE_H
+#define IW_WHOLE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "iw_jpeg.h"
+
+/* A whole-buffer decode or encode result; free `pixels` / `bytes` with iw_free. */
+typedef struct {
+    uint32_t width, height, image_width, image_height;
+    int channels;
+    uint8_t *pixels;
+    int error_kind;
+    char error[256];
+} iw_image;
+
+/* TurboJPEG (2.x API) whole-buffer decode. Returns 0 and fills `out`, or returns IW_FAILED with
+ * out->error_kind set; returns 1 when TurboJPEG cannot take the file (CMYK, a header it cannot
+ * classify) and the libjpeg path must be used. Corrupt-data warnings are accepted, as djpeg does, except a premature
+ * end of data, which is reported as truncation. */
+int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
+
+/* libpng's simplified API, whole buffer, to 8-bit RGBA. */
+int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out);
+
+/* PNG encoding (libpng's simplified write API) of 8-bit pixels with 1 (gray), 3 (RGB) or 4 (RGBA)
+ * channels. Returns 0 and a malloc'd buffer, or IW_FAILED with a message in `error`. */
+int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
+                  uint8_t **bytes, size_t *length, char error[256]);
+
+void iw_free(void *pointer);
+#endif

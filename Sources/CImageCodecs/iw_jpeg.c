@@ -1,0 +1,360 @@
+/* Incremental JPEG decoding with libjpeg-turbo's libjpeg API: a suspending source manager fed
+ * with bytes as they arrive, buffered-image mode for progressive files (a frame per completed
+ * scan), rows from the top for baseline files. Every libjpeg call runs under a setjmp in this
+ * file, so libjpeg's error exit returns here and never crosses a Swift frame. */
+#include "iw_jpeg.h"
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+struct iw_error_mgr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+struct iw_jpeg {
+    struct jpeg_decompress_struct cinfo;
+    struct iw_error_mgr err;
+    struct jpeg_source_mgr src;
+    uint8_t *buf;
+    size_t len, cap, skip;
+    int last;
+    int stage; /* 0 header, 1 start, 2 decoding, 3 complete, -1 failed */
+    iw_layout layout;
+    uint64_t max_pixels;
+    int max_scans, scale_denom;
+    int multi, last_target, scans, cmyk, inverted_cmyk, orientation;
+    /* Arithmetic-coded files: libjpeg-turbo's arithmetic decoder cannot suspend, so their image
+     * data is decoded once all bytes are in (no partial images for them). */
+    int whole_only;
+    uint8_t *pixels;
+    JSAMPROW *rows;
+    uint8_t *cmyk_row;
+    int channels;
+    int error_kind;
+    char error[JMSG_LENGTH_MAX + 64];
+};
+
+static void on_error_exit(j_common_ptr cinfo) {
+    struct iw_error_mgr *err = (struct iw_error_mgr *)cinfo->err;
+    longjmp(err->jump, 1);
+}
+
+static void on_emit_message(j_common_ptr cinfo, int level) {
+    /* Warnings (corrupt but recoverable data) are ignored, as djpeg goes on after them. */
+    (void)cinfo;
+    (void)level;
+}
+
+static void src_init(j_decompress_ptr cinfo) { (void)cinfo; }
+static void src_term(j_decompress_ptr cinfo) { (void)cinfo; }
+
+/* Always suspend: more bytes come through iw_jpeg_feed. At the end of input the caller sees that
+ * the image is not complete and reports truncation, rather than letting libjpeg pad with gray. */
+static boolean src_fill(j_decompress_ptr cinfo) {
+    (void)cinfo;
+    return FALSE;
+}
+
+static void src_skip(j_decompress_ptr cinfo, long count) {
+    struct iw_jpeg *d = (struct iw_jpeg *)cinfo->client_data;
+    if (count <= 0) return;
+    if ((size_t)count <= d->src.bytes_in_buffer) {
+        d->src.next_input_byte += count;
+        d->src.bytes_in_buffer -= count;
+    } else {
+        d->skip += (size_t)count - d->src.bytes_in_buffer;
+        d->src.next_input_byte += d->src.bytes_in_buffer;
+        d->src.bytes_in_buffer = 0;
+    }
+}
+
+static void fail(struct iw_jpeg *d, int kind, const char *message) {
+    d->stage = -1;
+    d->error_kind = kind;
+    snprintf(d->error, sizeof d->error, "%s", message);
+}
+
+static int append(struct iw_jpeg *d, const uint8_t *data, size_t length) {
+    size_t consumed = d->len - d->src.bytes_in_buffer;
+    if (consumed > 0 && (consumed >= 65536 || consumed * 2 >= d->len)) {
+        memmove(d->buf, d->buf + consumed, d->src.bytes_in_buffer);
+        d->len = d->src.bytes_in_buffer;
+        consumed = 0;
+    }
+    if (length > 0) {
+        if (d->len + length > d->cap) {
+            size_t cap = d->cap ? d->cap : 65536;
+            while (cap < d->len + length) cap *= 2;
+            uint8_t *grown = realloc(d->buf, cap);
+            if (!grown) return 0;
+            d->buf = grown;
+            d->cap = cap;
+        }
+        memcpy(d->buf + d->len, data, length);
+        d->len += length;
+    }
+    d->src.next_input_byte = d->buf + consumed;
+    d->src.bytes_in_buffer = d->len - consumed;
+    size_t k = d->skip < d->src.bytes_in_buffer ? d->skip : d->src.bytes_in_buffer;
+    d->src.next_input_byte += k;
+    d->src.bytes_in_buffer -= k;
+    d->skip -= k;
+    return 1;
+}
+
+static unsigned read16(const uint8_t *p, int little) { return little ? (unsigned)(p[0] | p[1] << 8) : (unsigned)(p[0] << 8 | p[1]); }
+static uint32_t read32(const uint8_t *p, int little) {
+    return little ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                  : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/* The Orientation tag (0x0112) of IFD0 in an APP1 "Exif" segment; 1 when absent or unreadable. */
+static int exif_orientation(const uint8_t *data, size_t length) {
+    if (length < 14 || memcmp(data, "Exif\0\0", 6) != 0) return 1;
+    const uint8_t *tiff = data + 6;
+    size_t size = length - 6;
+    int little;
+    if (tiff[0] == 'I' && tiff[1] == 'I') little = 1;
+    else if (tiff[0] == 'M' && tiff[1] == 'M') little = 0;
+    else return 1;
+    uint32_t ifd = read32(tiff + 4, little);
+    if (ifd > size || size - ifd < 2) return 1;
+    unsigned entries = read16(tiff + ifd, little);
+    for (unsigned i = 0; i < entries; i++) {
+        size_t at = ifd + 2 + (size_t)i * 12;
+        if (at + 12 > size) break;
+        if (read16(tiff + at, little) == 0x0112 && read16(tiff + at + 2, little) == 3) {
+            unsigned value = read16(tiff + at + 8, little);
+            return value >= 1 && value <= 8 ? (int)value : 1;
+        }
+    }
+    return 1;
+}
+
+int iw_jpeg_scan_orientation(const uint8_t *data, size_t length) {
+    if (length < 4 || data[0] != 0xFF || data[1] != 0xD8) return 1;
+    size_t at = 2;
+    while (at + 4 <= length) {
+        if (data[at] != 0xFF) return 1;
+        unsigned marker = data[at + 1];
+        if (marker == 0xFF) { at++; continue; }
+        if (marker == 0xDA || marker == 0xD9) return 1; /* image data: no EXIF before it */
+        size_t segment = (size_t)data[at + 2] << 8 | data[at + 3];
+        if (segment < 2 || at + 2 + segment > length) return 1;
+        if (marker == 0xE1) {
+            int o = exif_orientation(data + at + 4, segment - 2);
+            if (o != 1) return o;
+        }
+        at += 2 + segment;
+    }
+    return 1;
+}
+
+iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, int scale_denom) {
+    struct iw_jpeg *volatile d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->layout = layout;
+    d->max_pixels = max_pixels;
+    d->max_scans = max_scans;
+    d->scale_denom = (scale_denom == 2 || scale_denom == 4 || scale_denom == 8) ? scale_denom : 1;
+    d->orientation = 1;
+    d->cinfo.err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = on_error_exit;
+    d->err.pub.emit_message = on_emit_message;
+    if (setjmp(d->err.jump)) {
+        free(d);
+        return NULL;
+    }
+    jpeg_create_decompress(&d->cinfo);
+    d->cinfo.client_data = d;
+    d->src.init_source = src_init;
+    d->src.fill_input_buffer = src_fill;
+    d->src.skip_input_data = src_skip;
+    d->src.resync_to_restart = jpeg_resync_to_restart;
+    d->src.term_source = src_term;
+    d->cinfo.src = &d->src;
+    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    return d;
+}
+
+void iw_jpeg_destroy(iw_jpeg *d) {
+    if (!d) return;
+    if (!setjmp(d->err.jump)) jpeg_destroy_decompress(&d->cinfo);
+    free(d->buf);
+    free(d->pixels);
+    free(d->rows);
+    free(d->cmyk_row);
+    free(d);
+}
+
+/* CMYK (Adobe files store it inverted) to the output layout. */
+static void convert_cmyk(const struct iw_jpeg *d, const uint8_t *in, uint8_t *out, JDIMENSION width) {
+    for (JDIMENSION x = 0; x < width; x++, in += 4) {
+        unsigned c = in[0], m = in[1], y = in[2], k = in[3];
+        if (!d->inverted_cmyk) { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k; }
+        unsigned r = (c * k + 127) / 255, g = (m * k + 127) / 255, b = (y * k + 127) / 255;
+        switch (d->layout) {
+        case IW_GRAY: *out++ = (uint8_t)((r * 77 + g * 150 + b * 29 + 128) >> 8); break;
+        case IW_RGB: *out++ = (uint8_t)r; *out++ = (uint8_t)g; *out++ = (uint8_t)b; break;
+        case IW_RGBA: *out++ = (uint8_t)r; *out++ = (uint8_t)g; *out++ = (uint8_t)b; *out++ = 255; break;
+        }
+    }
+}
+
+/* Reads scanlines until the output is complete or input runs out; returns rows read. */
+static JDIMENSION read_rows(struct iw_jpeg *d) {
+    JDIMENSION total = 0;
+    while (d->cinfo.output_scanline < d->cinfo.output_height) {
+        JDIMENSION y = d->cinfo.output_scanline, n;
+        if (d->cmyk) {
+            JSAMPROW row = d->cmyk_row;
+            n = jpeg_read_scanlines(&d->cinfo, &row, 1);
+            if (n == 1) convert_cmyk(d, d->cmyk_row, d->rows[y], d->cinfo.output_width);
+        } else {
+            n = jpeg_read_scanlines(&d->cinfo, d->rows + y, d->cinfo.output_height - y);
+        }
+        if (n == 0) break;
+        total += n;
+    }
+    return total;
+}
+
+static int header(struct iw_jpeg *d) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (d->max_pixels && (uint64_t)c->image_width * c->image_height > d->max_pixels) {
+        char message[160];
+        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels",
+                 c->image_width, c->image_height, (unsigned long long)d->max_pixels);
+        fail(d, IW_ERR_LIMIT, message);
+        return 0;
+    }
+    for (jpeg_saved_marker_ptr m = c->marker_list; m; m = m->next) {
+        if (m->marker == JPEG_APP0 + 1) {
+            int o = exif_orientation(m->data, m->data_length);
+            if (o != 1 || d->orientation == 1) d->orientation = o;
+        }
+    }
+    d->cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+    d->inverted_cmyk = c->saw_Adobe_marker;
+    switch (d->layout) {
+    case IW_RGBA: d->channels = 4; c->out_color_space = JCS_EXT_RGBA; break;
+    case IW_RGB: d->channels = 3; c->out_color_space = JCS_RGB; break;
+    case IW_GRAY: d->channels = 1; c->out_color_space = JCS_GRAYSCALE; break;
+    }
+    if (d->cmyk) c->out_color_space = JCS_CMYK;
+    c->scale_num = 1;
+    c->scale_denom = (unsigned)d->scale_denom;
+    d->multi = jpeg_has_multiple_scans(c);
+    c->buffered_image = d->multi ? TRUE : FALSE;
+    d->whole_only = c->arith_code ? 1 : 0;
+    return 1;
+}
+
+static int allocate(struct iw_jpeg *d) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    size_t stride = (size_t)c->output_width * (size_t)d->channels;
+    size_t size = stride * c->output_height;
+    d->pixels = calloc(size ? size : 1, 1);
+    d->rows = malloc(sizeof(JSAMPROW) * (c->output_height ? c->output_height : 1));
+    if (d->cmyk) d->cmyk_row = malloc((size_t)c->output_width * 4);
+    if (!d->pixels || !d->rows || (d->cmyk && !d->cmyk_row)) {
+        fail(d, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+        return 0;
+    }
+    for (JDIMENSION y = 0; y < c->output_height; y++) d->rows[y] = d->pixels + (size_t)y * stride;
+    return 1;
+}
+
+int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
+    if (d->stage < 0) return IW_FAILED;
+    if (d->stage == 3) return 0; /* data after the end of the image is ignored */
+    if (!append(d, data, length)) {
+        fail(d, IW_ERR_MEMORY, "out of memory for the input buffer");
+        return IW_FAILED;
+    }
+    d->last = last;
+    volatile int events = 0;
+    if (setjmp(d->err.jump)) {
+        char message[JMSG_LENGTH_MAX];
+        (*d->cinfo.err->format_message)((j_common_ptr)&d->cinfo, message);
+        int code = d->cinfo.err->msg_code;
+        int unsupported = code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL
+            || code == JERR_ARITH_NOTIMPL || code == JERR_NO_ARITH_TABLE;
+        fail(d, unsupported ? IW_ERR_UNSUPPORTED : IW_ERR_CORRUPT, message);
+        return IW_FAILED;
+    }
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (d->stage == 0) {
+        if (jpeg_read_header(c, TRUE) == JPEG_SUSPENDED) goto suspended;
+        if (!header(d)) return IW_FAILED;
+        d->stage = 1;
+        events |= IW_HEADER;
+    }
+    if (d->stage >= 1 && d->whole_only && !d->last) return events;
+    if (d->stage == 1) {
+        if (!jpeg_start_decompress(c)) goto suspended;
+        if (!allocate(d)) return IW_FAILED;
+        d->stage = 2;
+    }
+    if (d->stage == 2) {
+        if (!d->multi) {
+            if (read_rows(d) > 0) events |= IW_PIXELS;
+            if (c->output_scanline == c->output_height) {
+                /* A file that ends right after its last row, without EOI, is taken whole. */
+                if (jpeg_finish_decompress(c) || d->last) {
+                    d->stage = 3;
+                    events |= IW_COMPLETE;
+                }
+            }
+        } else {
+            int r;
+            do {
+                r = jpeg_consume_input(c);
+                if (d->max_scans && c->input_scan_number > d->max_scans) {
+                    char message[96];
+                    snprintf(message, sizeof message, "more than %d progressive scans", d->max_scans);
+                    fail(d, IW_ERR_LIMIT, message);
+                    return IW_FAILED;
+                }
+            } while (r != JPEG_SUSPENDED && r != JPEG_REACHED_EOI);
+            int complete = jpeg_input_complete(c);
+            int target = complete ? c->input_scan_number : c->input_scan_number - 1;
+            if (target >= 1 && target > d->last_target) {
+                jpeg_start_output(c, target);
+                read_rows(d);
+                jpeg_finish_output(c);
+                d->last_target = target;
+                d->scans++;
+                events |= IW_PIXELS;
+            }
+            if (complete) {
+                jpeg_finish_decompress(c);
+                d->stage = 3;
+                events |= IW_COMPLETE;
+            }
+        }
+    }
+suspended:
+    if (d->last && d->stage != 3) {
+        fail(d, IW_ERR_TRUNCATED, "the JPEG data ends before the image is complete");
+        return events ? events : IW_FAILED;
+    }
+    return events;
+}
+
+int iw_jpeg_error_kind(const iw_jpeg *d) { return d->error_kind; }
+const char *iw_jpeg_error(const iw_jpeg *d) { return d->error; }
+uint32_t iw_jpeg_image_width(const iw_jpeg *d) { return d->cinfo.image_width; }
+uint32_t iw_jpeg_image_height(const iw_jpeg *d) { return d->cinfo.image_height; }
+uint32_t iw_jpeg_width(const iw_jpeg *d) { return d->cinfo.output_width; }
+uint32_t iw_jpeg_height(const iw_jpeg *d) { return d->cinfo.output_height; }
+int iw_jpeg_channels(const iw_jpeg *d) { return d->channels; }
+int iw_jpeg_is_progressive(const iw_jpeg *d) { return d->multi; }
+int iw_jpeg_orientation(const iw_jpeg *d) { return d->orientation; }
+const uint8_t *iw_jpeg_pixels(const iw_jpeg *d) { return d->pixels; }
+uint32_t iw_jpeg_rows(const iw_jpeg *d) { return d->multi ? (d->scans ? d->cinfo.output_height : 0) : d->cinfo.output_scanline; }
+int iw_jpeg_scans(const iw_jpeg *d) { return d->scans; }

@@ -1,0 +1,208 @@
+/* Progressive PNG decoding with libpng's push reader. libpng's errors longjmp back to the setjmp
+ * in iw_png_feed, in this file; nothing crosses a Swift frame. */
+#include "iw_png.h"
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct iw_png {
+    png_structp png;
+    png_infop info;
+    uint64_t max_pixels;
+    png_uint_32 width, height;
+    int interlaced;
+    uint8_t *pixels;
+    png_bytep *rows;
+    uint32_t rows_done;
+    /* 16-bit interlaced files: libpng 1.6.39's push reader produces wrong pass rows for them after
+     * the simplified API's transforms, so their bytes are kept and the final image comes from
+     * the simplified API itself (and they get no partial images). Until the header is known,
+     * every file's bytes are kept. */
+    int whole_only, keeping;
+    uint8_t *kept;
+    size_t kept_len, kept_cap;
+    int pass, passes_done;
+    int stage; /* 0 running, 1 complete, -1 failed */
+    int pending_events;
+    int error_kind;
+    char error[256];
+};
+
+static void on_error(png_structp png, png_const_charp message) {
+    struct iw_png *d = png_get_error_ptr(png);
+    if (d->error_kind == IW_ERR_NONE) {
+        d->error_kind = IW_ERR_CORRUPT;
+        snprintf(d->error, sizeof d->error, "%s", message);
+    }
+    png_longjmp(png, 1);
+}
+
+static void on_warning(png_structp png, png_const_charp message) {
+    (void)png;
+    (void)message;
+}
+
+static void fail_now(struct iw_png *d, int kind, const char *message) {
+    d->error_kind = kind;
+    snprintf(d->error, sizeof d->error, "%s", message);
+    png_longjmp(d->png, 1);
+}
+
+static void on_info(png_structp png, png_infop info) {
+    struct iw_png *d = png_get_progressive_ptr(png);
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &d->width, &d->height, &depth, &color, &interlace, NULL, NULL);
+    if (d->max_pixels && (uint64_t)d->width * d->height > d->max_pixels) {
+        char message[160];
+        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", d->width, d->height,
+                 (unsigned long long)d->max_pixels);
+        fail_now(d, IW_ERR_LIMIT, message);
+    }
+    d->interlaced = interlace != PNG_INTERLACE_NONE;
+    /* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct). */
+    png_set_expand(png);
+    int has_color = (color & PNG_COLOR_MASK_COLOR) != 0;
+    int has_alpha = (color & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS);
+    int linear = depth == 16;
+    if (!has_color) png_set_gray_to_rgb(png);
+    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, linear ? PNG_GAMMA_LINEAR : PNG_DEFAULT_sRGB);
+    d->whole_only = linear && interlace != PNG_INTERLACE_NONE;
+    if (linear) png_set_scale_16(png);
+    if (!has_alpha) png_set_add_alpha(png, 255, PNG_FILLER_AFTER);
+    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, PNG_DEFAULT_sRGB);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_now(d, IW_ERR_CORRUPT, "unexpected row layout");
+    size_t size = (size_t)d->width * d->height * 4;
+    d->pixels = calloc(size ? size : 1, 1);
+    d->rows = malloc(sizeof(png_bytep) * (d->height ? d->height : 1));
+    if (!d->pixels || !d->rows) fail_now(d, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    for (png_uint_32 y = 0; y < d->height; y++) d->rows[y] = d->pixels + (size_t)y * d->width * 4;
+    d->pending_events |= IW_HEADER;
+}
+
+static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
+    struct iw_png *d = png_get_progressive_ptr(png);
+    if (y >= d->height) return;
+    if (d->interlaced) {
+        if (d->whole_only) return;
+        while (pass > d->pass) { /* the previous pass is complete */
+            d->pass++;
+            d->passes_done = d->pass;
+            d->pending_events |= IW_PIXELS;
+        }
+        if (row) png_progressive_combine_row(png, d->rows[y], row);
+    } else {
+        if (row) png_progressive_combine_row(png, d->rows[y], row);
+        d->rows_done = y + 1;
+        d->pending_events |= IW_PIXELS;
+    }
+}
+
+/* The simplified API over the kept bytes, into the pixel buffer. */
+static void decode_kept(struct iw_png *d) {
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&image, d->kept, d->kept_len)) fail_now(d, IW_ERR_CORRUPT, image.message);
+    image.format = PNG_FORMAT_RGBA;
+    if (image.width != d->width || image.height != d->height) {
+        png_image_free(&image);
+        fail_now(d, IW_ERR_CORRUPT, "inconsistent image size");
+    }
+    if (!png_image_finish_read(&image, NULL, d->pixels, 0, NULL)) fail_now(d, IW_ERR_CORRUPT, image.message);
+}
+
+static void on_end(png_structp png, png_infop info) {
+    (void)info;
+    struct iw_png *d = png_get_progressive_ptr(png);
+    if (d->whole_only) decode_kept(d);
+    if (d->interlaced) d->passes_done = 7;
+    d->rows_done = d->height;
+    d->stage = 1;
+    d->pending_events |= IW_PIXELS | IW_COMPLETE;
+}
+
+iw_png *iw_png_create(uint64_t max_pixels) {
+    struct iw_png *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->max_pixels = max_pixels;
+    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
+    if (!d->png) { free(d); return NULL; }
+    d->info = png_create_info_struct(d->png);
+    if (!d->info) { png_destroy_read_struct(&d->png, NULL, NULL); free(d); return NULL; }
+    /* As the simplified API: ancillary-chunk problems are warnings; CRC errors in critical chunks
+     * stay errors. libpng's own limits guard what max_pixels does not cover. */
+    png_set_benign_errors(d->png, 1);
+    png_set_user_limits(d->png, 1u << 24, 1u << 24);
+    png_set_chunk_cache_max(d->png, 1000);
+    png_set_chunk_malloc_max(d->png, 16u << 20);
+    png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
+    d->keeping = 1;
+    return d;
+}
+
+void iw_png_destroy(iw_png *d) {
+    if (!d) return;
+    png_destroy_read_struct(&d->png, &d->info, NULL);
+    free(d->pixels);
+    free(d->rows);
+    free(d->kept);
+    free(d);
+}
+
+static int keep(struct iw_png *d, const uint8_t *data, size_t length) {
+    if (d->kept_len + length > d->kept_cap) {
+        size_t cap = d->kept_cap ? d->kept_cap : 4096;
+        while (cap < d->kept_len + length) cap *= 2;
+        uint8_t *grown = realloc(d->kept, cap);
+        if (!grown) return 0;
+        d->kept = grown;
+        d->kept_cap = cap;
+    }
+    memcpy(d->kept + d->kept_len, data, length);
+    d->kept_len += length;
+    return 1;
+}
+
+int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
+    if (d->stage < 0) return IW_FAILED;
+    if (d->stage == 1) return 0;
+    d->pending_events = 0;
+    if (setjmp(png_jmpbuf(d->png))) {
+        d->stage = -1;
+        return IW_FAILED;
+    }
+    if (d->keeping && length > 0 && !keep(d, data, length)) {
+        d->stage = -1;
+        d->error_kind = IW_ERR_MEMORY;
+        snprintf(d->error, sizeof d->error, "out of memory for the input buffer");
+        return IW_FAILED;
+    }
+    if (length > 0) png_process_data(d->png, d->info, (png_bytep)data, length);
+    if (d->keeping && d->pixels && !d->whole_only) {
+        d->keeping = 0;
+        free(d->kept);
+        d->kept = NULL;
+        d->kept_len = d->kept_cap = 0;
+    }
+    int events = d->pending_events;
+    if (last && d->stage != 1) {
+        d->stage = -1;
+        d->error_kind = IW_ERR_TRUNCATED;
+        snprintf(d->error, sizeof d->error, "the PNG data ends before the image is complete");
+        return events ? events : IW_FAILED;
+    }
+    return events;
+}
+
+int iw_png_error_kind(const iw_png *d) { return d->error_kind; }
+const char *iw_png_error(const iw_png *d) { return d->error; }
+uint32_t iw_png_width(const iw_png *d) { return d->width; }
+uint32_t iw_png_height(const iw_png *d) { return d->height; }
+int iw_png_is_interlaced(const iw_png *d) { return d->interlaced; }
+const uint8_t *iw_png_pixels(const iw_png *d) { return d->pixels; }
+uint32_t iw_png_rows(const iw_png *d) { return d->interlaced ? (d->passes_done ? d->height : 0) : d->rows_done; }
+int iw_png_passes(const iw_png *d) { return d->passes_done; }

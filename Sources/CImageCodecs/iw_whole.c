@@ -1,0 +1,127 @@
+/* Whole-buffer paths: TurboJPEG decoding, libpng's simplified read and write APIs. None of these
+ * longjmp across frames: TurboJPEG and the simplified API catch libjpeg's and libpng's errors
+ * themselves and return codes. */
+#include "iw_whole.h"
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+void iw_free(void *pointer) { free(pointer); }
+
+static int set_error(iw_image *out, int kind, const char *message) {
+    out->error_kind = kind;
+    snprintf(out->error, sizeof out->error, "%s", message ? message : "unknown error");
+    return IW_FAILED;
+}
+
+int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out) {
+    memset(out, 0, sizeof *out);
+    tjhandle tj = tjInitDecompress();
+    if (!tj) return set_error(out, IW_ERR_MEMORY, "cannot start TurboJPEG");
+    int width, height, subsampling, colorspace;
+    if (tjDecompressHeader3(tj, data, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
+        /* TurboJPEG refuses some valid files it cannot classify (unusual subsampling, some CMYK);
+         * the libjpeg path decodes those, and gives the authoritative error for bad ones. */
+        tjDestroy(tj);
+        return 1;
+    }
+    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+        tjDestroy(tj);
+        return 1;
+    }
+    out->image_width = (uint32_t)width;
+    out->image_height = (uint32_t)height;
+    if (max_pixels && (uint64_t)width * (uint64_t)height > max_pixels) {
+        char message[160];
+        snprintf(message, sizeof message, "image of %dx%d pixels exceeds the limit of %llu pixels", width, height,
+                 (unsigned long long)max_pixels);
+        tjDestroy(tj);
+        return set_error(out, IW_ERR_LIMIT, message);
+    }
+    int denom = (scale_denom == 2 || scale_denom == 4 || scale_denom == 8) ? scale_denom : 1;
+    int scaled_w = (width + denom - 1) / denom, scaled_h = (height + denom - 1) / denom;
+    int format = layout == IW_RGBA ? TJPF_RGBA : layout == IW_RGB ? TJPF_RGB : TJPF_GRAY;
+    out->channels = layout == IW_RGBA ? 4 : layout == IW_RGB ? 3 : 1;
+    size_t size = (size_t)scaled_w * (size_t)scaled_h * (size_t)out->channels;
+    out->pixels = malloc(size ? size : 1);
+    if (!out->pixels) {
+        tjDestroy(tj);
+        return set_error(out, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    }
+    if (tjDecompress2(tj, data, (unsigned long)length, out->pixels, scaled_w, 0, scaled_h, format, 0) != 0) {
+        const char *message = tjGetErrorStr2(tj);
+        int warning = tjGetErrorCode(tj) == TJERR_WARNING;
+        if (!warning || strstr(message, "Premature end")) {
+            int kind = !warning ? (strstr(message, "Unsupported") ? IW_ERR_UNSUPPORTED : IW_ERR_CORRUPT) : IW_ERR_TRUNCATED;
+            free(out->pixels);
+            out->pixels = NULL;
+            set_error(out, kind, message);
+            tjDestroy(tj);
+            return IW_FAILED;
+        }
+    }
+    out->width = (uint32_t)scaled_w;
+    out->height = (uint32_t)scaled_h;
+    tjDestroy(tj);
+    return 0;
+}
+
+int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out) {
+    memset(out, 0, sizeof *out);
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&image, data, length)) return set_error(out, IW_ERR_CORRUPT, image.message);
+    if (max_pixels && (uint64_t)image.width * image.height > max_pixels) {
+        char message[160];
+        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", image.width,
+                 image.height, (unsigned long long)max_pixels);
+        png_image_free(&image);
+        return set_error(out, IW_ERR_LIMIT, message);
+    }
+    image.format = PNG_FORMAT_RGBA;
+    out->pixels = malloc(PNG_IMAGE_SIZE(image) ? PNG_IMAGE_SIZE(image) : 1);
+    if (!out->pixels) {
+        png_image_free(&image);
+        return set_error(out, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    }
+    if (!png_image_finish_read(&image, NULL, out->pixels, 0, NULL)) {
+        free(out->pixels);
+        out->pixels = NULL;
+        return set_error(out, IW_ERR_CORRUPT, image.message);
+    }
+    out->width = out->image_width = image.width;
+    out->height = out->image_height = image.height;
+    out->channels = 4;
+    return 0;
+}
+
+int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, uint8_t **bytes,
+                  size_t *length, char error[256]) {
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    image.width = width;
+    image.height = height;
+    image.format = channels == 4 ? PNG_FORMAT_RGBA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    png_alloc_size_t size = 0;
+    if (!png_image_write_to_memory(&image, NULL, &size, 0, pixels, (png_int_32)stride, NULL)) {
+        snprintf(error, 256, "%s", image.message);
+        return IW_FAILED;
+    }
+    uint8_t *buffer = malloc(size ? size : 1);
+    if (!buffer) {
+        snprintf(error, 256, "out of memory for the PNG");
+        return IW_FAILED;
+    }
+    if (!png_image_write_to_memory(&image, buffer, &size, 0, pixels, (png_int_32)stride, NULL)) {
+        snprintf(error, 256, "%s", image.message);
+        free(buffer);
+        return IW_FAILED;
+    }
+    *bytes = buffer;
+    *length = size;
+    return 0;
+}

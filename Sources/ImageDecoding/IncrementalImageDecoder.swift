@@ -1,0 +1,41 @@
+/// What one `feed` brought about.
+public struct DecodeProgress: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// The size is known (reported once).
+    public static let header = DecodeProgress(rawValue: 1)
+    /// More of the image is there: rows, or a completed progressive scan or Adam7 pass.
+    public static let pixels = DecodeProgress(rawValue: 2)
+    /// The whole image is decoded.
+    public static let complete = DecodeProgress(rawValue: 4)
+}
+
+/// Decodes an image from bytes fed as they arrive, each byte once. Not thread-safe: one owner
+/// feeds it; the pixels read back with `currentImage()` are a copy.
+public protocol IncrementalImageDecoder: AnyObject {
+    var format: ImageFormat { get }
+    /// Feeds more bytes; `isLast` says no more will come. A failure is final; the pixels decoded
+    /// before it stay readable (a truncated file keeps its last partial image).
+    func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress
+    /// Output size, once the header is in.
+    var size: (width: Int, height: Int)? { get }
+    /// Rows from the top holding decoded pixels (the full height once a progressive scan or an
+    /// Adam7 pass is in).
+    var filledRows: Int { get }
+    /// Completed progressive JPEG scans or PNG Adam7 passes; 0 for sequential images.
+    var completedPasses: Int { get }
+    var isComplete: Bool { get }
+    /// EXIF orientation found so far (1 when none).
+    var orientation: Int { get }
+    /// The pixels as they are now, in the requested layout; nil before any pixel.
+    func currentImage() -> DecodedImage?
+}
+
+extension IncrementalImageDecoder {
+    public func feed(_ bytes: [UInt8], isLast: Bool) throws(DecodeError) -> DecodeProgress {
+        let result: Result<DecodeProgress, DecodeError> = bytes.withUnsafeBytes { raw in
+            do throws(DecodeError) { return .success(try feed(raw, isLast: isLast)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,69 @@
+import CImageCodecs
+
+/// Incremental JPEG decoding with libjpeg-turbo's libjpeg API (a suspending source manager;
+/// buffered-image mode for progressive files, with a frame per completed scan; rows from the top
+/// for baseline files). Scaling uses libjpeg's DCT scaling; CMYK files are converted to RGB.
+public final class JPEGDecoder: IncrementalImageDecoder {
+    private let handle: OpaquePointer
+    private let options: DecodeOptions
+    private var failed = false
+    public private(set) var isComplete = false
+
+    public var format: ImageFormat { .jpeg }
+
+    public init(options: DecodeOptions = DecodeOptions()) throws(DecodeError) {
+        let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
+        guard let handle = iw_jpeg_create(layout, options.maxPixels, Int32(options.maxScans), Int32(options.scaleDenominator)) else {
+            throw .outOfMemory("cannot create a JPEG decoder")
+        }
+        self.handle = handle
+        self.options = options
+    }
+
+    deinit { iw_jpeg_destroy(handle) }
+
+    public func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
+        guard !failed else { throw error() }
+        let result = iw_jpeg_feed(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, isLast ? 1 : 0)
+        if result == IW_FAILED || iw_jpeg_error_kind(handle) != IW_ERR_NONE {
+            failed = true
+            throw error()
+        }
+        let progress = DecodeProgress(rawValue: Int(result))
+        if progress.contains(.complete) {
+            isComplete = true
+            if iw_jpeg_width(handle) == 0 || iw_jpeg_height(handle) == 0 { throw DecodeError.corrupt("image has 0 pixels") }
+        }
+        return progress
+    }
+
+    private func error() -> DecodeError {
+        let message = String(cString: iw_jpeg_error(handle))
+        switch Int(iw_jpeg_error_kind(handle)) {
+        case Int(IW_ERR_UNSUPPORTED): return .unsupported("unsupported JPEG: \(message)")
+        case Int(IW_ERR_LIMIT): return .limit(message, width: Int(iw_jpeg_image_width(handle)), height: Int(iw_jpeg_image_height(handle)))
+        case Int(IW_ERR_TRUNCATED): return .truncated(message)
+        case Int(IW_ERR_MEMORY): return .outOfMemory(message)
+        default: return .corrupt(message)
+        }
+    }
+
+    public var size: (width: Int, height: Int)? {
+        let w = Int(iw_jpeg_width(handle))
+        let h = Int(iw_jpeg_height(handle))
+        return w > 0 && h > 0 ? (w, h) : nil
+    }
+
+    public var filledRows: Int { Int(iw_jpeg_rows(handle)) }
+    public var completedPasses: Int { Int(iw_jpeg_scans(handle)) }
+    public var orientation: Int { Int(iw_jpeg_orientation(handle)) }
+    public var isProgressive: Bool { iw_jpeg_is_progressive(handle) != 0 }
+
+    public func currentImage() -> DecodedImage? {
+        guard let (w, h) = size, let pixels = iw_jpeg_pixels(handle) else { return nil }
+        let count = w * h * options.layout.channels
+        return DecodedImage(
+            width: w, height: h, layout: options.layout, pixels: Array(UnsafeBufferPointer(start: pixels, count: count)),
+            orientation: orientation, format: .jpeg)
+    }
+}

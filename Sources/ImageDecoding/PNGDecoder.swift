@@ -1,0 +1,62 @@
+import CImageCodecs
+
+/// Incremental PNG decoding with libpng's progressive reader (`png_process_data`), all bit depths,
+/// colour types, palettes with tRNS, 16-bit and Adam7 (a partial image per pass), with the
+/// transforms of libpng's simplified API, so the pixels equal `png_image_finish_read`'s.
+/// CRC errors in critical chunks are errors; libpng's user limits are set.
+public final class PNGDecoder: IncrementalImageDecoder {
+    private let handle: OpaquePointer
+    private let options: DecodeOptions
+    private var failed = false
+    public private(set) var isComplete = false
+
+    public var format: ImageFormat { .png }
+
+    public init(options: DecodeOptions = DecodeOptions()) throws(DecodeError) {
+        guard let handle = iw_png_create(options.maxPixels) else { throw .outOfMemory("cannot create a PNG decoder") }
+        self.handle = handle
+        self.options = options
+    }
+
+    deinit { iw_png_destroy(handle) }
+
+    public func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
+        guard !failed else { throw error() }
+        let result = iw_png_feed(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, isLast ? 1 : 0)
+        if result == IW_FAILED || iw_png_error_kind(handle) != IW_ERR_NONE {
+            failed = true
+            throw error()
+        }
+        let progress = DecodeProgress(rawValue: Int(result))
+        if progress.contains(.complete) { isComplete = true }
+        return progress
+    }
+
+    private func error() -> DecodeError {
+        let message = String(cString: iw_png_error(handle))
+        switch Int(iw_png_error_kind(handle)) {
+        case Int(IW_ERR_LIMIT): return .limit(message, width: Int(iw_png_width(handle)), height: Int(iw_png_height(handle)))
+        case Int(IW_ERR_TRUNCATED): return .truncated(message)
+        case Int(IW_ERR_MEMORY): return .outOfMemory(message)
+        default: return .corrupt(message)
+        }
+    }
+
+    public var size: (width: Int, height: Int)? {
+        let w = Int(iw_png_width(handle))
+        let h = Int(iw_png_height(handle))
+        return w > 0 && h > 0 ? (w, h) : nil
+    }
+
+    public var filledRows: Int { Int(iw_png_rows(handle)) }
+    public var completedPasses: Int { Int(iw_png_passes(handle)) }
+    public var orientation: Int { 1 }
+    public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
+
+    public func currentImage() -> DecodedImage? {
+        guard let (w, h) = size, let pixels = iw_png_pixels(handle) else { return nil }
+        let rgba = DecodedImage(
+            width: w, height: h, layout: .rgba, pixels: Array(UnsafeBufferPointer(start: pixels, count: w * h * 4)), format: .png)
+        return rgba.converted(to: options.layout)
+    }
+}

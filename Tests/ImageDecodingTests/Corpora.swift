@@ -1,0 +1,76 @@
+import Foundation
+import ImageDecoding
+
+/// The shared test corpora (`../shared/corpora` beside the repository), and reference decoders.
+enum Corpora {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpora")
+
+    static let present = FileManager.default.fileExists(atPath: root.appendingPathComponent("pngsuite").path)
+    static let absent = "../shared/corpora is not beside the repository: the corpus tests are skipped"
+
+    static func files(_ folder: String, suffix: String) -> [String] {
+        guard present else { return [] }
+        let directory = root.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(suffix) }.sorted().map { folder + "/" + $0 }
+    }
+
+    static func bytes(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: root.appendingPathComponent(path)))
+    }
+
+    /// Feeds `data` in pieces of `chunk` bytes; returns the decoder and how many partial updates came.
+    static func feed(_ data: [UInt8], format: ImageFormat, chunk: Int, options: DecodeOptions = DecodeOptions())
+        throws(DecodeError) -> (decoder: any IncrementalImageDecoder, updates: Int)
+    {
+        let decoder = try ImageDecoders.makeIncremental(for: format, options: options)
+        var updates = 0
+        var offset = 0
+        repeat {
+            let end = min(data.count, offset + chunk)
+            let progress = try decoder.feed(Array(data[offset..<end]), isLast: end == data.count)
+            if progress.contains(.pixels) { updates += 1 }
+            offset = end
+        } while offset < data.count
+        return (decoder, updates)
+    }
+
+    /// djpeg's output (libjpeg-turbo-progs), as an image: P6 → RGB, P5 → gray.
+    static func djpeg(_ path: String) throws -> DecodedImage? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["djpeg", "-pnm", root.appendingPathComponent(path).path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = Array(out.fileHandleForReading.readDataToEndOfFile())
+        process.waitUntilExit()
+        guard process.terminationStatus != 1, data.count > 2 else { return nil }  // 1: failed; 2: warnings
+        // "P6\n<w> <h>\n255\n" then the pixels.
+        var fields: [String] = []
+        var index = 0
+        while fields.count < 4 && index < data.count {
+            while index < data.count, data[index] == 0x20 || data[index] == 0x0A { index += 1 }
+            var token = ""
+            while index < data.count, data[index] != 0x20 && data[index] != 0x0A {
+                token.append(Character(UnicodeScalar(data[index])))
+                index += 1
+            }
+            fields.append(token)
+        }
+        index += 1
+        guard fields.count == 4, let w = Int(fields[1]), let h = Int(fields[2]) else { return nil }
+        let layout: PixelLayout = fields[0] == "P6" ? .rgb : .gray
+        let pixels = Array(data[index...])
+        guard pixels.count == w * h * layout.channels else { return nil }
+        return DecodedImage(width: w, height: h, layout: layout, pixels: pixels, format: .jpeg)
+    }
+
+    static var hasDjpeg: Bool {
+        ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/djpeg")
+        } ?? false
+    }
+}

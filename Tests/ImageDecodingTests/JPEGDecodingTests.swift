@@ -1,0 +1,151 @@
+import Foundation
+import ImageDecoding
+import Testing
+
+@Suite(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
+struct JPEGDecodingTests {
+    static let testImages = Corpora.files("jpeg", suffix: ".jpg")
+    static let edge = Corpora.files("jpeg-edge", suffix: ".jpg") + Corpora.files("jpeg-edge/mozilla", suffix: ".jpg")
+    static let crash = Corpora.files("jpeg-edge/crash", suffix: ".jpg")
+    static let twelveBit: Set<String> = ["jpeg/testorig12.jpg", "jpeg/monkey12.jpg"]
+
+    /// libjpeg-turbo's test images (and the edge cases) decode to what djpeg produces.
+    @Test(
+        .enabled(if: Corpora.hasDjpeg, "djpeg (Debian: libjpeg-turbo-progs) is not installed"),
+        arguments: testImages + edge)
+    func decodesLikeDjpeg(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        guard ImageFormat.detect(data) == .jpeg else { return }  // a misnamed file (the worker sniffs, too)
+        if Self.twelveBit.contains(path) {
+            #expect(throws: DecodeError.self) { try ImageDecoders.decode(data) }
+            do { _ = try ImageDecoders.decode(data) } catch {
+                guard case .unsupported = error else { Issue.record("12-bit: \(error)"); return }
+            }
+            return
+        }
+        guard let reference = try Corpora.djpeg(path) else {
+            #expect(throws: DecodeError.self, "djpeg fails on it, so must we") { try ImageDecoders.decode(data) }
+            return
+        }
+        var options = DecodeOptions()
+        options.layout = reference.layout
+        #expect(try ImageDecoders.decode(data, options: options) == reference, "whole buffer")
+        #expect(try Corpora.feed(data, format: .jpeg, chunk: 4096, options: options).decoder.currentImage() == reference, "incremental")
+    }
+
+    /// Incremental equals whole: bytes fed 1, 7, 4096 and 65536 at a time give the pixels of a
+    /// whole-buffer (TurboJPEG) decode, and partial images arrive in order.
+    @Test(arguments: (testImages + edge).filter { !twelveBit.contains($0) })
+    func incrementalEqualsWhole(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        guard ImageFormat.detect(data) == .jpeg, let whole = try? ImageDecoders.decode(data) else { return }  // see decodesLikeDjpeg
+        for chunk in [1, 7, 4096, 65536] {
+            let decoder = try JPEGDecoder()
+            var lastRows = 0
+            var lastPasses = 0
+            var offset = 0
+            repeat {
+                let end = min(data.count, offset + chunk)
+                let progress = try decoder.feed(Array(data[offset..<end]), isLast: end == data.count)
+                if progress.contains(.pixels) {
+                    #expect(decoder.filledRows >= lastRows && decoder.completedPasses >= lastPasses, "in order")
+                    lastRows = decoder.filledRows
+                    lastPasses = decoder.completedPasses
+                }
+                offset = end
+            } while offset < data.count
+            #expect(decoder.isComplete, "chunk \(chunk)")
+            #expect(decoder.currentImage() == whole, "chunk \(chunk)")
+        }
+    }
+
+    @Test func progressiveFilesGiveAPartialImagePerScan() throws {
+        let data = try Corpora.bytes("jpeg/testimgp.jpg")
+        let (decoder, updates) = try Corpora.feed(data, format: .jpeg, chunk: 64)
+        let jpeg = try #require(decoder as? JPEGDecoder)
+        #expect(jpeg.isProgressive)
+        #expect(jpeg.completedPasses == 10)
+        #expect(updates == 10)
+    }
+
+    @Test(arguments: crash)
+    func crashCasesEndCleanly(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        // Either a DecodeError, or (libjpeg recovered, as djpeg and browsers do) djpeg's pixels.
+        if let image = try? ImageDecoders.decode(data, options: { var o = DecodeOptions(); o.layout = .rgb; return o }()) {
+            if Corpora.hasDjpeg, let reference = try Corpora.djpeg(path), reference.layout == .rgb {
+                #expect(image == reference)
+            }
+        }
+        _ = try? Corpora.feed(data, format: .jpeg, chunk: 7)
+    }
+
+    @Test func twelveBitAndUnknownFormatsAreUnsupported() throws {
+        let twelve = try Corpora.bytes("jpeg/testorig12.jpg")
+        do {
+            _ = try ImageDecoders.decode(twelve)
+            Issue.record("12-bit decoded")
+        } catch {
+            guard case .unsupported(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains("12"))
+        }
+        let gif = Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 20)
+        #expect(throws: DecodeError.unsupported("GIF images are not decoded by this worker (JPEG and PNG are)")) {
+            try ImageDecoders.decode(gif)
+        }
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(Array("hello world, no image".utf8)) }
+    }
+
+    @Test func truncatedDataIsAnErrorThatSaysSoAndKeepsTheLastPartialImage() throws {
+        let data = try Corpora.bytes("jpeg/testimgp.jpg")
+        let decoder = try JPEGDecoder()
+        _ = try decoder.feed(Array(data.prefix(data.count * 2 / 3)), isLast: false)
+        let partial = try #require(decoder.currentImage())
+        do {
+            _ = try decoder.feed([], isLast: true)
+            Issue.record("truncated data accepted")
+        } catch {
+            guard case .truncated = error else { Issue.record("expected truncated, got \(error)"); return }
+        }
+        #expect(decoder.currentImage() == partial)
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(Array(data.prefix(data.count / 2))) }
+    }
+
+    @Test func aHugeHeaderIsRefusedAtOnce() throws {
+        // testorig.jpg with its SOF0 size patched to 65500×65500 (libjpeg's maximum).
+        var data = try Corpora.bytes("jpeg/testorig.jpg")
+        let sof = try #require((0..<data.count - 1).first { data[$0] == 0xFF && data[$0 + 1] == 0xC0 })
+        data[sof + 5] = 0xFF; data[sof + 6] = 0xDC; data[sof + 7] = 0xFF; data[sof + 8] = 0xDC
+        for decode in [{ try ImageDecoders.decode(data) }, { try Corpora.feed(data, format: .jpeg, chunk: 4096).decoder.currentImage()! }] {
+            do {
+                _ = try decode()
+                Issue.record("accepted a 65500×65500 image")
+            } catch let error as DecodeError {
+                guard case .limit(_, let w, let h) = error else { Issue.record("\(error)"); continue }
+                #expect(w == 65500 && h == 65500)
+            }
+        }
+    }
+
+    @Test func dctScalingGivesTheSmallerSize() throws {
+        let data = try Corpora.bytes("jpeg/testorig.jpg")
+        for denominator in [1, 2, 4, 8] {
+            var options = DecodeOptions()
+            options.scaleDenominator = denominator
+            let whole = try ImageDecoders.decode(data, options: options)
+            #expect(whole.width == (227 + denominator - 1) / denominator && whole.height == (149 + denominator - 1) / denominator)
+            #expect(try Corpora.feed(data, format: .jpeg, chunk: 1000, options: options).decoder.currentImage() == whole)
+        }
+    }
+}
+
+@Suite struct ImageFormatTests {
+    @Test func detectsFormatsFromSignatures() {
+        #expect(ImageFormat.detect([0xFF, 0xD8, 0xFF, 0xE0]) == .jpeg)
+        #expect(ImageFormat.detect([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) == .png)
+        #expect(ImageFormat.detect(Array("GIF89a".utf8)) == .gif)
+        #expect(ImageFormat.detect(Array("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ".utf8)) == .webp)
+        #expect(ImageFormat.detect(Array("<html>".utf8)) == nil)
+        #expect(ImageFormat.detect([0xFF, 0xD8]) == nil, "too few bytes yet")
+    }
+}

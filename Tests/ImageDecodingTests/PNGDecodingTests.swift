@@ -1,0 +1,122 @@
+import Foundation
+import ImageDecoding
+import Testing
+
+@Suite(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
+struct PNGDecodingTests {
+    static let valid = Corpora.files("pngsuite", suffix: ".png").filter { !$0.hasPrefix("pngsuite/x") }
+    static let corrupt = Corpora.files("pngsuite", suffix: ".png").filter { $0.hasPrefix("pngsuite/x") }
+    static let edge = Corpora.files("png-edge/pngsuite-extra", suffix: ".png") + Corpora.files("png-edge/bugfixes", suffix: ".png")
+        + Corpora.files("png-edge/iccp", suffix: ".png") + Corpora.files("png-edge/sbit", suffix: ".png")
+        + Corpora.files("png-edge/text_chunk_examples", suffix: ".png") + Corpora.files("png-edge/animated", suffix: ".png")
+
+    @Test func theCorpusIsThere() {
+        #expect(Self.valid.count == 161)
+        #expect(Self.corrupt.count == 14)
+    }
+
+    /// Every valid PngSuite image decodes to the same RGBA as libpng's simplified API, whole and
+    /// fed 1, 7, 4096 and 65536 bytes at a time.
+    @Test(arguments: valid)
+    func validImagesMatchTheSimplifiedAPI(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        let reference = try ImageDecoders.decodePNGWithSimplifiedAPI(data)
+        let whole = try ImageDecoders.decode(data)
+        #expect(whole == reference)
+        for chunk in [1, 7, 4096, 65536] {
+            let (decoder, _) = try Corpora.feed(data, format: .png, chunk: chunk)
+            #expect(decoder.isComplete)
+            #expect(decoder.currentImage() == reference, "chunk \(chunk)")
+        }
+    }
+
+    @Test(arguments: corrupt)
+    func corruptImagesEndWithAnError(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(data) }
+        for chunk in [1, 4096] {
+            #expect(throws: DecodeError.self, "chunk \(chunk)") { try Corpora.feed(data, format: .png, chunk: chunk) }
+        }
+    }
+
+    /// image-rs's PNG regression files: the same verdict and pixels as the simplified API.
+    @Test(arguments: edge)
+    func edgeCasesAgreeWithTheSimplifiedAPI(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        let reference = try? ImageDecoders.decodePNGWithSimplifiedAPI(data)
+        let ours = try? ImageDecoders.decode(data)
+        #expect(ours == reference)
+        let incremental = try? Corpora.feed(data, format: .png, chunk: 7).decoder.currentImage()
+        if reference != nil { #expect(incremental == reference) }
+    }
+
+    @Test func interlacedImagesGiveAPartialImagePerPass() throws {
+        let data = try Corpora.bytes("pngsuite/basi6a08.png")
+        let decoder = try PNGDecoder()
+        var passes: [Int] = []
+        for byte in data {
+            let progress = try decoder.feed([byte], isLast: false)
+            if progress.contains(.pixels) { passes.append(decoder.completedPasses) }
+        }
+        _ = try? decoder.feed([], isLast: true)
+        #expect(passes == Array(passes.sorted()), "partial images arrive in order")
+        #expect(passes.last == 7)
+        #expect(passes.count >= 6)
+        #expect(decoder.isInterlaced)
+    }
+
+    @Test func truncatedDataIsAnErrorThatSaysSoAndKeepsTheLastPartialImage() throws {
+        let data = try Corpora.bytes("pngsuite/basi6a08.png")
+        let decoder = try PNGDecoder()
+        _ = try decoder.feed(Array(data.prefix(data.count * 3 / 4)), isLast: false)
+        let partial = try #require(decoder.currentImage())
+        #expect(throws: DecodeError.self) { try decoder.feed([], isLast: true) }
+        do {
+            _ = try decoder.feed([], isLast: true)
+        } catch {
+            guard case .truncated = error else { Issue.record("expected truncated, got \(error)"); return }
+        }
+        #expect(decoder.currentImage() == partial)
+    }
+
+    @Test func aHugeHeaderIsRefusedAtOnce() throws {
+        // A valid 65535×65535 IHDR: refused from the header, before any pixel buffer.
+        var ihdr: [UInt8] = Array("IHDR".utf8) + [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF, 8, 6, 0, 0, 0]
+        let crc = CRC32.checksum(ihdr)
+        ihdr = [0, 0, 0, 13] + ihdr + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
+        // libpng's push reader reports the header when it reaches the first IDAT.
+        let data: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + ihdr + [0, 0, 0x10, 0] + Array("IDAT".utf8) + [0x78, 0x9C]
+        let decoder = try PNGDecoder()
+        do {
+            _ = try decoder.feed(data, isLast: false)
+            Issue.record("accepted a 65535×65535 image")
+        } catch {
+            #expect(error == .limit("image of 65535x65535 pixels exceeds the limit of 100000000 pixels", width: 65535, height: 65535))
+        }
+    }
+
+    @Test func encodesPNGThatDecodesBackToTheSamePixels() throws {
+        for path in ["pngsuite/basn6a08.png", "pngsuite/basn2c16.png", "pngsuite/basn0g08.png"] {
+            let image = try ImageDecoders.decode(try Corpora.bytes(path))
+            for layout in PixelLayout.allCases {
+                let converted = image.converted(to: layout)
+                let encoded = try ImageDecoders.encodePNG(converted)
+                #expect(ImageFormat.detect(encoded) == .png)
+                var options = DecodeOptions()
+                options.layout = layout
+                #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(path) as \(layout)")
+            }
+        }
+    }
+}
+
+enum CRC32 {
+    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return crc ^ 0xFFFF_FFFF
+    }
+}
