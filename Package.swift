@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 "ImageWorkerProtocol",
                 "ImageDownloader",
+                "ImageDecoding",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -106,7 +107,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["ImageWorkerProtocol", "TestSupport"]
+            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

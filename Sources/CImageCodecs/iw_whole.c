@@ -20,8 +20,11 @@ int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t 
     memset(out, 0, sizeof *out);
     tjhandle tj = tjInitDecompress();
     if (!tj) return set_error(out, IW_ERR_MEMORY, "cannot start TurboJPEG");
-    int width, height, subsampling, colorspace;
-    if (tjDecompressHeader3(tj, data, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
+    /* TurboJPEG 2.1 reports success without touching the size when the stream holds no image
+     * (tables only), hence the zeroes and the size check. */
+    int width = 0, height = 0, subsampling = 0, colorspace = 0;
+    if (tjDecompressHeader3(tj, data, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0
+        || width <= 0 || height <= 0) {
         /* TurboJPEG refuses some valid files it cannot classify (unusual subsampling, some CMYK);
          * the libjpeg path decodes those, and gives the authoritative error for bad ones. */
         tjDestroy(tj);
@@ -66,6 +69,19 @@ int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t 
     out->height = (uint32_t)scaled_h;
     tjDestroy(tj);
     return 0;
+}
+
+int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height) {
+    iw_jpeg *d = iw_jpeg_create(IW_RGB, 0, 0, 1);
+    if (!d) return IW_FAILED;
+    int events = iw_jpeg_feed(d, data, length < 65536 ? length : 65536, 0);
+    /* The header is usually in the first 64 KiB; if not, read on. */
+    if (events != IW_FAILED && !(events & IW_HEADER) && length > 65536) events = iw_jpeg_feed(d, data + 65536, length - 65536, 0);
+    int ok = events != IW_FAILED && iw_jpeg_image_width(d) > 0;
+    *width = iw_jpeg_image_width(d);
+    *height = iw_jpeg_image_height(d);
+    iw_jpeg_destroy(d);
+    return ok ? 0 : IW_FAILED;
 }
 
 int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out) {

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 /// Entry points: pick a decoder from the bytes' signature, decode a whole buffer, encode PNG.
 public enum ImageDecoders {
@@ -46,6 +46,46 @@ public enum ImageDecoders {
         default:
             throw unsupported(format)
         }
+    }
+
+    /// The stored size of an image from its header, without decoding it.
+    public static func probeSize(_ data: [UInt8]) -> (width: Int, height: Int)? {
+        switch ImageFormat.detect(data) {
+        case .png?:
+            guard data.count >= 24 else { return nil }
+            func be32(_ i: Int) -> Int { Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3]) }
+            return (be32(16), be32(20))
+        case .jpeg?:
+            var w: UInt32 = 0
+            var h: UInt32 = 0
+            let ok = data.withUnsafeBufferPointer { iw_jpeg_probe($0.baseAddress, $0.count, &w, &h) } == 0
+            return ok ? (Int(w), Int(h)) : nil
+        default:
+            return nil
+        }
+    }
+
+    /// Decodes a whole buffer and scales it down to fit `maxPixelSize` (longest side) and
+    /// `maxPixelCount`: JPEG with libjpeg's DCT scaling to the smallest scale at or above the
+    /// target, then an area-weighted resample; PNG resampled after decoding.
+    public static func decode(
+        _ data: [UInt8], options: DecodeOptions, maxPixelSize: Int?, maxPixelCount: Int?
+    ) throws(DecodeError) -> DecodedImage {
+        guard maxPixelSize != nil || maxPixelCount != nil, let (w, h) = probeSize(data), w > 0, h > 0 else {
+            return try decode(data, options: options)
+        }
+        if UInt64(w) * UInt64(h) > options.maxPixels {
+            throw .limit("image of \(w)x\(h) pixels exceeds the limit of \(options.maxPixels) pixels", width: w, height: h)
+        }
+        let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
+        var scaled = options
+        if ImageFormat.detect(data) == .jpeg {
+            scaled.scaleDenominator = [8, 4, 2, 1].first { d in
+                (w + d - 1) / d >= target.width && (h + d - 1) / d >= target.height
+            } ?? 1
+        }
+        let image = try decode(data, options: scaled)
+        return ImageResampler.resize(image, width: target.width, height: target.height)
     }
 
     static func decodeIncrementally(_ data: [UInt8], format: ImageFormat, options: DecodeOptions) throws(DecodeError) -> DecodedImage {

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 /// Incremental JPEG decoding with libjpeg-turbo's libjpeg API (a suspending source manager;
 /// buffered-image mode for progressive files, with a frame per completed scan; rows from the top

@@ -1,4 +1,4 @@
-import CImageCodecs
+internal import CImageCodecs
 
 /// Incremental PNG decoding with libpng's progressive reader (`png_process_data`), all bit depths,
 /// colour types, palettes with tRNS, 16-bit and Adam7 (a partial image per pass), with the

@@ -447,7 +447,8 @@ public actor Downloader<Delivered: Sendable> {
             return
         }
         let fetch = fetches[id]!
-        fetches[id]!.resource = FetchedResource(response: fetch.machine.response!, body: fetch.body)
+        fetches[id]!.resource = FetchedResource(
+            response: fetch.machine.response!, body: fetch.body, fetchID: id, consumers: fetch.machine.tokens.count)
         fetches[id]!.body = ByteBuffer()
         perform(id, fetches[id]!.machine.attemptSucceeded(now: clock()))
     }

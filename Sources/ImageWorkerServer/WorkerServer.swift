@@ -30,6 +30,8 @@ public final class WorkerServer: Sendable {
     private let httpClient: HTTPClient
     private let logger: Logger
     private let session = LockedState(SessionState())
+    private let decodeSettings = LockedState(DecodeSettings())
+    private let decodes = SharedDecodes()
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 
@@ -185,6 +187,7 @@ public final class WorkerServer: Sendable {
             throw RPCError.invalidParams("initialize takes its params as an object")
         }
         let configuration = await downloader.configuration
+        let decoding = decodeSettings.withLock { $0 }
         return RPCReply([
             "protocolVersion": .string(WorkerProtocolVersion.current),
             "serverInfo": ["name": "image-worker", "version": .string(WorkerServer.version)],
@@ -196,8 +199,9 @@ public final class WorkerServer: Sendable {
                 "priorities": .array(DownloadPriority.allCases.map { .string($0.name) }),
                 "schemes": .array((["http", "https"] + (options.fileRoot != nil ? ["file"] : [])).map { .string($0) }),
                 "partialImages": false,
+                "decodes": ["jpeg", "png"],
             ],
-            "configuration": ConfigurationParams.json(configuration),
+            "configuration": ConfigurationParams.json(configuration, decoding),
         ])
     }
 
@@ -218,11 +222,14 @@ public final class WorkerServer: Sendable {
         let spec = params.output
         let downloader = self.downloader
         let downloadRequest = params.request
+        let decodes = self.decodes
+        let settings = self.decodeSettings
         return RPCReply(
             ["token": token.json],
             afterReply: {
                 await downloader.start(downloadRequest) { resource in
-                    try await OutputDelivery.deliver(resource, token: token, spec: spec)
+                    try await OutputDelivery.deliver(
+                        resource, token: token, spec: spec, decodes: decodes, settings: settings.withLock { $0 })
                 }
             })
     }
@@ -254,10 +261,12 @@ public final class WorkerServer: Sendable {
 
     private func configure(_ request: RPCRequest) async throws -> RPCReply {
         var configuration = await downloader.configuration
-        let clear = try ConfigurationParams.apply(request, to: &configuration)
+        var decoding = decodeSettings.withLock { $0 }
+        let clear = try ConfigurationParams.apply(request, to: &configuration, decoding: &decoding)
         await downloader.configure(configuration)
+        decodeSettings.withLock { $0 = decoding }
         if clear { await downloader.clearFailedURLs() }
-        return RPCReply(["configuration": ConfigurationParams.json(configuration)])
+        return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
     }
 
     private func status(_ request: RPCRequest) async throws -> RPCReply {
@@ -270,6 +279,7 @@ public final class WorkerServer: Sendable {
             ]
         }
         let (shuttingDown, framing) = (session.withLock { $0.shutdownRequested }, writer.framing)
+        let decodesStarted = await decodes.decodesStarted
         return RPCReply([
             "queued": JSONValue(s.queuedTokens),
             "running": JSONValue(s.runningTokens),
@@ -279,8 +289,9 @@ public final class WorkerServer: Sendable {
             "cancelled": JSONValue(s.cancelled),
             "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches)],
             "blockedURLs": JSONValue(s.blockedURLs),
+            "decodes": JSONValue(decodesStarted),
             "liveTokens": .array(live),
-            "configuration": ConfigurationParams.json(s.configuration),
+            "configuration": ConfigurationParams.json(s.configuration, decodeSettings.withLock { $0 }),
             "framing": .string(framing.rawValue),
             "shuttingDown": .bool(shuttingDown),
         ])

@@ -139,6 +139,17 @@ struct JPEGDecodingTests {
     }
 }
 
+@Suite struct JPEGHeaderTests {
+    /// TurboJPEG 2.1 says "success" without a size for a stream with no image; that must still end
+    /// in a clean error, every time.
+    @Test func aJPEGSignatureFollowedByGarbageIsAnError() {
+        let data: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array("this is not really a JPEG".utf8)
+        for _ in 0..<20 {
+            #expect(throws: DecodeError.self) { try ImageDecoders.decode(data) }
+        }
+    }
+}
+
 @Suite struct ImageFormatTests {
     @Test func detectsFormatsFromSignatures() {
         #expect(ImageFormat.detect([0xFF, 0xD8, 0xFF, 0xE0]) == .jpeg)

@@ -43,6 +43,11 @@ public enum DownloadOutcome<Delivered: Sendable>: Sendable {
 public struct FetchedResource: Sendable {
     public var response: ResponseInfo
     public var body: ByteBuffer
+    /// Identifies the fetch: tokens that shared it get resources with the same id.
+    public var fetchID: Int
+    /// How many tokens' processors receive this resource (each is called exactly once), so work
+    /// shared among them (one decode) knows when the last one is done.
+    public var consumers: Int
 
     public var byteCount: Int { body.readableBytes }
 }

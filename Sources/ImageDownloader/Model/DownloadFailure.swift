@@ -13,6 +13,8 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     case network(NetworkReason, String)
     /// A configured limit was exceeded.
     case limitExceeded(LimitKind, limit: Int64, actual: Int64?)
+    /// The image's header announces more pixels than allowed.
+    case imageTooLarge(width: Int, height: Int, maxPixels: UInt64)
     /// The URL failed earlier for a reason that will not go away, and `retryFailed` was not set.
     case blocked(since: String)
     /// The bytes arrived but could not be turned into what the caller asked for.
@@ -47,6 +49,8 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
             case .pixels: return "Image exceeds the limit of \(limit) pixels"
             case .scans: return "Image exceeds the limit of \(limit) progressive scans"
             }
+        case .imageTooLarge(let width, let height, let maxPixels):
+            return "Image of \(width)x\(height) pixels exceeds the limit of \(maxPixels) pixels"
         case .blocked(let since):
             return "URL is on the failed-URL list (\(since)); set retryFailed to try it again"
         case .badData(let m): return m

@@ -1,4 +1,5 @@
 import Foundation
+import ImageDecoding
 import ImageDownloader
 import ImageWorkerProtocol
 import NIOCore
@@ -6,36 +7,102 @@ import NIOCore
 /// Turns a fetched resource into what a token's `output` asked for, and describes the result
 /// for its `download/completed` event.
 enum OutputDelivery {
-    static func deliver(_ resource: FetchedResource, token: DownloadToken, spec: OutputSpec) async throws(DownloadFailure) -> JSONObject {
-        let sniffed = ImageSignature.mimeType(of: resource.body.readableBytesView)
-        let mime = sniffed ?? resource.response.mimeType
+    static func deliver(
+        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
+    ) async throws(DownloadFailure) -> JSONObject {
+        let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
-            "mimeType": JSONValue(mime),
             "url": .string(resource.response.finalURL),
             "status": JSONValue(resource.response.status),
         ]
+        let payload: ByteBuffer
+        let mime: String?
+        let fileExtension: String?
+        if spec.format.needsDecoding {
+            let image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
+            let upright = spec.applyOrientation ? image.applyingOrientation() : image
+            result["width"] = JSONValue(upright.width)
+            result["height"] = JSONValue(upright.height)
+            result["sourceFormat"] = .string(image.format.rawValue)
+            result["orientation"] = JSONValue(image.orientation)
+            if spec.format == .png {
+                let png = try await BlockingWork.run { () throws(DownloadFailure) -> [UInt8] in
+                    do throws(DecodeError) { return try ImageDecoders.encodePNG(upright) } catch { throw .output(error.description, path: nil) }
+                }
+                payload = ByteBuffer(bytes: png)
+                mime = "image/png"
+                fileExtension = "png"
+            } else {
+                payload = ByteBuffer(bytes: upright.pixels)
+                mime = "application/octet-stream"
+                fileExtension = spec.format.rawValue
+                result["pixelFormat"] = .string(spec.format.rawValue)
+                result["stride"] = JSONValue(upright.stride)
+            }
+            result["mimeType"] = JSONValue(mime)
+        } else {
+            await decodes.finished(resource.fetchID)
+            payload = resource.body
+            mime = source?.mimeType ?? resource.response.mimeType
+            fileExtension = nil
+            result["mimeType"] = JSONValue(mime)
+            if let source { result["sourceFormat"] = .string(source.rawValue) }
+        }
         switch spec.delivery {
         case .none:
             break
         case .inline:
-            result["data"] = .string(Data(resource.body.readableBytesView).base64EncodedString())
+            result["data"] = .string(Data(payload.readableBytesView).base64EncodedString())
         case .file:
-            let body = resource.body
             let url = resource.response.finalURL
             let path = try await BlockingWork.run { () throws(DownloadFailure) -> String in
                 switch spec.target! {
                 case .path(let path):
-                    return try write(body, to: absolute(path))
+                    return try write(payload, to: absolute(path))
                 case .directory(let dir):
-                    let name = fileName(for: url, token: token, mimeType: mime)
-                    return try write(body, into: absolute(dir), name: name, overwrite: spec.overwrite)
+                    let name = fileName(for: url, token: token, source: source, forcedExtension: fileExtension)
+                    return try write(payload, into: absolute(dir), name: name, overwrite: spec.overwrite)
                 }
             }
             result["path"] = .string(path)
             result["uri"] = .string(URL(fileURLWithPath: path).absoluteString)
         }
         return result
+    }
+
+    /// The decoded image this token asked for, decoded once for every token of the fetch that
+    /// asked the same.
+    static func decode(
+        _ resource: FetchedResource, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
+    ) async throws(DownloadFailure) -> DecodedImage {
+        let key = SharedDecodes.Key(
+            fetchID: resource.fetchID, format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        let body = resource.body
+        let result = await decodes.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
+            var options = DecodeOptions()
+            options.layout = spec.format == .rgb ? .rgb : spec.format == .gray ? .gray : .rgba
+            options.maxPixels = settings.maxPixels
+            options.maxScans = settings.maxProgressiveScans
+            return try ImageDecoders.decode(
+                Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        }
+        switch result {
+        case .success(let image): return image
+        case .failure(let error): throw failure(error, settings: settings)
+        }
+    }
+
+    static func failure(_ error: DecodeError, settings: DecodeSettings) -> DownloadFailure {
+        switch error {
+        case .corrupt(let message): return .badData("Image data cannot be decoded: \(message)")
+        case .truncated(let message): return .badData("Image data is truncated: \(message)")
+        case .unsupported(let message): return .unsupportedFormat(message)
+        case .limit(let message, let width, let height):
+            if message.contains("scans") { return .limitExceeded(.scans, limit: Int64(settings.maxProgressiveScans), actual: nil) }
+            return .imageTooLarge(width: width, height: height, maxPixels: settings.maxPixels)
+        case .outOfMemory(let message): return .badData("Image could not be decoded: \(message)")
+        }
     }
 
     static func absolute(_ path: String) -> String {
@@ -45,8 +112,8 @@ enum OutputDelivery {
     }
 
     /// A safe ASCII file name from the URL's last path component (or the token), with an
-    /// extension that matches the bytes.
-    static func fileName(for url: String, token: DownloadToken, mimeType: String?) -> String {
+    /// extension that matches the bytes (or the decoded format's).
+    static func fileName(for url: String, token: DownloadToken, source: ImageFormat?, forcedExtension: String? = nil) -> String {
         var base = URL(string: url)?.lastPathComponent ?? ""
         if base == "/" { base = "" }
         var safe = String(base.unicodeScalars.map { scalar -> Character in
@@ -59,8 +126,12 @@ enum OutputDelivery {
             safe = String(token.description.unicodeScalars.map { $0.isASCII && (Character($0).isLetter || Character($0).isNumber) ? Character($0) : "_" }.prefix(64))
             if safe.isEmpty { safe = "download" }
         }
-        if (safe as NSString).pathExtension.isEmpty, let ext = ImageSignature.fileExtension(forMimeType: mimeType) {
-            safe += "." + ext
+        if let forcedExtension {
+            let stem = (safe as NSString).deletingPathExtension
+            return (stem.isEmpty ? "image" : stem) + "." + forcedExtension
+        }
+        if (safe as NSString).pathExtension.isEmpty, let source {
+            safe += "." + source.fileExtension
         }
         return safe
     }

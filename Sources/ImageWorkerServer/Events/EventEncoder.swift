@@ -73,6 +73,12 @@ enum EventEncoder {
             data["limit"] = .string(kind.rawValue)
             data["maximum"] = .int(limit)
             if let actual { data["actual"] = .int(actual) }
+        case .imageTooLarge(let width, let height, let maxPixels):
+            code = .limitExceeded
+            data["limit"] = "pixels"
+            data["maximum"] = .int(Int64(clamping: maxPixels))
+            data["width"] = JSONValue(width)
+            data["height"] = JSONValue(height)
         case .blocked: code = .blockedURL
         case .badData: code = .badImageData
         case .unsupportedFormat: code = .unsupportedFormat

@@ -7,14 +7,19 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
     /// list is to be cleared.
-    static func apply(_ request: RPCRequest, to configuration: inout DownloaderConfiguration) throws(RPCError) -> Bool {
+    static func apply(
+        _ request: RPCRequest, to configuration: inout DownloaderConfiguration, decoding: inout DecodeSettings
+    ) throws(RPCError) -> Bool {
         let p = try ParamReader(request, allowed: fields)
         var c = configuration
+        var d = decoding
+        if let v = try p.integer("maxPixels", in: 1...(1 << 40)) { d.maxPixels = UInt64(v) }
+        if let v = try p.integer("maxProgressiveScans", in: 1...100_000) { d.maxProgressiveScans = Int(v) }
         if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
         if let v = try p.oneOf("executionOrder", ExecutionOrder.allCases.map(\.rawValue)) { c.executionOrder = ExecutionOrder(rawValue: v)! }
         if let v = try p.bool("suspended") { c.suspended = v }
@@ -40,10 +45,11 @@ enum ConfigurationParams {
         }
         let clear = try p.bool("clearFailedURLs") ?? false
         configuration = c
+        decoding = d
         return clear
     }
 
-    static func json(_ c: DownloaderConfiguration) -> JSONValue {
+    static func json(_ c: DownloaderConfiguration, _ d: DecodeSettings) -> JSONValue {
         var headers = JSONObject()
         for (name, value) in c.headers.sorted(by: { $0.key < $1.key }) { headers[name] = .string(value) }
         return [
@@ -61,6 +67,8 @@ enum ConfigurationParams {
             "maxRedirects": JSONValue(c.maxRedirects),
             "failedURLExpiryMs": .int(c.failedURLExpiryMs),
             "userAgent": .string(c.userAgent),
+            "maxPixels": .int(Int64(clamping: d.maxPixels)),
+            "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
         ]
     }
 }

@@ -13,8 +13,14 @@ public struct OutputSpec: Sendable, Equatable {
     }
 
     public enum Format: String, Sendable, CaseIterable {
-        /// The downloaded bytes as they came.
+        /// The downloaded bytes as they came (no decoding).
         case original
+        /// Decoded and re-encoded as an 8-bit RGBA PNG.
+        case png
+        /// Decoded raw pixels, 8 bits per channel, rows top to bottom, no padding.
+        case rgba, rgb, gray
+
+        public var needsDecoding: Bool { self != .original }
     }
 
     public enum Target: Sendable, Equatable {
@@ -27,6 +33,12 @@ public struct OutputSpec: Sendable, Equatable {
     public var target: Target?
     /// With `dir`: replace an existing file of the same name instead of choosing a new name.
     public var overwrite = false
+    /// Scale down (never up) so the longest side is at most this many pixels.
+    public var maxPixelSize: Int?
+    /// Scale down so the image has at most this many pixels.
+    public var maxPixelCount: Int?
+    /// Turn the image upright per its EXIF orientation (it is reported either way).
+    public var applyOrientation = false
 
     public init() {}
 }
@@ -83,7 +95,7 @@ struct DownloadParams {
         guard let object else { return spec }
         let p = try ParamReader(
             RPCRequest(id: nil, method: "output", params: .object(object)),
-            allowed: ["delivery", "format", "path", "dir", "overwrite"])
+            allowed: ["delivery", "format", "path", "dir", "overwrite", "maxPixelSize", "maxPixelCount", "applyOrientation"])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
         }
@@ -98,6 +110,12 @@ struct DownloadParams {
         let path = try p.string("path")
         let dir = try p.string("dir")
         spec.overwrite = try p.bool("overwrite") ?? false
+        spec.maxPixelSize = try p.integer("maxPixelSize", in: 1...1_000_000).map { Int($0) }
+        spec.maxPixelCount = try p.integer("maxPixelCount", in: 1...1_000_000_000_000).map { Int($0) }
+        spec.applyOrientation = try p.bool("applyOrientation") ?? false
+        if !spec.format.needsDecoding, spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation {
+            throw .invalidParams("maxPixelSize, maxPixelCount and applyOrientation need a decoded format (png, rgba, rgb, gray)")
+        }
         switch spec.delivery {
         case .file:
             switch (path, dir) {

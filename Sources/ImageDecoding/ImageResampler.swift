@@ -1,0 +1,122 @@
+/// Good-quality downscaling: each output pixel is the area-weighted average of the input pixels
+/// it covers (a box filter of the exact footprint), separably, rows then columns.
+public enum ImageResampler {
+    /// The size that fits `maxPixelSize` (longest side) and `maxPixelCount`, keeping the aspect
+    /// ratio; never larger than the image.
+    public static func fittedSize(width: Int, height: Int, maxPixelSize: Int?, maxPixelCount: Int?) -> (width: Int, height: Int) {
+        var scale = 1.0
+        if let maxPixelSize, maxPixelSize > 0 {
+            scale = min(scale, Double(maxPixelSize) / Double(max(width, height)))
+        }
+        if let maxPixelCount, maxPixelCount > 0 {
+            scale = min(scale, (Double(maxPixelCount) / Double(width * height)).squareRoot())
+        }
+        guard scale < 1 else { return (width, height) }
+        var w = max(1, Int((Double(width) * scale).rounded(.down)))
+        var h = max(1, Int((Double(height) * scale).rounded(.down)))
+        if let maxPixelCount, maxPixelCount > 0 {
+            while w * h > maxPixelCount && (w > 1 || h > 1) {
+                if w >= h { w -= 1 } else { h -= 1 }
+            }
+        }
+        return (w, h)
+    }
+
+    public static func resize(_ image: DecodedImage, width: Int, height: Int) -> DecodedImage {
+        guard width != image.width || height != image.height else { return image }
+        let channels = image.layout.channels
+        let horizontal = resampleAxis(
+            image.pixels, count: image.height, inLength: image.width, outLength: width, channels: channels,
+            stride: (item: image.width * channels, step: channels), outStride: (item: width * channels, step: channels))
+        let vertical = resampleAxis(
+            horizontal, count: width, inLength: image.height, outLength: height, channels: channels,
+            stride: (item: channels, step: width * channels), outStride: (item: channels, step: width * channels))
+        return DecodedImage(width: width, height: height, layout: image.layout, pixels: vertical, orientation: image.orientation, format: image.format)
+    }
+
+    /// Resamples `count` lines of `inLength` pixels to `outLength` pixels each. `stride.item` is
+    /// the distance between lines, `stride.step` between pixels of a line.
+    private static func resampleAxis(
+        _ input: [UInt8], count: Int, inLength: Int, outLength: Int, channels: Int,
+        stride: (item: Int, step: Int), outStride: (item: Int, step: Int)
+    ) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: count * outLength * channels)
+        if inLength == outLength {
+            // Copy, re-laid out if needed.
+            for line in 0..<count {
+                for i in 0..<inLength {
+                    for c in 0..<channels {
+                        output[line * outStride.item + i * outStride.step + c] = input[line * stride.item + i * stride.step + c]
+                    }
+                }
+            }
+            return output
+        }
+        // Weights of each output pixel: the overlap of its footprint with each input pixel.
+        let scale = Double(inLength) / Double(outLength)
+        var spans: [(first: Int, weights: [Double])] = []
+        spans.reserveCapacity(outLength)
+        for o in 0..<outLength {
+            let start = Double(o) * scale
+            let end = start + scale
+            let first = Int(start)
+            let last = min(inLength - 1, Int((end - 1e-9).rounded(.down)))
+            var weights: [Double] = []
+            for i in first...max(first, last) {
+                let overlap = min(end, Double(i + 1)) - max(start, Double(i))
+                weights.append(max(0, overlap) / scale)
+            }
+            spans.append((first, weights))
+        }
+        input.withUnsafeBufferPointer { src in
+            output.withUnsafeMutableBufferPointer { dst in
+                var sums = [Double](repeating: 0, count: channels)
+                for line in 0..<count {
+                    let inBase = line * stride.item
+                    let outBase = line * outStride.item
+                    for (o, span) in spans.enumerated() {
+                        for c in 0..<channels { sums[c] = 0 }
+                        for (k, weight) in span.weights.enumerated() {
+                            let p = inBase + (span.first + k) * stride.step
+                            for c in 0..<channels { sums[c] += Double(src[p + c]) * weight }
+                        }
+                        let q = outBase + o * outStride.step
+                        for c in 0..<channels { dst[q + c] = UInt8(min(255, max(0, sums[c].rounded()))) }
+                    }
+                }
+            }
+        }
+        return output
+    }
+}
+
+extension DecodedImage {
+    /// The image turned upright per its EXIF orientation (1…8); orientation becomes 1.
+    public func applyingOrientation() -> DecodedImage {
+        guard orientation >= 2 && orientation <= 8 else { return self }
+        let c = layout.channels
+        let transposed = orientation >= 5
+        let outW = transposed ? height : width
+        let outH = transposed ? width : height
+        var out = [UInt8](repeating: 0, count: pixels.count)
+        for y in 0..<outH {
+            for x in 0..<outW {
+                // The source pixel that lands at (x, y) for each orientation.
+                let (sx, sy): (Int, Int)
+                switch orientation {
+                case 2: (sx, sy) = (width - 1 - x, y)
+                case 3: (sx, sy) = (width - 1 - x, height - 1 - y)
+                case 4: (sx, sy) = (x, height - 1 - y)
+                case 5: (sx, sy) = (y, x)
+                case 6: (sx, sy) = (y, height - 1 - x)
+                case 7: (sx, sy) = (width - 1 - y, height - 1 - x)
+                default: (sx, sy) = (width - 1 - y, x)  // 8
+                }
+                let s = (sy * width + sx) * c
+                let d = (y * outW + x) * c
+                for k in 0..<c { out[d + k] = pixels[s + k] }
+            }
+        }
+        return DecodedImage(width: outW, height: outH, layout: layout, pixels: out, orientation: 1, format: format)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import ImageDecoding
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// Decoded delivery through the binary: formats, shared decodes, errors that fail only their tokens.
+@Suite struct DecodeDeliveryTests {
+    func sample(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: E2E.samples.appendingPathComponent(name))) }
+
+    @Test func coalescedTokensShareOneDecodeAndEachGetsItsOwnOutput() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let worker = try WorkerProcess()
+        let url = JSONValue.string(server.url("/files/testimgp.jpg?gate=g"))
+        worker.request(1, "download", ["url": url, "token": "a", "output": ["format": "png", "delivery": "file", "dir": .string(out.path)]])
+        worker.request(2, "download", ["url": url, "token": "b", "output": ["format": "png", "delivery": "inline"]])
+        worker.request(3, "download", ["url": url, "token": "c", "output": ["format": "rgba"]])
+        worker.request(4, "download", ["url": url, "token": "d"])
+        for id in 1...4 { _ = try await worker.response(id) }
+        server.openGate("g")
+        let a = try await worker.completion("a")["params"]
+        let b = try await worker.completion("b")["params"]
+        let c = try await worker.completion("c")["params"]
+        let d = try await worker.completion("d")["params"]
+        #expect(server.hits("/files/testimgp.jpg") == 1)
+        worker.request(5, "status")
+        #expect(try await worker.response(5)["result"]?["decodes"] == 2, "png (a, b) once, rgba (c) once, original (d) none")
+        // The PNG file and the inline PNG decode to the same pixels as decoding the JPEG here.
+        let reference = try ImageDecoders.decode(try sample("testimgp.jpg"))
+        let path = try #require(a?["path"]?.stringValue)
+        let file = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(try ImageDecoders.decode(file) == DecodedImage(width: 227, height: 149, layout: .rgba, pixels: reference.pixels, format: .png))
+        let encoded = try #require(b?["data"]?.stringValue)
+        let inline = Array(try #require(Data(base64Encoded: encoded)))
+        #expect(inline == file)
+        #expect(c?["width"] == 227 && c?["stride"] == .int(227 * 4) && c?["pixelFormat"] == "rgba")
+        #expect(d?["mimeType"] == "image/jpeg" && d?["width"] == nil)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func aBadImageFailsOnlyTheTokensThatDecodeIt() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("broken.jpg", [0xFF, 0xD8, 0xFF, 0xE0] + Array("this is not really a JPEG".utf8))
+        server.setFile("anim.gif", Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0, 0x3B])
+        var huge = try sample("basn2c08.png")
+        huge[16...23] = [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF]  // 65535×65535 (the IHDR CRC no longer matches)
+        server.setFile("huge.png", huge)
+        server.setFile("cut.jpg", Array(try sample("testimgp.jpg").prefix(3000)))
+        let worker = try WorkerProcess()
+        let cases: [(String, String, String)] = [
+            ("broken", "broken.jpg", "BadImageData"), ("gif", "anim.gif", "UnsupportedFormat"),
+            ("cut", "cut.jpg", "BadImageData"), ("ok", "testorig.jpg", ""),
+        ]
+        for (i, (token, file, _)) in cases.enumerated() {
+            let url = JSONValue.string(server.url("/files/\(file)"))
+            worker.request(i * 2, "download", ["url": url, "token": .string(token), "output": ["format": "png"]])
+            worker.request(i * 2 + 1, "download", ["url": url, "token": .string(token + "-bytes")])
+        }
+        for (token, _, name) in cases {
+            let decoded = try await worker.completion(.string(token))["params"]
+            if name.isEmpty {
+                #expect(decoded?["outcome"] == "success")
+            } else {
+                #expect(decoded?["error"]?["data"]?["name"] == .string(name), "\(token): \(String(describing: decoded))")
+            }
+            // The same bytes, asked as they are, succeed: only the decoding tokens fail.
+            #expect(try await worker.completion(.string(token + "-bytes"))["params"]?["outcome"] == "success")
+        }
+        let cut = try await worker.completion("cut")["params"]?["error"]?["message"]?.stringValue ?? ""
+        #expect(cut.contains("truncated"))
+        worker.request(100, "download", ["url": .string(server.url("/files/huge.png")), "token": "huge", "output": ["format": "rgba"]])
+        let huge0 = try await worker.completion("huge")["params"]?["error"]
+        // libpng checks the IHDR CRC first; either way the token ends with a clean error.
+        #expect(huge0?["data"]?["name"] == "BadImageData" || huge0?["data"]?["name"] == "LimitExceeded")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+}

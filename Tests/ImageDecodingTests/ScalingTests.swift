@@ -1,0 +1,59 @@
+import ImageDecoding
+import Testing
+
+@Suite struct ScalingTests {
+    func image(_ w: Int, _ h: Int, _ layout: PixelLayout = .gray, _ value: (Int, Int, Int) -> UInt8) -> DecodedImage {
+        var pixels: [UInt8] = []
+        for y in 0..<h { for x in 0..<w { for c in 0..<layout.channels { pixels.append(value(x, y, c)) } } }
+        return DecodedImage(width: w, height: h, layout: layout, pixels: pixels, format: .png)
+    }
+
+    @Test func fittedSizesKeepTheAspectRatioAndNeverEnlarge() {
+        #expect(ImageResampler.fittedSize(width: 4000, height: 3000, maxPixelSize: 400, maxPixelCount: nil) == (400, 300))
+        #expect(ImageResampler.fittedSize(width: 3000, height: 4000, maxPixelSize: 400, maxPixelCount: nil) == (300, 400))
+        #expect(ImageResampler.fittedSize(width: 100, height: 50, maxPixelSize: 400, maxPixelCount: nil) == (100, 50))
+        let (w, h) = ImageResampler.fittedSize(width: 4000, height: 3000, maxPixelSize: nil, maxPixelCount: 1_000_000)
+        #expect(w * h <= 1_000_000 && w >= 1150 && h >= 860)
+    }
+
+    @Test func halvingAveragesEachTwoByTwoBlock() {
+        let source = image(4, 2) { x, y, _ in UInt8(x * 10 + y * 100) }
+        let half = ImageResampler.resize(source, width: 2, height: 1)
+        #expect(half.pixels == [55, 75])  // (0+10+100+110)/4, (20+30+120+130)/4
+    }
+
+    @Test func aFlatImageStaysFlatAtAnyScale() {
+        let source = image(37, 23, .rgba) { _, _, c in UInt8(40 + c * 50) }
+        for (w, h) in [(10, 6), (36, 22), (1, 1), (19, 12)] {
+            let scaled = ImageResampler.resize(source, width: w, height: h)
+            #expect(scaled.width == w && scaled.height == h)
+            #expect(Set(stride(from: 0, to: scaled.pixels.count, by: 4).map { Array(scaled.pixels[$0..<$0 + 4]) }) == [[40, 90, 140, 190]])
+        }
+    }
+
+    @Test func orientationsTurnTheImageUpright() {
+        // 2×1: left pixel 1, right pixel 2.
+        let source = image(2, 1) { x, _, _ in UInt8(x + 1) }
+        func oriented(_ o: Int) -> DecodedImage { var i = source; i.orientation = o; return i.applyingOrientation() }
+        #expect(oriented(1).pixels == [1, 2])
+        #expect(oriented(2).pixels == [2, 1])
+        #expect(oriented(3).pixels == [2, 1])
+        #expect(oriented(6).width == 1 && oriented(6).height == 2)
+        #expect(oriented(6).pixels == [1, 2], "rotated 90° clockwise: the left pixel goes on top")
+        #expect(oriented(8).pixels == [2, 1], "rotated 90° counter-clockwise: the right pixel goes on top")
+        #expect(oriented(6).orientation == 1)
+    }
+
+    @Test(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
+    func jpegScalingUsesTheDCTAndThenResamples() throws {
+        let data = try Corpora.bytes("jpeg/testorig.jpg")  // 227×149
+        let fitted = try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: 50, maxPixelCount: nil)
+        #expect(fitted.width == 50 && fitted.height == 32)
+        // The DCT gave 57×38 (1/4); resampling that must equal what we got.
+        var quarter = DecodeOptions()
+        quarter.scaleDenominator = 4
+        let dct = try ImageDecoders.decode(data, options: quarter)
+        #expect(dct.width == 57 && dct.height == 38)
+        #expect(ImageResampler.resize(dct, width: 50, height: 32) == fitted)
+    }
+}
