@@ -13,6 +13,7 @@ import NIOCore
 public actor Downloader<Delivered: Sendable> {
     public typealias Processor = @Sendable (FetchedResource) async throws -> Delivered
     public typealias EventSink = @Sendable (DownloadEvent<Delivered>) -> Void
+    public typealias BodyObserver = @Sendable (BodyNotice) -> Void
 
     public struct TokenInUse: Error, Sendable {
         public let token: DownloadToken
@@ -56,6 +57,8 @@ public actor Downloader<Delivered: Sendable> {
         var timedOut = false
         var body = ByteBuffer()
         var resource: FetchedResource?
+        /// A token asked for the body as it arrives.
+        var streamsBody = false
     }
 
     private struct TokenRecord {
@@ -73,6 +76,7 @@ public actor Downloader<Delivered: Sendable> {
     private let httpLoader: any ResourceLoader
     private let fileLoader: FileLoader
     private let sink: EventSink
+    private let bodyObserver: BodyObserver?
     private let logger: Logger
     private let clock: @Sendable () -> UInt64
 
@@ -93,8 +97,10 @@ public actor Downloader<Delivered: Sendable> {
         fileURLPolicy: FileURLPolicy,
         logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        bodyObserver: BodyObserver? = nil,
         sink: @escaping EventSink
     ) {
+        self.bodyObserver = bodyObserver
         self.configuration = configuration
         self.httpLoader = httpLoader
         self.fileLoader = FileLoader(policy: fileURLPolicy)
@@ -148,7 +154,12 @@ public actor Downloader<Delivered: Sendable> {
 
         if let id = fetchByKey[key], let fetch = fetches[id], fetch.machine.acceptsTokens {
             tokens[token]?.state = .attached(id)
+            if request.streamsBody { fetches[id]!.streamsBody = true }
             perform(id, fetches[id]!.machine.join(token, priority: priority))
+            // The first streaming token joins late: the observer gets the bytes so far first.
+            if request.streamsBody, fetch.body.readableBytes > 0, !fetch.streamsBody {
+                bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: fetch.body, tokens: fetches[id]!.machine.tokens.map(\.token)))
+            }
             return
         }
         let id = nextFetchID
@@ -159,7 +170,7 @@ public actor Downloader<Delivered: Sendable> {
             maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
         fetches[id] = Fetch(
             machine: FetchOperation(token: token, priority: priority), key: key, request: loadRequest,
-            isFile: url.isFileURL, timeoutMs: request.timeoutMs)
+            isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetchByKey[key] = id
         tokens[token]?.state = .attached(id)
         startFetches(queue.enqueue(id, priority: priority))
@@ -311,6 +322,7 @@ public actor Downloader<Delivered: Sendable> {
                 if let fetch = fetches[id] { for url in urlsOf(fetch) { failedURLs.remove(url) } }
             case .finished:
                 if let fetch = fetches.removeValue(forKey: id) {
+                    if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
                     fetch.watchdog?.cancel()
                     if fetchByKey[fetch.key] == id { fetchByKey[fetch.key] = nil }
                 }
@@ -402,9 +414,13 @@ public actor Downloader<Delivered: Sendable> {
 
     private func chunkReceived(_ id: FetchID, _ attempt: Int, _ chunk: ByteBuffer) throws {
         guard isCurrent(id, attempt) else { throw CancellationError() }
-        var chunk = chunk
-        fetches[id]!.body.writeBuffer(&chunk)
+        let offset = Int64(fetches[id]!.body.readableBytes)
+        var copy = chunk
+        fetches[id]!.body.writeBuffer(&copy)
         let total = Int64(fetches[id]!.body.readableBytes)
+        if fetches[id]!.streamsBody {
+            bodyObserver?(.chunk(fetchID: id, offset: offset, bytes: chunk, tokens: fetches[id]!.machine.tokens.map(\.token)))
+        }
         if total > configuration.maxBodyBytes {
             throw DownloadFailure.limitExceeded(.bodyBytes, limit: configuration.maxBodyBytes, actual: nil)
         }
@@ -447,6 +463,7 @@ public actor Downloader<Delivered: Sendable> {
             return
         }
         let fetch = fetches[id]!
+        if fetch.streamsBody { bodyObserver?(.end(fetchID: id)) }
         fetches[id]!.resource = FetchedResource(
             response: fetch.machine.response!, body: fetch.body, fetchID: id, consumers: fetch.machine.tokens.count)
         fetches[id]!.body = ByteBuffer()

@@ -30,8 +30,9 @@ public final class WorkerServer: Sendable {
     private let httpClient: HTTPClient
     private let logger: Logger
     private let session = LockedState(SessionState())
-    private let decodeSettings = LockedState(DecodeSettings())
+    private let decodeSettings: LockedState<DecodeSettings>
     private let decodes = SharedDecodes()
+    private let progressive: ProgressiveDecodes
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 
@@ -47,18 +48,26 @@ public final class WorkerServer: Sendable {
         let client = HTTPLoader.makeClient()
         self.httpClient = client
         let session = self.session
+        let settings = LockedState(DecodeSettings())
+        self.decodeSettings = settings
+        let progressive = ProgressiveDecodes(writer: writer, settings: settings)
+        self.progressive = progressive
         self.downloader = Downloader(
             configuration: options.configuration,
             httpLoader: HTTPLoader(client: client, cookies: CookieJar(), logger: logger),
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,
+            bodyObserver: { progressive.observe($0) },
             sink: { event in
                 let (message, replaceKey) = EventEncoder.encode(event)
-                writer.send(message, replaceKey: replaceKey)
-                if case .completed(let token, _) = event {
-                    session.withLock { s in
-                        if let id = s.requestByToken.removeValue(forKey: token) { s.tokenByRequest[id] = nil }
-                    }
+                guard case .completed(let token, _) = event else {
+                    writer.send(message, replaceKey: replaceKey)
+                    return
+                }
+                // Atomically with the end of the token's partial images.
+                progressive.finish(token) { writer.send(message) }
+                session.withLock { s in
+                    if let id = s.requestByToken.removeValue(forKey: token) { s.tokenByRequest[id] = nil }
                 }
             })
     }
@@ -198,7 +207,7 @@ public final class WorkerServer: Sendable {
                 "formats": .array(OutputSpec.Format.allCases.map { .string($0.rawValue) }),
                 "priorities": .array(DownloadPriority.allCases.map { .string($0.name) }),
                 "schemes": .array((["http", "https"] + (options.fileRoot != nil ? ["file"] : [])).map { .string($0) }),
-                "partialImages": false,
+                "partialImages": true,
                 "decodes": ["jpeg", "png"],
             ],
             "configuration": ConfigurationParams.json(configuration, decoding),
@@ -219,7 +228,9 @@ public final class WorkerServer: Sendable {
                 s.requestByToken[token] = id
             }
         }
+        if params.progressive { progressive.register(token, url: params.request.url, spec: params.output) }
         let spec = params.output
+        let progressive = self.progressive
         let downloader = self.downloader
         let downloadRequest = params.request
         let decodes = self.decodes
@@ -229,7 +240,8 @@ public final class WorkerServer: Sendable {
             afterReply: {
                 await downloader.start(downloadRequest) { resource in
                     try await OutputDelivery.deliver(
-                        resource, token: token, spec: spec, decodes: decodes, settings: settings.withLock { $0 })
+                        resource, token: token, spec: spec, decodes: decodes, progressive: progressive,
+                        settings: settings.withLock { $0 })
                 }
             })
     }

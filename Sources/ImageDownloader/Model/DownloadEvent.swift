@@ -39,6 +39,17 @@ public enum DownloadOutcome<Delivered: Sendable>: Sendable {
     case cancelled
 }
 
+/// A fetch's body as it arrives, for fetches with a token that asked to stream it. Notices of one
+/// fetch come in order: chunks from offset 0 on, then exactly one of `end` or `abort`.
+public enum BodyNotice: Sendable {
+    /// `tokens`: the fetch's live tokens when the chunk arrived.
+    case chunk(fetchID: Int, offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken])
+    /// The body is complete (the attempt succeeded).
+    case end(fetchID: Int)
+    /// The fetch failed or was cancelled: no more notices for it.
+    case abort(fetchID: Int)
+}
+
 /// A fetched body, handed to each token's processor.
 public struct FetchedResource: Sendable {
     public var response: ResponseInfo

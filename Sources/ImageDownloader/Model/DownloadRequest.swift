@@ -14,6 +14,9 @@ public struct DownloadRequest: Sendable {
     public var handleCookies: Bool
     /// Ignore the failed-URL list for this request.
     public var retryFailed: Bool
+    /// Stream this fetch's body to the downloader's chunk observer as it arrives (progressive
+    /// decoding). Not part of what makes requests share a fetch.
+    public var streamsBody = false
 
     public init(
         token: DownloadToken, url: String, priority: DownloadPriority = .normal, headers: [(String, String)] = [],

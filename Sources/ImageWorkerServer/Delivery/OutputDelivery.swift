@@ -8,9 +8,12 @@ import NIOCore
 /// for its `download/completed` event.
 enum OutputDelivery {
     static func deliver(
-        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
+        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
+        progressive: ProgressiveDecodes, settings: DecodeSettings
     ) async throws(DownloadFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
+        // Every consumer of the fetch takes from the progressive session once (none: nil).
+        let progressiveResult = await progressive.take(resource)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
             "url": .string(resource.response.finalURL),
@@ -20,27 +23,21 @@ enum OutputDelivery {
         let mime: String?
         let fileExtension: String?
         if spec.format.needsDecoding {
-            let image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
-            let upright = spec.applyOrientation ? image.applyingOrientation() : image
-            result["width"] = JSONValue(upright.width)
-            result["height"] = JSONValue(upright.height)
-            result["sourceFormat"] = .string(image.format.rawValue)
-            result["orientation"] = JSONValue(image.orientation)
-            if spec.format == .png {
-                let png = try await BlockingWork.run { () throws(DownloadFailure) -> [UInt8] in
-                    do throws(DecodeError) { return try ImageDecoders.encodePNG(upright) } catch { throw .output(error.description, path: nil) }
+            let image: DecodedImage
+            if let progressiveResult {
+                await decodes.finished(resource.fetchID)
+                switch progressiveResult {
+                case .success(let decoded): image = fitted(decoded, spec: spec)
+                case .failure(let error): throw failure(error, settings: settings)
                 }
-                payload = ByteBuffer(bytes: png)
-                mime = "image/png"
-                fileExtension = "png"
             } else {
-                payload = ByteBuffer(bytes: upright.pixels)
-                mime = "application/octet-stream"
-                fileExtension = spec.format.rawValue
-                result["pixelFormat"] = .string(spec.format.rawValue)
-                result["stride"] = JSONValue(upright.stride)
+                image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
             }
-            result["mimeType"] = JSONValue(mime)
+            let rendered = try await render(image, spec: spec)
+            for (key, value) in rendered.fields { result[key] = value }
+            payload = rendered.payload
+            mime = rendered.mimeType
+            fileExtension = rendered.fileExtension
         } else {
             await decodes.finished(resource.fetchID)
             payload = resource.body
@@ -49,6 +46,7 @@ enum OutputDelivery {
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
+        let reserved = progressive.reservedPath(token)
         switch spec.delivery {
         case .none:
             break
@@ -57,6 +55,9 @@ enum OutputDelivery {
         case .file:
             let url = resource.response.finalURL
             let path = try await BlockingWork.run { () throws(DownloadFailure) -> String in
+                // A progressive token's partial images went to a path chosen then: the final
+                // image replaces the last of them there.
+                if let reserved { return try write(payload, to: reserved) }
                 switch spec.target! {
                 case .path(let path):
                     return try write(payload, to: absolute(path))
@@ -69,6 +70,49 @@ enum OutputDelivery {
             result["uri"] = .string(URL(fileURLWithPath: path).absoluteString)
         }
         return result
+    }
+
+    /// What a decoded image is delivered as: the event's fields, the bytes, their type.
+    struct Rendered: Sendable {
+        var fields: JSONObject
+        var payload: ByteBuffer
+        var mimeType: String
+        var fileExtension: String
+    }
+
+    /// Scaled (the progressive path decodes at full size) to what the token asked.
+    static func fitted(_ image: DecodedImage, spec: OutputSpec) -> DecodedImage {
+        let layout: PixelLayout = spec.format == .rgb ? .rgb : spec.format == .gray ? .gray : .rgba
+        let target = ImageResampler.fittedSize(
+            width: image.width, height: image.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        return ImageResampler.resize(image.converted(to: layout), width: target.width, height: target.height)
+    }
+
+    /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
+    /// (encoding on the blocking pool).
+    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DownloadFailure) -> Rendered {
+        try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
+    }
+
+    /// `render`, on the calling thread (already off the network and cooperative threads).
+    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
+        let upright = spec.applyOrientation ? image.applyingOrientation() : image
+        var fields: JSONObject = [
+            "width": JSONValue(upright.width), "height": JSONValue(upright.height),
+            "sourceFormat": .string(image.format.rawValue), "orientation": JSONValue(image.orientation),
+        ]
+        if spec.format == .png {
+            let png: [UInt8]
+            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright) } catch { throw .output(error.description, path: nil) }
+            fields["mimeType"] = "image/png"
+            return Rendered(fields: fields, payload: ByteBuffer(bytes: png), mimeType: "image/png", fileExtension: "png")
+        }
+        fields["pixelFormat"] = .string(spec.format.rawValue)
+        fields["stride"] = JSONValue(upright.stride)
+        fields["mimeType"] = "application/octet-stream"
+        return Rendered(
+            fields: fields, payload: ByteBuffer(bytes: upright.pixels), mimeType: "application/octet-stream",
+            fileExtension: spec.format.rawValue)
     }
 
     /// The decoded image this token asked for, decoded once for every token of the fetch that

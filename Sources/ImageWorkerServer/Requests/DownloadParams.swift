@@ -39,6 +39,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var maxPixelCount: Int?
     /// Turn the image upright per its EXIF orientation (it is reported either way).
     public var applyOrientation = false
+    /// With `progressive`: at least this long between two partial images of the token.
+    public var partialIntervalMs: Int64 = 200
 
     public init() {}
 }
@@ -88,6 +90,10 @@ struct DownloadParams {
             handleCookies: try p.bool("handleCookies") ?? false, retryFailed: try p.bool("retryFailed") ?? false)
         progressive = try p.bool("progressive") ?? false
         output = try DownloadParams.output(try p.object("output"))
+        if progressive && !output.format.needsDecoding {
+            throw .invalidParams("progressive needs a decoded output format (png, rgba, rgb or gray), for its partial images")
+        }
+        request.streamsBody = progressive
     }
 
     static func output(_ object: JSONObject?) throws(RPCError) -> OutputSpec {
@@ -95,7 +101,10 @@ struct DownloadParams {
         guard let object else { return spec }
         let p = try ParamReader(
             RPCRequest(id: nil, method: "output", params: .object(object)),
-            allowed: ["delivery", "format", "path", "dir", "overwrite", "maxPixelSize", "maxPixelCount", "applyOrientation"])
+            allowed: [
+                "delivery", "format", "path", "dir", "overwrite", "maxPixelSize", "maxPixelCount", "applyOrientation",
+                "partialIntervalMs",
+            ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
         }
@@ -113,6 +122,7 @@ struct DownloadParams {
         spec.maxPixelSize = try p.integer("maxPixelSize", in: 1...1_000_000).map { Int($0) }
         spec.maxPixelCount = try p.integer("maxPixelCount", in: 1...1_000_000_000_000).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
+        spec.partialIntervalMs = try p.integer("partialIntervalMs", in: 0...3_600_000) ?? spec.partialIntervalMs
         if !spec.format.needsDecoding, spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation {
             throw .invalidParams("maxPixelSize, maxPixelCount and applyOrientation need a decoded format (png, rgba, rgb, gray)")
         }

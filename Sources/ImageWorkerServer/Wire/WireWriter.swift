@@ -62,13 +62,14 @@ public final class WireWriter: Sendable {
     public var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Queues one message. With a `replaceKey`, an unsent message with the same key is replaced
-    /// in place by this newer one.
-    public func send(_ message: JSONValue, replaceKey: String? = nil) {
+    /// in place by this newer one: under pressure, or always with `alwaysReplace` (partial
+    /// images: at most one waits per token).
+    public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false) {
         let json = JSONWriter.encode(message)
         state.withLock { s in
             guard !s.closed else { return }
             let bytes = s.framing.frame(json)
-            if let replaceKey, s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
+            if let replaceKey, alwaysReplace || s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
                 let old = s.slots[index]
             {
                 s.pendingBytes += bytes.count - old.bytes.count

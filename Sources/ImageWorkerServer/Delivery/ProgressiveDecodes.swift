@@ -1,0 +1,247 @@
+import Dispatch
+import Foundation
+import ImageDecoding
+import ImageDownloader
+import ImageWorkerProtocol
+import NIOCore
+
+/// Partial images while bytes arrive. One incremental decoder per fetch that has a progressive
+/// token, fed on the fetch's own serial queue (never a network thread), each byte once; its final
+/// image serves every token of the fetch. A partial image is rendered for each progressive token
+/// at most every `partialIntervalMs`, delivered like the final image (the same file, replaced
+/// atomically, or inline), and sent under the lock that also sends the token's terminal event, so
+/// no partial image can follow it. Partial files are written on the fetch's queue before the
+/// final result is handed out, so a late partial never overwrites the final file.
+final class ProgressiveDecodes: Sendable {
+    struct Registration: Sendable {
+        var spec: OutputSpec
+        /// The URL the token asked for, which names its file in a `dir`.
+        var url: String
+        var instance: UInt64
+        var sequence = 0
+        var lastPartialAt: UInt64 = 0
+        var reservedPath: String?
+    }
+
+    private let registry = LockedState<(next: UInt64, tokens: [DownloadToken: Registration])>((0, [:]))
+    private let sessions = LockedState<[Int: Session]>([:])
+    private let writer: WireWriter
+    private let settings: LockedState<DecodeSettings>
+
+    init(writer: WireWriter, settings: LockedState<DecodeSettings>) {
+        self.writer = writer
+        self.settings = settings
+    }
+
+    /// A progressive download was accepted for `token`.
+    func register(_ token: DownloadToken, url: String, spec: OutputSpec) {
+        registry.withLock { r in
+            r.next += 1
+            r.tokens[token] = Registration(spec: spec, url: url, instance: r.next)
+        }
+    }
+
+    /// Sends a token's terminal event, atomically with dropping its registration.
+    func finish(_ token: DownloadToken, send: () -> Void) {
+        registry.withLock { r in
+            r.tokens[token] = nil
+            send()
+        }
+    }
+
+    func reservedPath(_ token: DownloadToken) -> String? {
+        registry.withLock { $0.tokens[token]?.reservedPath }
+    }
+
+    func observe(_ notice: BodyNotice) {
+        switch notice {
+        case .chunk(let fetchID, let offset, let bytes, let tokens):
+            let session = sessions.withLock { all -> Session in
+                if let existing = all[fetchID] { return existing }
+                let created = Session(fetchID: fetchID)
+                all[fetchID] = created
+                return created
+            }
+            let settings = self.settings.withLock { $0 }
+            session.queue.async { session.feed(offset: offset, bytes: bytes, tokens: tokens, settings: settings, owner: self) }
+        case .end(let fetchID):
+            guard let session = sessions.withLock({ $0[fetchID] }) else { return }
+            session.queue.async { session.end() }
+        case .abort(let fetchID):
+            guard let session = sessions.withLock({ $0.removeValue(forKey: fetchID) }) else { return }
+            session.queue.async { session.abandon() }
+        }
+    }
+
+    /// The fetch's progressively decoded final image (nil when the fetch had no progressive
+    /// token). Each of the fetch's consumers calls this once; the last one frees the session.
+    func take(_ resource: FetchedResource) async -> Result<DecodedImage, DecodeError>? {
+        guard let session = sessions.withLock({ $0[resource.fetchID] }) else { return nil }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DecodedImage, DecodeError>?, Never>) in
+            session.queue.async { continuation.resume(returning: session.result) }
+        }
+        let last = session.consumed(of: resource.consumers)
+        if last { sessions.withLock { _ = $0.removeValue(forKey: resource.fetchID) } }
+        return result
+    }
+
+    /// On the session's queue: renders and sends a partial image for each due progressive token.
+    fileprivate func partialImages(from decoder: any IncrementalImageDecoder, tokens: [DownloadToken], fetchID: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = registry.withLock { r in
+            tokens.compactMap { token -> (DownloadToken, Registration)? in
+                guard let registration = r.tokens[token] else { return nil }
+                let interval = UInt64(max(0, registration.spec.partialIntervalMs)) * 1_000_000
+                return registration.sequence == 0 || now &- registration.lastPartialAt >= interval ? (token, registration) : nil
+            }
+        }
+        guard !due.isEmpty, let image = decoder.currentImage() else { return }
+        let filled = decoder.filledRows
+        let passes = decoder.completedPasses
+        for (token, registration) in due {
+            let spec = registration.spec
+            let fitted = OutputDelivery.fitted(image, spec: spec)
+            guard let rendered = try? OutputDelivery.renderNow(fitted, spec: spec) else { continue }
+            var params: JSONObject = ["token": token.json, "sequence": JSONValue(registration.sequence + 1)]
+            for (key, value) in rendered.fields { params[key] = value }
+            params["filledRows"] = JSONValue(image.height > 0 ? filled * fitted.height / image.height : 0)
+            params["passes"] = JSONValue(passes)
+            params["byteLength"] = JSONValue(rendered.payload.readableBytes)
+            var path = registration.reservedPath
+            switch spec.delivery {
+            case .none:
+                break
+            case .inline:
+                params["data"] = .string(Data(rendered.payload.readableBytesView).base64EncodedString())
+            case .file:
+                do throws(DownloadFailure) {
+                    if let reserved = path {
+                        path = try OutputDelivery.write(rendered.payload, to: reserved)
+                    } else {
+                        switch spec.target! {
+                        case .path(let p): path = try OutputDelivery.write(rendered.payload, to: OutputDelivery.absolute(p))
+                        case .directory(let dir):
+                            let name = OutputDelivery.fileName(
+                                for: registration.url, token: token, source: image.format, forcedExtension: rendered.fileExtension)
+                            path = try OutputDelivery.write(
+                                rendered.payload, into: OutputDelivery.absolute(dir), name: name, overwrite: spec.overwrite)
+                        }
+                    }
+                } catch {
+                    continue  // the final delivery reports output failures
+                }
+                params["path"] = JSONValue(path)
+                params["uri"] = .string(URL(fileURLWithPath: path!).absoluteString)
+            }
+            registry.withLock { r in
+                guard var current = r.tokens[token], current.instance == registration.instance else { return }
+                current.sequence += 1
+                current.lastPartialAt = now
+                current.reservedPath = path
+                r.tokens[token] = current
+                writer.send(
+                    RPCResponse.notification(method: WorkerEvent.partialImage, params: .object(params)),
+                    replaceKey: EventEncoder.replaceKey(token, "partial"), alwaysReplace: true)
+            }
+        }
+    }
+
+    /// One fetch's decoder. Its state is touched only on `queue`, but `consumed` (under its lock).
+    final class Session: @unchecked Sendable {  // decoder state is confined to `queue`
+        let fetchID: Int
+        let queue: DispatchQueue
+        private var decoder: (any IncrementalImageDecoder)?
+        private var pending: [UInt8] = []
+        private var received: Int64 = 0
+        private(set) var result: Result<DecodedImage, DecodeError>?
+        private let taken = LockedState(0)
+
+        init(fetchID: Int) {
+            self.fetchID = fetchID
+            queue = DispatchQueue(label: "image-worker.decode.\(fetchID)", target: .global(qos: .userInitiated))
+        }
+
+        func feed(offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken], settings: DecodeSettings, owner: ProgressiveDecodes) {
+            guard result == nil else { return }
+            // A late joiner's catch-up overlaps what was fed: skip what is already in.
+            var chunk = Array(bytes.readableBytesView)
+            if offset < received {
+                let overlap = Int(received - offset)
+                guard overlap < chunk.count else { return }
+                chunk.removeFirst(overlap)
+            } else if offset > received {
+                result = .failure(.corrupt("missing bytes in the stream"))
+                return
+            }
+            received += Int64(chunk.count)
+            if decoder == nil {
+                pending += chunk
+                guard pending.count >= ImageFormat.signatureLength else { return }
+                guard start(settings: settings) else { return }
+                chunk = pending
+                pending = []
+            }
+            do {
+                let progress = try decoder!.feed(chunk, isLast: false)
+                if progress.contains(.pixels) { owner.partialImages(from: decoder!, tokens: tokens, fetchID: fetchID) }
+            } catch {
+                result = .failure(error)
+            }
+        }
+
+        private func start(settings: DecodeSettings) -> Bool {
+            guard let format = ImageFormat.detect(pending) else {
+                result = .failure(.unsupported("unknown image format (no known signature)"))
+                return false
+            }
+            var options = DecodeOptions()
+            options.maxPixels = settings.maxPixels
+            options.maxScans = settings.maxProgressiveScans
+            do {
+                decoder = try ImageDecoders.makeIncremental(for: format, options: options)
+                return true
+            } catch {
+                result = .failure(error)
+                return false
+            }
+        }
+
+        func end() {
+            guard result == nil else { return }
+            if decoder == nil {
+                guard !pending.isEmpty, start(settings: DecodeSettings()) else {
+                    if result == nil { result = .failure(.corrupt("no image data")) }
+                    return
+                }
+                do { _ = try decoder!.feed(pending, isLast: false) } catch {
+                    result = .failure(error)
+                    return
+                }
+            }
+            do {
+                _ = try decoder!.feed([], isLast: true)
+                if decoder!.isComplete, let image = decoder!.currentImage() {
+                    result = .success(image)
+                } else {
+                    result = .failure(.corrupt("no image decoded"))
+                }
+            } catch {
+                result = .failure(error)
+            }
+            decoder = nil  // the pixels live on in `result`
+        }
+
+        func abandon() {
+            decoder = nil
+            result = .failure(.corrupt("abandoned"))
+        }
+
+        /// Counts one consumer; true for the last of `consumers`.
+        func consumed(of consumers: Int) -> Bool {
+            taken.withLock { count in
+                count += 1
+                return count >= consumers
+            }
+        }
+    }
+}

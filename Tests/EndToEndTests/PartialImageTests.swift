@@ -1,0 +1,114 @@
+import Foundation
+import ImageDecoding
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// Partial images while bytes arrive slowly: a progressive JPEG and an interlaced PNG.
+@Suite struct PartialImageTests {
+    func sample(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: E2E.samples.appendingPathComponent(name))) }
+
+    func partials(_ worker: WorkerProcess, _ token: JSONValue) -> [JSONValue] {
+        worker.events(token).filter { $0["method"] == .string(WorkerEvent.partialImage) }.compactMap { $0["params"] }
+    }
+
+    @Test(arguments: [("testimgp.jpg", 200), ("basi6a08.png", 24)])
+    func partialImagesArriveInOrderThenTheFinalOne(file: String, chunk: Int) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", [
+            "url": .string(server.url("/files/\(file)?chunk=\(chunk)&delayMs=40")), "token": "p", "progressive": true,
+            "output": ["format": "rgba", "delivery": "inline", "partialIntervalMs": 0],
+        ])
+        let completed = try await worker.completion("p")["params"]
+        #expect(completed?["outcome"] == "success")
+        let events = worker.events("p")
+        let list = partials(worker, "p")
+        #expect(list.count >= 2, "\(file): \(list.count) partial images")
+        // Strictly increasing; gaps are fine (an unsent partial image is replaced by a newer one).
+        let sequences = list.map { $0["sequence"]?.integerValue ?? 0 }
+        #expect(sequences.first ?? 0 >= 1 && zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "\(sequences)")
+        let passes = list.map { $0["passes"]?.integerValue ?? -1 }
+        #expect(passes == passes.sorted(), "scans/passes never go back")
+        #expect(events.last?["method"] == .string(WorkerEvent.completed), "nothing after the terminal event")
+        for partial in list {
+            #expect(partial["width"] == completed?["width"] && partial["height"] == completed?["height"])
+            let data = try #require(partial["data"]?.stringValue.flatMap { Data(base64Encoded: $0) })
+            #expect(data.count == Int(partial["stride"]?.integerValue ?? 0) * Int(partial["height"]?.integerValue ?? 0))
+        }
+        // The final image is the whole-buffer decode of the same bytes.
+        let final = try #require(completed?["data"]?.stringValue.flatMap { Data(base64Encoded: $0) })
+        #expect(Array(final) == (try ImageDecoders.decode(try sample(file))).pixels)
+        worker.request(2, "status")
+        #expect(try await worker.response(2)["result"]?["decodes"] == 0, "the progressive decode served the final image")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func partialFilesAreReplacedInPlaceByTheFinalImage() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", [
+            "url": .string(server.url("/files/testimgp.jpg?chunk=300&delayMs=40")), "token": "f", "progressive": true,
+            "output": ["format": "png", "delivery": "file", "dir": .string(out.path), "partialIntervalMs": 0],
+        ])
+        let completed = try await worker.completion("f")["params"]
+        let list = partials(worker, "f")
+        #expect(!list.isEmpty)
+        let path = try #require(completed?["path"]?.stringValue)
+        #expect(list.allSatisfy { $0["path"]?.stringValue == path }, "one file, replaced atomically")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["testimgp.png"], "no temporary files left")
+        let written = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(try ImageDecoders.decode(written).pixels == (try ImageDecoders.decode(try sample("testimgp.jpg"))).pixels)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func coalescedProgressiveAndPlainTokensShareTheOneDecode() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let url = JSONValue.string(server.url("/files/testimgp.jpg?chunk=400&delayMs=30"))
+        worker.request(1, "download", ["url": url, "token": "prog", "progressive": true, "output": ["format": "png", "partialIntervalMs": 0]])
+        worker.request(2, "download", ["url": url, "token": "plain", "output": ["format": "gray"]])
+        worker.request(3, "download", ["url": url, "token": "late", "progressive": true, "output": ["format": "rgba"]])
+        for token: JSONValue in ["prog", "plain", "late"] {
+            #expect(try await worker.completion(token)["params"]?["outcome"] == "success")
+        }
+        #expect(partials(worker, "plain").isEmpty)
+        #expect(!partials(worker, "prog").isEmpty)
+        worker.request(4, "status")
+        #expect(try await worker.response(4)["result"]?["decodes"] == 0)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func cancellingAProgressiveTokenEndsItsPartialImages() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", [
+            "url": .string(server.url("/files/testimgp.jpg?chunk=100&delayMs=100")), "token": "c", "progressive": true,
+            "output": ["format": "rgba", "partialIntervalMs": 0],
+        ])
+        try await worker.waitFor("a partial image") { $0["method"] == .string(WorkerEvent.partialImage) }
+        worker.request(2, "cancel", ["token": "c"])
+        #expect(try await worker.completion("c")["params"]?["outcome"] == "cancelled")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(worker.events("c").last?["method"] == .string(WorkerEvent.completed))
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func progressiveNeedsADecodedFormat() async throws {
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": "http://127.0.0.1:9/x.jpg", "progressive": true])
+        #expect(try await worker.response(1)["error"]?["code"] == -32602)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+}
