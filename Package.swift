@@ -75,7 +75,7 @@ let package = Package(
         // Benchmarks (not tests): drives the built binary against the loopback server, prints figures.
         .executableTarget(
             name: "ImageWorkerBenchmark",
-            dependencies: ["ImageWorkerProtocol", "TestSupport"]
+            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "TestSupport"]
         ),
         // A misbehaving loopback HTTP server and helpers to drive the built binary.
         .target(

@@ -17,32 +17,17 @@ public enum ImageDecoders {
         .unsupported("\(format.rawValue.uppercased()) images are not decoded by this worker (JPEG and PNG are)")
     }
 
-    /// Decodes a complete buffer: JPEG with TurboJPEG (CMYK files through libjpeg), PNG with the
-    /// progressive reader fed once (the same pixels as libpng's simplified API).
+    /// Decodes a complete buffer: JPEG with TurboJPEG (CMYK files through libjpeg), PNG with
+    /// libpng's simplified API (the progressive reader gives the same pixels).
     public static func decode(_ data: [UInt8], options: DecodeOptions = DecodeOptions()) throws(DecodeError) -> DecodedImage {
         guard let format = ImageFormat.detect(data) else {
             throw data.isEmpty ? .corrupt("no image data") : .unsupported("unknown image format (no known signature)")
         }
         switch format {
         case .jpeg:
-            let result: Result<DecodedImage?, DecodeError> = data.withUnsafeBufferPointer { buffer in
-                var image = iw_image()
-                let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
-                let status = iw_tj_decode(buffer.baseAddress, buffer.count, layout, options.maxPixels, Int32(options.scaleDenominator), &image)
-                if status == 1 { return .success(nil) }  // CMYK: the libjpeg path
-                if status != 0 { return .failure(error(image)) }
-                defer { iw_free(image.pixels) }
-                let count = Int(image.width) * Int(image.height) * Int(image.channels)
-                return .success(
-                    DecodedImage(
-                        width: Int(image.width), height: Int(image.height), layout: options.layout,
-                        pixels: Array(UnsafeBufferPointer(start: image.pixels, count: count)),
-                        orientation: Int(iw_jpeg_scan_orientation(buffer.baseAddress, buffer.count)), format: .jpeg))
-            }
-            if let image = try result.get() { return image }
-            return try decodeIncrementally(data, format: .jpeg, options: options)
+            return try decodeJPEG(data, options: options)
         case .png:
-            return try decodeIncrementally(data, format: .png, options: options)
+            return try decodePNG(data, options: options)
         default:
             throw unsupported(format)
         }
@@ -86,6 +71,66 @@ public enum ImageDecoders {
         }
         let image = try decode(data, options: scaled)
         return ImageResampler.resize(image, width: target.width, height: target.height)
+    }
+
+    /// TurboJPEG straight into the returned array: no second bitmap, no copy.
+    static func decodeJPEG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
+        let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
+        let denominator = Int32(options.scaleDenominator)
+        var header = iw_image()
+        let status = data.withUnsafeBufferPointer { iw_tj_header($0.baseAddress, $0.count, layout, options.maxPixels, denominator, &header) }
+        if status == 1 { return try decodeIncrementally(data, format: .jpeg, options: options) }  // CMYK and the like
+        if status != 0 { throw error(header) }
+        let count = Int(header.width) * Int(header.height) * Int(header.channels)
+        var failure: DecodeError?
+        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var info = header
+            let result = data.withUnsafeBufferPointer {
+                iw_tj_decode_into($0.baseAddress, $0.count, layout, denominator, buffer.baseAddress, &info)
+            }
+            if result == 0 {
+                initialized = count
+            } else {
+                failure = error(info)
+                initialized = 0
+            }
+        }
+        if let failure { throw failure }
+        let orientation = data.withUnsafeBufferPointer { iw_jpeg_scan_orientation($0.baseAddress, $0.count) }
+        return DecodedImage(
+            width: Int(header.width), height: Int(header.height), layout: options.layout, pixels: pixels,
+            orientation: Int(orientation), format: .jpeg)
+    }
+
+    /// libpng's simplified API (the reference the progressive reader matches, and faster on a whole
+    /// buffer), straight into the returned array.
+    static func decodePNG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
+        guard let (width, height) = probeSize(data), width > 0, height > 0 else {
+            return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
+        }
+        if UInt64(width) * UInt64(height) > options.maxPixels {
+            throw .limit("image of \(width)x\(height) pixels exceeds the limit of \(options.maxPixels) pixels", width: width, height: height)
+        }
+        let capacity = width * height * 4
+        var failure: DecodeError?
+        var channels = 4
+        let pixels = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var info = iw_image()
+            let status = data.withUnsafeBufferPointer {
+                iw_png_decode_simplified_into(
+                    $0.baseAddress, $0.count, options.layout == .rgb ? 1 : 0, buffer.baseAddress, capacity, &info)
+            }
+            if status == 0 {
+                channels = Int(info.channels)
+                initialized = width * height * channels
+            } else {
+                failure = error(info)
+                initialized = 0
+            }
+        }
+        if let failure { throw failure }
+        let layout: PixelLayout = channels == 3 ? .rgb : .rgba
+        return DecodedImage(width: width, height: height, layout: layout, pixels: pixels, format: .png).converted(to: options.layout)
     }
 
     static func decodeIncrementally(_ data: [UInt8], format: ImageFormat, options: DecodeOptions) throws(DecodeError) -> DecodedImage {

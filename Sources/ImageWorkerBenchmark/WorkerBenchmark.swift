@@ -3,7 +3,9 @@ import ImageWorkerProtocol
 import Synchronization
 import TestSupport
 
-/// Prints the worker's figures (a benchmark, not a test: nothing here passes or fails):
+/// `image-worker-bench decode [CORPUS]` compares the decoders with the C anchors instead (see
+/// DecodeBenchmark). Otherwise it prints the worker's figures (a benchmark, not a test: nothing
+/// here passes or fails):
 /// request-to-`started` latency, messages per second through the protocol layer, and files/s,
 /// MB/s, CPU seconds and peak RSS for 1,000 small files from a loopback server at concurrency
 /// 6 and 32. Run it on the release build:
@@ -15,6 +17,16 @@ import TestSupport
 struct WorkerBenchmark {
     static func main() async throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "decode-once", arguments.count == 2 {
+            DecodeBenchmark.decodeOnce(arguments[1])
+            return
+        }
+        if arguments.first == "decode" {
+            let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let anchors = here.deletingLastPathComponent().appendingPathComponent("shared/bench").path
+            try DecodeBenchmark.run(corpus: arguments.count > 1 ? arguments[1] : "/tmp/image-worker-corpus", anchors: anchors)
+            return
+        }
         func option(_ name: String) -> String? {
             guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
             defer { arguments.removeSubrange(i...i + 1) }

@@ -19,11 +19,23 @@ typedef struct {
  * end of data, which is reported as truncation. */
 int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
 
+/* The same in two steps, so the caller can own the pixel buffer: the output size (after scaling)
+ * from the header (0, or 1 for "use the libjpeg path", or IW_FAILED with out->error set), then the
+ * decode into `pixels` of out->width * out->height * channels bytes. */
+int iw_tj_header(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
+int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, uint8_t *pixels, iw_image *out);
+
 /* A JPEG's size from its header (TurboJPEG, falling back to libjpeg); 0 on success. */
 int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height);
 
 /* libpng's simplified API, whole buffer, to 8-bit RGBA. */
 int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out);
+
+/* The same into the caller's `pixels` of `capacity` bytes: RGBA (width * height * 4), or, when
+ * `opaque_rgb` is set and the image has no alpha (nor tRNS), RGB (width * height * 3), which is the
+ * same as dropping the opaque alpha. out->channels says which; 0 or IW_FAILED. */
+int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque_rgb, uint8_t *pixels, size_t capacity,
+                                  iw_image *out);
 
 /* PNG encoding (libpng's simplified write API) of 8-bit pixels with 1 (gray), 3 (RGB) or 4 (RGBA)
  * channels. Returns 0 and a malloc'd buffer, or IW_FAILED with a message in `error`. */

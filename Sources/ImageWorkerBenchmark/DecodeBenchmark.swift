@@ -1,0 +1,190 @@
+import Foundation
+import ImageDecoding
+import Synchronization
+
+/// `image-worker-bench decode CORPUS`: the decoders against the C anchors of ../shared/bench, on
+/// the same files in the same run (make the corpus with ../shared/bench/make_corpus.py CORPUS).
+/// Prints throughput (1 thread and all cores), the incremental cost of 4000×3000 files fed in
+/// 64 KiB chunks with every partial image taken, and the peak memory of one 4000×3000 decode.
+enum DecodeBenchmark {
+    static func run(corpus: String, anchors: String) throws {
+        let sizes = URL(fileURLWithPath: corpus).appendingPathComponent("sizes")
+        guard FileManager.default.fileExists(atPath: sizes.path) else {
+            print("no \(sizes.path): make the corpus with python3 \(anchors)/make_corpus.py \(corpus)")
+            exit(2)
+        }
+        let tools = try buildAnchors(anchors)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        print("decode throughput, Mpixels/s (goal: ours ≥ 0.9 × anchor). The anchor reuses one output buffer")
+        print("(as tjbench does); with -alloc it takes a fresh one per image, as a worker handing out bitmaps must.")
+        print("file                      threads    ours   anchor   ratio   anchor-alloc   ratio")
+        for name in ["m1024_baseline.jpg", "m1024_progressive.jpg", "l4000_baseline.jpg", "l4000_progressive.jpg",
+                     "m1024_rgb.png", "m1024_rgba.png", "l4000_rgb.png", "l4000_interlaced.png"] {
+            let path = sizes.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            let bytes = Array(data)
+            let isJPEG = name.hasSuffix(".jpg")
+            var options = DecodeOptions()
+            // The anchors' output: TurboJPEG to packed RGB; libpng's simplified API to RGB or RGBA.
+            let anchorImage = try ImageDecoders.decode(bytes)
+            options.layout = isJPEG || name.contains("rgb.png") || name == "l4000_interlaced.png" ? .rgb : .rgba
+            if !isJPEG, anchorImage.pixels.enumerated().contains(where: { $0.offset % 4 == 3 && $0.element != 255 }) {
+                options.layout = .rgba  // the anchor keeps alpha when the file has it
+            }
+            for threads in Array(Set([1, cores])).sorted() {
+                let ours = throughput(bytes, options: options, threads: threads, pixels: anchorImage.width * anchorImage.height)
+                let tool = tools[isJPEG ? "tjdec" : "pngdec"]!
+                let anchor = anchorFigure(tool, ["-t", "\(threads)", "-s", "2", path])
+                let fresh = anchorFigure(tool, ["-t", "\(threads)", "-s", "2", "-alloc", path])
+                print(String(format: "%-24@ %7d %7.1f %8.1f %7.2f %14.1f %7.2f", name as NSString, threads, ours, anchor,
+                             ours / max(anchor, 0.001), fresh, ours / max(fresh, 0.001)))
+            }
+        }
+        print("\nincremental cost: 64 KiB chunks, every partial image taken, CPU time / one whole decode (goal ≤ 1.5):")
+        for name in ["l4000_progressive.jpg", "l4000_interlaced.png"] {
+            let path = sizes.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            let bytes = Array(data)
+            let format = name.hasSuffix(".jpg") ? ImageFormat.jpeg : .png
+            let whole = median((0..<3).map { _ in cpuTime { _ = try? ImageDecoders.decode(bytes) } })
+            var partials = 0
+            let incremental = median((0..<3).map { _ in
+                cpuTime {
+                    partials = 0
+                    guard let decoder = try? ImageDecoders.makeIncremental(for: format) else { return }
+                    var offset = 0
+                    while offset < bytes.count {
+                        let end = min(bytes.count, offset + 65536)
+                        let progress = (try? decoder.feed(Array(bytes[offset..<end]), isLast: end == bytes.count)) ?? []
+                        if progress.contains(.pixels), decoder.currentImage() != nil { partials += 1 }
+                        offset = end
+                    }
+                }
+            })
+            let anchor = format == .jpeg
+                ? anchorRatio(tools["jpeg_incr"]!, ["-chunk", "65536", "-r", "3", path])
+                : anchorRatio(tools["png_incr"]!, ["-chunk", "65536", "-r", "3", path])
+            print(String(format: "%-24@ ours %.2f× (%d partial images, whole decode %.3f s); one-pass C anchor %.2f×",
+                         name as NSString, incremental / whole, partials, whole, anchor))
+            if format == .jpeg {
+                let prefix = anchorRatio(tools["tjdec"]!, ["-prefix", "65536", "-r", "3", path])
+                print(String(format: "%-24@ re-decoding every received prefix instead (what the iOS libraries do): %.1f×", "" as NSString, prefix))
+            }
+        }
+        print("\npeak memory of one 4000×3000 decode to RGBA (goal ≤ 1.3 × (bitmap + compressed bytes)):")
+        for name in ["l4000_baseline.jpg", "l4000_progressive.jpg", "l4000_interlaced.png"] {
+            let path = sizes.appendingPathComponent(name).path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { continue }
+            let compressed = (attributes[.size] as? Int) ?? 0
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["decode-once", path]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let fields = text.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            guard fields.count == 3 else { continue }
+            let (grown, width, height) = (fields[0], fields[1], fields[2])
+            let budget = width * height * 4 + Double(compressed)
+            print(String(format: "%-24@ %.1f MB over the process baseline; bitmap + compressed %.1f MB; ratio %.2f",
+                         name as NSString, grown / 1e6, budget / 1e6, grown / budget))
+        }
+    }
+
+    /// `decode-once FILE`: read, decode to RGBA, print the peak RSS growth (bytes), width, height.
+    static func decodeOnce(_ path: String) {
+        let data = FileManager.default.contents(atPath: path).map(Array.init) ?? []
+        let before = peakRSS()
+        let image = try? ImageDecoders.decode(data)
+        let after = peakRSS()
+        print(after - before + Double(data.count), image?.width ?? 0, image?.height ?? 0)
+    }
+
+    static func peakRSS() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
+        return (Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    }
+
+    static func throughput(_ bytes: [UInt8], options: DecodeOptions, threads: Int, pixels: Int) -> Double {
+        let seconds = 2.0
+        let counts = LockedCounter()
+        let group = DispatchGroup()
+        let start = Date()
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                _ = try? ImageDecoders.decode(bytes, options: options)  // warm-up
+                var n = 0
+                while Date().timeIntervalSince(start) < seconds {
+                    _ = try? ImageDecoders.decode(bytes, options: options)
+                    n += 1
+                }
+                counts.add(n)
+                group.leave()
+            }
+        }
+        group.wait()
+        return Double(counts.value) * Double(pixels) / 1e6 / Date().timeIntervalSince(start)
+    }
+
+    static func cpuTime(_ body: () -> Void) -> Double {
+        var a = timespec()
+        var b = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a)
+        body()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b)
+        return Double(b.tv_sec - a.tv_sec) + Double(b.tv_nsec - a.tv_nsec) / 1e9
+    }
+
+    static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+    /// Compiles the C anchors of ../shared/bench into a temporary directory.
+    static func buildAnchors(_ directory: String) throws -> [String: String] {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("image-worker-anchors")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        var tools: [String: String] = [:]
+        for (name, libraries) in [("tjdec", ["-lturbojpeg", "-lpthread"]), ("pngdec", ["-lpng16", "-lpthread"]),
+                                  ("jpeg_incr", ["-ljpeg"]), ("png_incr", ["-lpng16"])] {
+            let binary = out.appendingPathComponent(name).path
+            let cc = Process()
+            cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            cc.arguments = ["cc", "-O2", "-o", binary, "\(directory)/\(name).c"] + libraries
+            try cc.run()
+            cc.waitUntilExit()
+            guard cc.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+            tools[name] = binary
+        }
+        return tools
+    }
+
+    static func anchorJSON(_ tool: String, _ arguments: [String]) -> [String: Any] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return [:] }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    }
+
+    static func anchorFigure(_ tool: String, _ arguments: [String]) -> Double {
+        (anchorJSON(tool, arguments)["mpix_s"] as? NSNumber)?.doubleValue ?? 0
+    }
+
+    static func anchorRatio(_ tool: String, _ arguments: [String]) -> Double {
+        (anchorJSON(tool, arguments)["ratio"] as? NSNumber)?.doubleValue ?? 0
+    }
+}
+
+final class LockedCounter: Sendable {
+    private let total = Synchronization.Mutex(0)
+    func add(_ n: Int) { total.withLock { $0 += n } }
+    var value: Int { total.withLock { $0 } }
+}
