@@ -1,3 +1,5 @@
+internal import CImageCodecs
+
 /// How pixels are laid out: 8 bits per channel, rows top to bottom, no padding.
 public enum PixelLayout: String, Sendable, CaseIterable {
     case rgba, rgb, gray
@@ -85,6 +87,19 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupported(let m): return m
         case .limit(let m, _, _): return m
         case .outOfMemory(let m): return m
+        }
+    }
+}
+
+extension DecodeError {
+    /// The C layer's error kinds (iw_jpeg.h), as errors.
+    init(kind: Int, message: String, width: Int, height: Int, format: String) {
+        switch kind {
+        case Int(IW_ERR_UNSUPPORTED): self = .unsupported("unsupported \(format): \(message)")
+        case Int(IW_ERR_LIMIT): self = .limit(message, width: width, height: height)
+        case Int(IW_ERR_TRUNCATED): self = .truncated(message)
+        case Int(IW_ERR_MEMORY): self = .outOfMemory(message)
+        default: self = .corrupt(message)
         }
     }
 }

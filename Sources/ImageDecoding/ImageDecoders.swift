@@ -143,13 +143,9 @@ public enum ImageDecoders {
     static func error(_ image: iw_image) -> DecodeError {
         var copy = image
         let message = withUnsafeBytes(of: &copy.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        switch Int(image.error_kind) {
-        case Int(IW_ERR_UNSUPPORTED): return .unsupported("unsupported JPEG: \(message)")
-        case Int(IW_ERR_LIMIT): return .limit(message, width: Int(image.image_width), height: Int(image.image_height))
-        case Int(IW_ERR_TRUNCATED): return .truncated(message)
-        case Int(IW_ERR_MEMORY): return .outOfMemory(message)
-        default: return .corrupt(message)
-        }
+        return DecodeError(
+            kind: Int(image.error_kind), message: message, width: Int(image.image_width), height: Int(image.image_height),
+            format: "JPEG")
     }
 
     /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches.

@@ -38,14 +38,9 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     }
 
     private func error() -> DecodeError {
-        let message = String(cString: iw_jpeg_error(handle))
-        switch Int(iw_jpeg_error_kind(handle)) {
-        case Int(IW_ERR_UNSUPPORTED): return .unsupported("unsupported JPEG: \(message)")
-        case Int(IW_ERR_LIMIT): return .limit(message, width: Int(iw_jpeg_image_width(handle)), height: Int(iw_jpeg_image_height(handle)))
-        case Int(IW_ERR_TRUNCATED): return .truncated(message)
-        case Int(IW_ERR_MEMORY): return .outOfMemory(message)
-        default: return .corrupt(message)
-        }
+        DecodeError(
+            kind: Int(iw_jpeg_error_kind(handle)), message: String(cString: iw_jpeg_error(handle)),
+            width: Int(iw_jpeg_image_width(handle)), height: Int(iw_jpeg_image_height(handle)), format: "JPEG")
     }
 
     public var size: (width: Int, height: Int)? {

@@ -33,13 +33,9 @@ public final class PNGDecoder: IncrementalImageDecoder {
     }
 
     private func error() -> DecodeError {
-        let message = String(cString: iw_png_error(handle))
-        switch Int(iw_png_error_kind(handle)) {
-        case Int(IW_ERR_LIMIT): return .limit(message, width: Int(iw_png_width(handle)), height: Int(iw_png_height(handle)))
-        case Int(IW_ERR_TRUNCATED): return .truncated(message)
-        case Int(IW_ERR_MEMORY): return .outOfMemory(message)
-        default: return .corrupt(message)
-        }
+        DecodeError(
+            kind: Int(iw_png_error_kind(handle)), message: String(cString: iw_png_error(handle)),
+            width: Int(iw_png_width(handle)), height: Int(iw_png_height(handle)), format: "PNG")
     }
 
     public var size: (width: Int, height: Int)? {

@@ -435,18 +435,15 @@ public actor Downloader<Delivered: Sendable> {
         fetches[id]!.attemptTask = nil
         var failure: DownloadFailure?
         if let error {
-            if let f = error as? DownloadFailure {
-                failure = f
-            } else if fetches[id]!.timedOut {
+            if fetches[id]!.timedOut {
+                // The idle watchdog stopped the attempt: whatever the loader threw on the way out.
                 failure = .network(.timeout, "no data for \(fetches[id]!.timeoutMs ?? configuration.timeoutMs) ms")
+            } else if let f = error as? DownloadFailure {
+                failure = f
             } else if error is CancellationError {
                 failure = .network(.io, "the transfer was cancelled")
             } else {
                 failure = .network(.connection, String(describing: error))
-            }
-            if case .network(let reason, _) = failure!, reason == .timeout, fetches[id]!.timedOut {
-                let timeout = fetches[id]!.timeoutMs ?? configuration.timeoutMs
-                failure = .network(.timeout, "no data for \(timeout) ms")
             }
         } else {
             let fetch = fetches[id]!

@@ -44,7 +44,7 @@ struct WorkerBenchmark {
 
         let server = try await TestHTTPServer.start()
         var corpusBytes = 0
-        var rng = SplitMix64(seed: 1234)
+        var rng = SplitMix(seed: 1234)
         for i in 0..<fileCount {
             let size = corpusSize(&rng)
             corpusBytes += size
@@ -70,7 +70,7 @@ struct WorkerBenchmark {
     }
 
     /// Sizes like a page of web images: mostly 20–150 KB, a few large ones, mean about 96 KB.
-    static func corpusSize(_ rng: inout SplitMix64) -> Int {
+    static func corpusSize(_ rng: inout SplitMix) -> Int {
         let u = Double(rng.next() % 1_000_000) / 1_000_000
         return Int(8_000 + 60_000 * -log(1 - u * 0.999) * 1.45)
     }
@@ -151,17 +151,5 @@ struct WorkerBenchmark {
         _ = try await client.finish()
         print(String(format: "%11d %9.0f %9.1f %8.2f %14.2f %13.1f%@", concurrency, Double(files) / seconds, Double(bytes) / 1e6 / seconds,
                      seconds, usage.cpuSeconds, usage.peakRSSMB, failures > 0 ? "   (\(failures) failed!)" as NSString : "" as NSString))
-    }
-}
-
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -116,12 +116,7 @@ public final class WorkerServer: Sendable {
     }
 
     private func waitUntilIdle(atMost limit: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.downloader.waitUntilIdle() }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
-        }
+        await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
     }
 
     private func serve(_ input: InputReader) async -> Int32? {

@@ -1,4 +1,5 @@
 import ImageDownloader
+import TestSupport
 import Testing
 
 @Suite struct FetchOperationTests {

@@ -99,22 +99,11 @@ public final class CookieJar: Sendable {
                     cookie.expires = now.addingTimeInterval(TimeInterval(max(seconds, 0) == 0 ? -1 : seconds))
                 }
             case "expires":
-                if !maxAgeSeen, let date = parseDate(argument) { cookie.expires = date }
+                if !maxAgeSeen, let date = HTTPDate.parse(argument) { cookie.expires = date }
             default:
                 break
             }
         }
         return cookie
-    }
-
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE, dd-MMM-yyyy HH:mm:ss zzz"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
     }
 }

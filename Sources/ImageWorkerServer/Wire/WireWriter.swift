@@ -110,12 +110,7 @@ public final class WireWriter: Sendable {
 
     /// `flush`, giving up after `timeout`.
     public func flush(timeout: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.flush() }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
-            group.cancelAll()
-        }
+        await withTimeLimit(timeout) { await self.flush() }
     }
 
     public var statistics: (written: Int, replaced: Int) {
