@@ -286,7 +286,7 @@ public final class WorkerServer: Sendable {
             ]
         }
         let (shuttingDown, framing) = (session.withLock { $0.shutdownRequested }, writer.framing)
-        let decodesStarted = await decodes.decodesStarted
+        let decodesStarted = await decodes.decodesStarted + progressive.decodesStarted
         return RPCReply([
             "queued": JSONValue(s.queuedTokens),
             "running": JSONValue(s.runningTokens),

@@ -25,6 +25,10 @@ final class ProgressiveDecodes: Sendable {
 
     private let registry = LockedState<(next: UInt64, tokens: [DownloadToken: Registration])>((0, [:]))
     private let sessions = LockedState<[Int: Session]>([:])
+    private let started = LockedState(0)
+
+    /// Progressive decodes started since start.
+    var decodesStarted: Int { started.withLock { $0 } }
     private let writer: WireWriter
     private let settings: LockedState<DecodeSettings>
 
@@ -60,6 +64,7 @@ final class ProgressiveDecodes: Sendable {
                 if let existing = all[fetchID] { return existing }
                 let created = Session(fetchID: fetchID)
                 all[fetchID] = created
+                started.withLock { $0 += 1 }
                 return created
             }
             let settings = self.settings.withLock { $0 }
