@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job with no network beyond loopback: serve samples/ on 127.0.0.1, download every
-# sample through image-worker into a fresh directory, and print the events as they arrive.
+# sample through image-worker into a fresh directory (and one decoded to PNG), and print the events
+# as they arrive.
 #   scripts/demo.sh            (builds the debug binary first if it is missing)
 #   IMAGE_WORKER=path/to/image-worker scripts/demo.sh
 set -euo pipefail
@@ -27,6 +28,10 @@ done
         printf '{"jsonrpc":"2.0","method":"download","params":{"token":"%s","url":"http://127.0.0.1:%s/%s","output":{"delivery":"file","dir":"%s"}}}\n' \
             "$name" "$port" "$name" "$out"
     done
+    # The same progressive JPEG decoded (libjpeg-turbo) and delivered as a PNG, with partial images
+    # if the bytes arrive slowly enough to show any.
+    printf '{"jsonrpc":"2.0","method":"download","params":{"token":"decoded","url":"http://127.0.0.1:%s/testimgp.jpg","progressive":true,"output":{"format":"png","delivery":"file","dir":"%s"}}}\n' \
+        "$port" "$out"
     printf '{"jsonrpc":"2.0","method":"download","params":{"token":"missing","url":"http://127.0.0.1:%s/no-such-image.jpg"}}\n' "$port"
 } | "$bin"
 
