@@ -141,14 +141,15 @@ int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque
     return 0;
 }
 
-int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, uint8_t **bytes,
-                  size_t *length, char error[256]) {
+int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
+                  uint8_t **bytes, size_t *length, char error[256]) {
     png_image image;
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
     image.width = width;
     image.height = height;
     image.format = channels == 4 ? PNG_FORMAT_RGBA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    if (fast) image.flags |= PNG_IMAGE_FLAG_FAST;
     png_alloc_size_t size = 0;
     if (!png_image_write_to_memory(&image, NULL, &size, 0, pixels, (png_int_32)stride, NULL)) {
         snprintf(error, 256, "%s", image.message);

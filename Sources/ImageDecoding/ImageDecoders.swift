@@ -163,8 +163,9 @@ public enum ImageDecoders {
         return try result.get()
     }
 
-    /// PNG bytes of an image (libpng's simplified write API).
-    public static func encodePNG(_ image: DecodedImage) throws(DecodeError) -> [UInt8] {
+    /// PNG bytes of an image (libpng's simplified write API); `fast` compresses less, for
+    /// transient images such as partial ones.
+    public static func encodePNG(_ image: DecodedImage, fast: Bool = false) throws(DecodeError) -> [UInt8] {
         var bytes: UnsafeMutablePointer<UInt8>?
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
@@ -172,7 +173,7 @@ public enum ImageDecoders {
             message.withUnsafeMutableBufferPointer { text in
                 iw_png_encode(
                     pixels.baseAddress, UInt32(image.width), UInt32(image.height), Int32(image.layout.channels), image.stride,
-                    &bytes, &length, text.baseAddress)
+                    fast ? 1 : 0, &bytes, &length, text.baseAddress)
             }
         }
         guard status == 0, let bytes else {

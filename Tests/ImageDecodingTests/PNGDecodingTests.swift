@@ -100,11 +100,13 @@ struct PNGDecodingTests {
             let image = try ImageDecoders.decode(try Corpora.bytes(path))
             for layout in PixelLayout.allCases {
                 let converted = image.converted(to: layout)
-                let encoded = try ImageDecoders.encodePNG(converted)
-                #expect(ImageFormat.detect(encoded) == .png)
-                var options = DecodeOptions()
-                options.layout = layout
-                #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(path) as \(layout)")
+                for fast in [false, true] {
+                    let encoded = try ImageDecoders.encodePNG(converted, fast: fast)
+                    #expect(ImageFormat.detect(encoded) == .png)
+                    var options = DecodeOptions()
+                    options.layout = layout
+                    #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(path) as \(layout), fast \(fast)")
+                }
             }
         }
     }

@@ -94,8 +94,9 @@ enum OutputDelivery {
         try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
-    /// `render`, on the calling thread (already off the network and cooperative threads).
-    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
+    /// `render`, on the calling thread (already off the network and cooperative threads). Partial
+    /// images (`partial`) are compressed less: the next one replaces them.
+    static func renderNow(_ image: DecodedImage, spec: OutputSpec, partial: Bool = false) throws(DownloadFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
         var fields: JSONObject = [
             "width": JSONValue(upright.width), "height": JSONValue(upright.height),
@@ -103,7 +104,9 @@ enum OutputDelivery {
         ]
         if spec.format == .png {
             let png: [UInt8]
-            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright) } catch { throw .output(error.description, path: nil) }
+            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright, fast: partial) } catch {
+                throw .output(error.description, path: nil)
+            }
             fields["mimeType"] = "image/png"
             return Rendered(fields: fields, payload: ByteBuffer(bytes: png), mimeType: "image/png", fileExtension: "png")
         }

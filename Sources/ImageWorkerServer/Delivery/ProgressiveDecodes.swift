@@ -106,7 +106,7 @@ final class ProgressiveDecodes: Sendable {
         for (token, registration) in due {
             let spec = registration.spec
             let fitted = OutputDelivery.fitted(image, spec: spec)
-            guard let rendered = try? OutputDelivery.renderNow(fitted, spec: spec) else { continue }
+            guard let rendered = try? OutputDelivery.renderNow(fitted, spec: spec, partial: true) else { continue }
             var params: JSONObject = ["token": token.json, "sequence": JSONValue(registration.sequence + 1)]
             for (key, value) in rendered.fields { params[key] = value }
             params["filledRows"] = JSONValue(image.height > 0 ? filled * fitted.height / image.height : 0)
