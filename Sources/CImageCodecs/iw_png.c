@@ -1,6 +1,7 @@
 /* Progressive PNG decoding with libpng's push reader. libpng's errors longjmp back to the setjmp
  * in iw_png_feed, in this file; nothing crosses a Swift frame. */
 #include "iw_png.h"
+#include "iw_whole.h"
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -103,16 +104,11 @@ static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
 
 /* The simplified API over the kept bytes, into the pixel buffer. */
 static void decode_kept(struct iw_png *d) {
-    png_image image;
-    memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&image, d->kept, d->kept_len)) fail_now(d, IW_ERR_CORRUPT, image.message);
-    image.format = PNG_FORMAT_RGBA;
-    if (image.width != d->width || image.height != d->height) {
-        png_image_free(&image);
-        fail_now(d, IW_ERR_CORRUPT, "inconsistent image size");
+    iw_image result;
+    if (iw_png_decode_simplified_into(d->kept, d->kept_len, 0, d->pixels, (size_t)d->width * d->height * 4, &result) != 0
+        || result.width != d->width || result.height != d->height) {
+        fail_now(d, IW_ERR_CORRUPT, result.error_kind ? result.error : "inconsistent image size");
     }
-    if (!png_image_finish_read(&image, NULL, d->pixels, 0, NULL)) fail_now(d, IW_ERR_CORRUPT, image.message);
 }
 
 static void on_end(png_structp png, png_infop info) {

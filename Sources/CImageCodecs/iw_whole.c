@@ -64,20 +64,6 @@ int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int 
     return 0;
 }
 
-int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out) {
-    int status = iw_tj_header(data, length, layout, max_pixels, scale_denom, out);
-    if (status != 0) return status;
-    size_t size = (size_t)out->width * out->height * (size_t)out->channels;
-    out->pixels = malloc(size ? size : 1);
-    if (!out->pixels) return set_error(out, IW_ERR_MEMORY, "out of memory for the pixel buffer");
-    if (iw_tj_decode_into(data, length, layout, scale_denom, out->pixels, out) != 0) {
-        free(out->pixels);
-        out->pixels = NULL;
-        return IW_FAILED;
-    }
-    return 0;
-}
-
 int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height) {
     iw_jpeg *d = iw_jpeg_create(IW_RGB, 0, 0, 1);
     if (!d) return IW_FAILED;
@@ -97,27 +83,24 @@ int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pi
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&image, data, length)) return set_error(out, IW_ERR_CORRUPT, image.message);
-    if (max_pixels && (uint64_t)image.width * image.height > max_pixels) {
+    uint32_t width = image.width, height = image.height;
+    png_image_free(&image);
+    if (max_pixels && (uint64_t)width * height > max_pixels) {
         char message[160];
-        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", image.width,
-                 image.height, (unsigned long long)max_pixels);
-        png_image_free(&image);
+        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", width, height,
+                 (unsigned long long)max_pixels);
+        out->image_width = width;
+        out->image_height = height;
         return set_error(out, IW_ERR_LIMIT, message);
     }
-    image.format = PNG_FORMAT_RGBA;
-    out->pixels = malloc(PNG_IMAGE_SIZE(image) ? PNG_IMAGE_SIZE(image) : 1);
-    if (!out->pixels) {
-        png_image_free(&image);
-        return set_error(out, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    size_t size = (size_t)width * height * 4;
+    uint8_t *pixels = malloc(size ? size : 1);
+    if (!pixels) return set_error(out, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    if (iw_png_decode_simplified_into(data, length, 0, pixels, size, out) != 0) {
+        free(pixels);
+        return IW_FAILED;
     }
-    if (!png_image_finish_read(&image, NULL, out->pixels, 0, NULL)) {
-        free(out->pixels);
-        out->pixels = NULL;
-        return set_error(out, IW_ERR_CORRUPT, image.message);
-    }
-    out->width = out->image_width = image.width;
-    out->height = out->image_height = image.height;
-    out->channels = 4;
+    out->pixels = pixels;
     return 0;
 }
 

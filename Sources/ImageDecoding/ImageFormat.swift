@@ -43,7 +43,4 @@ public enum ImageFormat: String, Sendable, CaseIterable {
         default: return rawValue
         }
     }
-
-    /// Whether this worker decodes it.
-    public var isDecodable: Bool { self == .jpeg || self == .png }
 }

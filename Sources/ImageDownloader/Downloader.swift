@@ -225,8 +225,6 @@ public actor Downloader<Delivered: Sendable> {
 
     public func clearFailedURLs() { failedURLs.removeAll() }
 
-    public func isLive(_ token: DownloadToken) -> Bool { tokens[token] != nil }
-
     public var liveTokenCount: Int { tokens.count }
 
     public func status() -> Status {

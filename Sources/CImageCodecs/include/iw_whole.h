@@ -13,15 +13,11 @@ typedef struct {
     char error[256];
 } iw_image;
 
-/* TurboJPEG (2.x API) whole-buffer decode. Returns 0 and fills `out`, or returns IW_FAILED with
- * out->error_kind set; returns 1 when TurboJPEG cannot take the file (CMYK, a header it cannot
- * classify) and the libjpeg path must be used. Corrupt-data warnings are accepted, as djpeg does, except a premature
- * end of data, which is reported as truncation. */
-int iw_tj_decode(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
-
-/* The same in two steps, so the caller can own the pixel buffer: the output size (after scaling)
- * from the header (0, or 1 for "use the libjpeg path", or IW_FAILED with out->error set), then the
- * decode into `pixels` of out->width * out->height * channels bytes. */
+/* TurboJPEG (2.x API) whole-buffer decoding into the caller's buffer, in two steps: the output
+ * size (after scaling) from the header: 0, or 1 when TurboJPEG cannot take the file (CMYK, a header
+ * it cannot classify) and the libjpeg path must be used, or IW_FAILED with out->error set; then the
+ * decode into `pixels` of out->width * out->height * channels bytes. Corrupt-data warnings are
+ * accepted, as djpeg does, except a premature end of data, which is reported as truncation. */
 int iw_tj_header(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
 int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, uint8_t *pixels, iw_image *out);
 

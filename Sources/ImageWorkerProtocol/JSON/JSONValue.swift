@@ -51,8 +51,6 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
-    public var isNull: Bool { self == .null }
-
     /// A short name of the value's type, for error messages.
     public var typeName: String {
         switch self {

@@ -28,8 +28,6 @@ public final class WireWriter: Sendable {
         var closed = false
         var capacityWaiters: [CheckedContinuation<Void, Never>] = []
         var flushWaiters: [CheckedContinuation<Void, Never>] = []
-        var messagesWritten = 0
-        var messagesReplaced = 0
 
         var isDrained: Bool { head == slots.count && !writing }
     }
@@ -59,8 +57,6 @@ public final class WireWriter: Sendable {
         set { state.withLock { $0.framing = newValue } }
     }
 
-    public var isClosed: Bool { state.withLock { $0.closed } }
-
     /// Queues one message. With a `replaceKey`, an unsent message with the same key is replaced
     /// in place by this newer one: under pressure, or always with `alwaysReplace` (partial
     /// images: at most one waits per token).
@@ -74,7 +70,6 @@ public final class WireWriter: Sendable {
             {
                 s.pendingBytes += bytes.count - old.bytes.count
                 s.slots[index] = Pending(bytes: bytes, replaceKey: replaceKey)
-                s.messagesReplaced += 1
                 return
             }
             if let replaceKey { s.replaceIndex[replaceKey] = s.slots.count }
@@ -113,10 +108,6 @@ public final class WireWriter: Sendable {
         await withTimeLimit(timeout) { await self.flush() }
     }
 
-    public var statistics: (written: Int, replaced: Int) {
-        state.withLock { ($0.messagesWritten, $0.messagesReplaced) }
-    }
-
     private func run() {
         while true {
             wake.wait()
@@ -150,7 +141,6 @@ public final class WireWriter: Sendable {
     private func finishWrite() {
         let (capacity, flushed) = state.withLock { s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>]) in
             s.writing = false
-            s.messagesWritten += 1
             if s.head == s.slots.count {
                 s.slots.removeAll(keepingCapacity: s.slots.count < 4096)
                 s.head = 0
