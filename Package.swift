@@ -63,11 +63,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The `image-worker` executable.
+        // `image-worker get`: the worker in process, driven for a person (progress bars, result lines).
+        .target(
+            name: "ImageWorkerConsole",
+            dependencies: [
+                "ImageWorkerProtocol",
+                "ImageWorkerServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `image-worker` executable: `serve` (the protocol, the default) and `get`.
         .executableTarget(
             name: "ImageWorkerCLI",
             dependencies: [
                 "ImageWorkerServer",
+                "ImageWorkerConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -104,6 +114,10 @@ let package = Package(
         .testTarget(
             name: "ImageDecodingTests",
             dependencies: ["ImageDecoding"]
+        ),
+        .testTarget(
+            name: "ImageWorkerConsoleTests",
+            dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol"]
         ),
         .testTarget(
             name: "EndToEndTests",

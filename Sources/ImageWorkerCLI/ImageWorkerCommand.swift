@@ -1,118 +1,29 @@
 import ArgumentParser
-import Dispatch
-import Foundation
-import ImageDownloader
 import ImageWorkerServer
-import Logging
-import Synchronization
 
 @main
 struct ImageWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "image-worker",
-        abstract: "Download images for another program, driven by JSON-RPC 2.0 over stdin/stdout.",
+        abstract: "Download images for another program (JSON-RPC 2.0 over stdin/stdout), or for a person (get).",
         discussion: """
-            With no subcommand, image-worker serves the protocol: one JSON-RPC 2.0 message per line on \
-            stdin (or LSP Content-Length framing, detected from the first byte), events and responses on \
-            stdout, logs on stderr. See protocol/SPEC.md. Example:
+            Two modes.
+
+            Serving the protocol (the default, with no subcommand, or `serve`): one JSON-RPC 2.0 \
+            message per line on stdin (or LSP Content-Length framing, detected from the first byte), \
+            events and responses on stdout, logs on stderr. See protocol/SPEC.md. Example:
 
               printf '%s\\n' '{"jsonrpc":"2.0","method":"download","params":{"token":"a","url":"http://127.0.0.1:8000/a.jpg"}}' | image-worker
+
+            Downloading for a person (`get`): URLs on the command line, files into a directory, a \
+            progress bar per download on a terminal, one result line per URL. Example:
+
+              image-worker get -o images -j 8 --progressive https://example.org/a.jpg https://example.org/b.png
+
+            `image-worker help serve` and `image-worker help get` list each mode's options.
             """,
         version: WorkerServer.version,
-        subcommands: [Serve.self],
+        subcommands: [Serve.self, Get.self],
         defaultSubcommand: Serve.self
     )
-}
-
-struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Serve the JSON-RPC protocol on stdin/stdout (the default).")
-
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "warning"
-
-    @Option(help: "At the end of stdin: drain (finish in-flight downloads) or cancel them.")
-    var onEOF: String = "drain"
-
-    @Option(help: "Allow file:// URLs below this directory (refused otherwise).")
-    var fileRoot: String?
-
-    @Option(help: "Downloads running at once (default 6; also settable with configure).")
-    var maxConcurrentDownloads: Int?
-
-    @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
-    var timeoutMs: Int64?
-
-    @Option(help: "Largest response body accepted, in bytes (default 268435456).")
-    var maxBodyBytes: Int64?
-
-    @Option(help: "Largest input message, in bytes; longer ones get a -32700 error (default 16777216).")
-    var maxMessageBytes: Int?
-
-    func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
-        guard EOFPolicy(rawValue: onEOF) != nil else { throw ValidationError("--on-eof must be drain or cancel") }
-        if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
-        if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
-        if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
-        if let m = maxMessageBytes, m < 1024 { throw ValidationError("--max-message-bytes must be at least 1024") }
-        if let root = fileRoot {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw ValidationError("--file-root \(root) is not a directory")
-            }
-        }
-    }
-
-    func run() async throws {
-        // The wire gets a private copy of stdout; fd 1 becomes stderr, so a stray print() or a C
-        // library's output can never corrupt the protocol.
-        signal(SIGPIPE, SIG_IGN)
-        let wireFD = dup(STDOUT_FILENO)
-        guard wireFD >= 0 else { throw ValidationError("cannot duplicate stdout") }
-        _ = fcntl(wireFD, F_SETFD, FD_CLOEXEC)
-        dup2(STDERR_FILENO, STDOUT_FILENO)
-
-        let level = Logger.Level(rawValue: logLevel)!
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "image-worker")
-
-        var options = WorkerOptions()
-        options.onEOF = EOFPolicy(rawValue: onEOF)!
-        options.fileRoot = fileRoot
-        if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
-        if let t = timeoutMs { options.configuration.timeoutMs = t }
-        if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
-        if let m = maxMessageBytes { options.maxMessageBytes = m }
-
-        let server = WorkerServer(options: options, wireFD: wireFD, logger: logger)
-        let signals = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            let received = LockedFlag()
-            source.setEventHandler {
-                // A second signal while stopping means "now".
-                if received.testAndSet() { _exit(128 + number) }
-                server.requestTermination()
-            }
-            source.resume()
-            return source
-        }
-        let input = InputReader(fd: STDIN_FILENO, maximumMessageBytes: options.maxMessageBytes)
-        let code = await server.run(input: input)
-        withExtendedLifetime(signals) {}
-        Foundation.exit(code)
-    }
-}
-
-/// A flag set once, from any thread.
-final class LockedFlag: Sendable {
-    private let value = Synchronization.Mutex(false)
-    func testAndSet() -> Bool { value.withLock { old in defer { old = true }; return old } }
 }

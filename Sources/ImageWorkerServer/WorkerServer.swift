@@ -106,6 +106,12 @@ public final class WorkerServer: Sendable {
         return code
     }
 
+    /// Releases the HTTP client (its connections and threads). For a worker run inside a longer
+    /// process, after `run` returned; the protocol's process simply exits.
+    public func close() async {
+        try? await httpClient.shutdown()
+    }
+
     private func stop(reason: String, exitCode: Int32) async -> Int32 {
         logger.info("stopping", metadata: ["reason": "\(reason)"])
         session.withLock { $0.terminating = true }

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import ImageWorkerConsole
+import Logging
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download URLs into a directory, for people: progress bars, one result line per URL.",
+        discussion: """
+            The same engine as the protocol, run in this process. Each URL's result goes to stdout as \
+            one line ("ok URL -> PATH (…)", "failed URL: Name: message" or "cancelled URL"), progress \
+            bars to stderr when it is a terminal, a summary line to stderr at the end. The exit status \
+            is 0 when every URL was downloaded, 1 when any failed, 130 after Ctrl-C.
+
+            With --json, stdout carries the worker's events instead (NDJSON, as in protocol/SPEC.md; \
+            tokens are "1", "2", … in the order of the URLs) and stderr stays quiet. Example:
+
+              image-worker get --json -o /tmp/images https://example.org/a.jpg \\
+                | jq -r 'select(.method == "download/completed") | .params | "\\(.outcome) \\(.path // .error.message)"'
+            """)
+
+    @Argument(help: "The URLs to download (http, https).")
+    var urls: [String]
+
+    @Option(name: [.short, .customLong("output")], help: "Directory to write into (created when missing).")
+    var output: String = "."
+
+    @Flag(help: "Write partial images while the bytes arrive (implies --format png unless a decoded format is given).")
+    var progressive = false
+
+    @Option(help: "Priority of these downloads: veryLow, low, normal, high, veryHigh.")
+    var priority: String = "normal"
+
+    @Option(name: [.short, .customLong("jobs")], help: "Downloads running at once.")
+    var jobs: Int = 6
+
+    @Option(help: "original (the bytes as downloaded), png, rgba, rgb or gray (decoded).")
+    var format: String?
+
+    @Option(help: "Decoded formats: scale down so the longest side is at most this many pixels.")
+    var maxPixelSize: Int?
+
+    @Flag(help: "Replace files of the same name (default: name-1.ext, name-2.ext, …).")
+    var overwrite = false
+
+    @Flag(help: "NDJSON events on stdout instead of result lines; no progress bars.")
+    var json = false
+
+    @Flag(help: "No progress bars, even on a terminal.")
+    var noProgress = false
+
+    @Option(help: "Idle timeout of each download in milliseconds (default 15000).")
+    var timeoutMs: Int64?
+
+    @Option(help: "Retries after a transient failure (default 2).")
+    var maxRetries: Int?
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "warning"
+
+    func validate() throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
+        guard ["veryLow", "low", "normal", "high", "veryHigh"].contains(priority) else {
+            throw ValidationError("--priority must be one of veryLow, low, normal, high, veryHigh")
+        }
+        guard jobs >= 1 && jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
+        if let format, !["original", "png", "rgba", "rgb", "gray"].contains(format) {
+            throw ValidationError("--format must be one of original, png, rgba, rgb, gray")
+        }
+        if progressive, format == "original" {
+            throw ValidationError("--progressive needs a decoded --format (png, rgba, rgb or gray)")
+        }
+        if maxPixelSize != nil, format == nil || format == "original" {
+            throw ValidationError("--max-pixel-size needs a decoded --format (png, rgba, rgb or gray)")
+        }
+        if let m = maxPixelSize, m < 1 { throw ValidationError("--max-pixel-size must be positive") }
+        if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
+        if let r = maxRetries, r < 0 || r > 100 { throw ValidationError("--max-retries must be between 0 and 100") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel)!
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var options = GetOptions(urls: urls, directory: output)
+        options.format = format ?? (progressive ? "png" : "original")
+        options.progressive = progressive
+        options.priority = priority
+        options.concurrency = jobs
+        options.json = json
+        options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
+        options.overwrite = overwrite
+        options.maxPixelSize = maxPixelSize
+        options.timeoutMs = timeoutMs
+        options.maxRetries = maxRetries
+        let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
+        if code != 0 { throw ExitCode(code) }
+    }
+}

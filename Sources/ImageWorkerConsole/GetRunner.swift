@@ -1,0 +1,152 @@
+import Foundation
+import ImageWorkerProtocol
+import ImageWorkerServer
+import Logging
+import Synchronization
+
+/// `image-worker get`: the worker itself, in process, fed with one `download` per URL through a
+/// pipe, its events read back from another pipe and shown to a person (or passed through as
+/// NDJSON with `--json`). The same engine as the protocol, down to the wire.
+public enum GetRunner {
+    /// Runs to the end and returns the exit status: 0 when every URL was downloaded, 1 when any
+    /// failed, 130 / 143 when interrupted by SIGINT / SIGTERM.
+    public static func run(_ options: GetOptions, logger: Logger) async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+        } catch {
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create \(options.directory): \(error.localizedDescription)\n")
+            return 2
+        }
+        guard let (inputRead, inputWrite) = makePipe(), let (outputRead, outputWrite) = makePipe() else {
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create pipes: \(String(cString: strerror(errno)))\n")
+            return 2
+        }
+
+        var workerOptions = WorkerOptions()
+        workerOptions.configuration.maxConcurrentDownloads = options.concurrency
+        if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
+        if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
+        let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)
+        let interruptedBy = Mutex<Int32?>(nil)
+        let signals = server.handleTerminationSignals { number in interruptedBy.withLock { $0 = number } }
+
+        let started = ContinuousClock.now
+        let reader = EventReader(fd: outputRead, urls: options.urls, json: options.json, bars: options.progressBars)
+        let requests = (0..<options.urls.count).map { options.downloadRequest(index: $0) }
+        let feeder = Thread {
+            for request in requests {
+                var line = JSONWriter.encode(request)
+                line.append(UInt8(ascii: "\n"))
+                guard writeAll(inputWrite, line) else { break }
+            }
+            close(inputWrite)  // stdin's end: the worker finishes what it has, then returns
+        }
+        feeder.name = "image-worker get: requests"
+        feeder.start()
+
+        _ = await server.run(input: InputReader(fd: inputRead, maximumMessageBytes: workerOptions.maxMessageBytes))
+        await server.close()
+        close(outputWrite)
+        let session = await reader.finished()
+        close(outputRead)
+        close(inputRead)  // a feeder still blocked on a full pipe (after a signal) gets EPIPE
+        withExtendedLifetime(signals) {}
+
+        if !options.json {
+            let seconds = (ContinuousClock.now - started) / .seconds(1)
+            TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + "\n")
+        }
+        if let number = interruptedBy.withLock({ $0 }) { return 128 + number }
+        return session.succeeded == session.items.count ? 0 : 1
+    }
+
+    private static func makePipe() -> (read: Int32, write: Int32)? {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return nil }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return (fds[0], fds[1])
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let n = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            rest = rest.dropFirst(n)
+        }
+        return true
+    }
+}
+
+/// Reads the worker's output lines on a thread of its own, feeds them to a `GetSession` and the
+/// display (or, with `--json`, copies the events to stdout), until the pipe ends.
+final class EventReader: Sendable {
+    private let result = Mutex<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
+
+    init(fd: Int32, urls: [String], json: Bool, bars: Bool) {
+        let thread = Thread { [self] in
+            var session = GetSession(urls: urls)
+            let display = TerminalDisplay(bars: bars && !json)
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            func take(_ line: ArraySlice<UInt8>) {
+                guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
+                if json, message["method"] != nil || message["error"] != nil {
+                    TerminalDisplay.write(STDOUT_FILENO, String(decoding: line, as: UTF8.self) + "\n")
+                }
+                for output in session.handle(message) {
+                    guard !json else { continue }
+                    switch output {
+                    case .result(let text): display.result(text, session)
+                    case .redraw: display.changed(session)
+                    }
+                }
+            }
+            reading: while true {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, 100)
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 {
+                    display.tick(session)
+                    continue
+                }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                switch n {
+                case ..<0 where errno == EINTR || errno == EAGAIN: continue
+                case ...0: break reading
+                default:
+                    pending.append(contentsOf: buffer[0..<n])
+                    var start = pending.startIndex
+                    while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                        take(pending[start..<newline])
+                        start = newline + 1
+                    }
+                    pending.removeSubrange(..<start)
+                }
+            }
+            take(pending[...])
+            display.finish()
+            let waiter = self.result.withLock { r in
+                r.session = session
+                return r.waiter
+            }
+            waiter?.resume(returning: session)
+        }
+        thread.name = "image-worker get: events"
+        thread.start()
+    }
+
+    /// The session once the worker's output has ended.
+    func finished() async -> GetSession {
+        await withCheckedContinuation { continuation in
+            let done = result.withLock { r -> GetSession? in
+                if let session = r.session { return session }
+                r.waiter = continuation
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// Writes what a `get` run shows: result lines on stdout, and (on a terminal) the progress board
+/// on stderr, redrawn in place. Used from one thread only.
+final class TerminalDisplay {
+    private let bars: Bool
+    private var drawnLines = 0
+    private var dirty = false
+    private var lastDraw = ContinuousClock.now - .seconds(1)
+    static let redrawInterval = Duration.milliseconds(100)
+
+    init(bars: Bool) {
+        self.bars = bars
+    }
+
+    /// A URL ended: its line goes to stdout above the board.
+    func result(_ line: String, _ session: GetSession) {
+        erase()
+        Self.write(STDOUT_FILENO, line + "\n")
+        draw(session)
+    }
+
+    /// The board changed; it is redrawn at most every `redrawInterval` (see `tick`).
+    func changed(_ session: GetSession) {
+        guard bars else { return }
+        dirty = true
+        if ContinuousClock.now - lastDraw >= Self.redrawInterval { draw(session) }
+    }
+
+    /// Called when nothing arrived for a while: draws a change that was held back.
+    func tick(_ session: GetSession) {
+        if bars, dirty { draw(session) }
+    }
+
+    /// Leaves the terminal clean (the board removed).
+    func finish() {
+        erase()
+    }
+
+    private func draw(_ session: GetSession) {
+        guard bars else { return }
+        erase()
+        let size = Self.terminalSize()
+        let lines = ProgressBoard.render(session, width: size.columns, maxBars: max(1, min(12, size.rows - 3)))
+        Self.write(STDERR_FILENO, lines.joined(separator: "\n") + "\n")
+        drawnLines = lines.count
+        dirty = false
+        lastDraw = .now
+    }
+
+    private func erase() {
+        guard drawnLines > 0 else { return }
+        // Up to the board's first line, then clear to the end of the screen.
+        Self.write(STDERR_FILENO, "\u{1B}[\(drawnLines)A\r\u{1B}[J")
+        drawnLines = 0
+    }
+
+    static func terminalSize() -> (columns: Int, rows: Int) {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {
+            return (Int(size.ws_col), Int(size.ws_row))
+        }
+        return (80, 24)
+    }
+
+    static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }  // a closed stdout (`| head`) ends the output, not the run
+            bytes = bytes.dropFirst(n)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import ImageDecoding
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// `image-worker get`, the command line for people, run as a user would: the built binary, the
+/// loopback server, real files.
+@Suite struct GetCommandTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+    }
+
+    /// Runs `image-worker ARGS` (or another program) to its end, stdout and stderr into files.
+    static func run(_ arguments: [String], executable: String = WorkerProcess.binaryPath, interruptWhen ready: (@Sendable () -> Bool)? = nil) async throws -> Run {
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let outURL = dir.appendingPathComponent("stdout")
+        let errURL = dir.appendingPathComponent("stderr")
+        try Data().write(to: outURL)
+        try Data().write(to: errURL)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+        try process.run()
+        if let ready {
+            // Once the download is under way (so the signal handlers are surely installed).
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !ready(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            try await Task.sleep(for: .milliseconds(100))
+            kill(process.processIdentifier, SIGINT)
+        }
+        var status: Int32 = -1
+        for await s in exited.stream {
+            status = s
+            break
+        }
+        return Run(
+            status: status, stdout: try String(contentsOf: outURL, encoding: .utf8),
+            stderr: try String(contentsOf: errURL, encoding: .utf8))
+    }
+
+    @Test func oneResultLinePerURLAndAFailingExitStatus() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let urls = [
+            server.url("/files/testorig.jpg"), server.url("/status/404"), server.url("/files/basn2c08.png"), "nonsense:://",
+        ]
+        let run = try await Self.run(["get", "-o", out.path, "-j", "2"] + urls)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.lines.count == 4, "\(run)")
+        for url in urls { #expect(run.lines.filter { $0.contains(url) }.count == 1, "\(url) in \(run.lines)") }
+        let jpegLine = try #require(run.lines.first { $0.contains("testorig.jpg") })
+        #expect(jpegLine == "ok      \(urls[0]) -> \(out.path)/testorig.jpg (jpeg, 5.8 kB)")
+        #expect(run.lines.contains { $0.hasPrefix("failed  \(urls[1]): InvalidDownloadStatusCode:") && $0.contains("404") })
+        #expect(run.lines.contains { $0.hasPrefix("failed  nonsense:://: InvalidURL:") })
+        // The bytes, as served; the summary on stderr; no progress bars off a terminal.
+        #expect(try Data(contentsOf: out.appendingPathComponent("testorig.jpg")) == Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        #expect(try Data(contentsOf: out.appendingPathComponent("basn2c08.png")) == Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
+        #expect(run.stderr.hasPrefix("2 downloaded, 2 failed,"), "\(run.stderr)")
+        #expect(!run.stderr.contains("\u{1B}["))
+
+        let allGood = try await Self.run(["get", "-o", out.path, "--overwrite", urls[0], urls[2]])
+        #expect(allGood.status == 0 && allGood.lines.count == 2, "\(allGood)")
+    }
+
+    @Test func jsonModeWritesTheWorkersEvents() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let urls = [server.url("/files/testimgp.jpg?chunk=600&delayMs=10"), server.url("/status/404")]
+        let run = try await Self.run(["get", "--json", "--progressive", "--priority", "high", "-o", out.path] + urls)
+        #expect(run.status == 1)
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+        let schemas = try E2E.schemas()
+        var ended: [String: Int] = [:]
+        var afterEnd: [String] = []
+        for line in run.lines {
+            let message = try JSONParser.parse(line)
+            let schema = try #require(JSONSchemaValidator.schemaName(forOutgoing: message, requestMethod: nil), "\(line)")
+            #expect(schemas.validate(message, against: schema).isEmpty, "\(line)")
+            let token = try #require(message["params"]?["token"]?.stringValue)
+            if ended[token] != nil { afterEnd.append(line) }
+            if message["method"] == .string(WorkerEvent.completed) { ended[token, default: 0] += 1 }
+        }
+        #expect(ended == ["1": 1, "2": 1])
+        #expect(afterEnd.isEmpty)
+        let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter {
+            $0["method"] == .string(WorkerEvent.completed) && $0["params"]?["token"] == "1"
+        }
+        #expect(completed.first?["params"]?["outcome"] == "success")
+        #expect(run.lines.contains { $0.contains(WorkerEvent.partialImage) }, "chunks every 10 ms should give a partial image")
+        // --progressive means PNG, identical to a whole decode of the bytes.
+        let png = try Data(contentsOf: out.appendingPathComponent("testimgp.png"))
+        let written = try ImageDecoders.decode(Array(png))
+        let reference = try ImageDecoders.decode(Array(Data(contentsOf: E2E.samples.appendingPathComponent("testimgp.jpg"))))
+        #expect(written.pixels == reference.pixels && written.width == 227)
+    }
+
+    @Test func progressBarsOnATerminal() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        // util-linux's script(1) gives the command a pseudo-terminal and copies what it shows to
+        // its own stdout; the command's stdout goes to a file, so the terminal shows stderr.
+        let url = server.url("/files/testorig.jpg?chunk=500&delayMs=30")
+        let results = out.appendingPathComponent("results.txt")
+        let command = "'\(WorkerProcess.binaryPath)' get -o '\(out.path)' '\(url)' > '\(results.path)'"
+        let run = try await Self.run(["-qec", command, "/dev/null"], executable: "/usr/bin/script")
+        let screen = run.stdout
+        #expect(run.status == 0, "\(run)")
+        #expect(try String(contentsOf: results, encoding: .utf8).hasPrefix("ok      \(url) -> "))
+        #expect(screen.contains("%") && screen.contains("testorig.jpg") && screen.contains("0/1 done"), "\(screen)")
+        #expect(screen.contains("\u{1B}[J"), "the board is erased and redrawn in place: \(screen.debugDescription)")
+        #expect(screen.contains("1 downloaded"), "\(screen)")
+    }
+
+    @Test func ctrlCCancelsAndSaysSo() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let url = server.url("/files/testorig.jpg?chunk=10&delayMs=200")
+        let run = try await Self.run(["get", "-o", out.path, url], interruptWhen: { server.hits("/files/testorig.jpg") > 0 })
+        #expect(run.status == 130, "\(run)")
+        #expect(run.lines == ["cancelled \(url)"])
+    }
+
+    @Test func badArgumentsAreRefusedWithAReason() async throws {
+        let run = try await Self.run(["get", "--progressive", "--format", "original", "http://127.0.0.1:9/a.jpg"])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("--progressive needs a decoded --format"), "\(run.stderr)")
+        let none = try await Self.run(["get"])
+        #expect(none.status != 0 && none.stderr.contains("URL"), "\(none.stderr)")
+        let help = try await Self.run(["--help"])
+        #expect(help.status == 0 && help.stdout.contains("get") && help.stdout.contains("serve"))
+    }
+}
