@@ -1,0 +1,50 @@
+"""Drive the image-worker subprocess from Python.
+
+    from image_worker import Worker
+
+    with Worker() as worker:
+        handle = worker.download("https://example.org/a.jpg", dir="images", format="png")
+        for event in handle:
+            print(event)
+        image = handle.result()          # or raises a DownloadError subclass
+        print(image.path, image.width, image.height)
+
+See README.md for AsyncWorker, partial images and download_many.
+"""
+
+from ._async import AsyncDownloadHandle, AsyncWorker
+from ._binary import find_binary
+from ._bulk import Outcome, download_many
+from ._errors import (
+    ERRORS_BY_CODE,
+    BadImageData,
+    BinaryNotFound,
+    BlockedURL,
+    CacheNotModified,
+    Cancelled,
+    DownloadError,
+    ImageWorkerError,
+    InvalidDownloadOperation,
+    InvalidDownloadStatusCode,
+    InvalidURL,
+    LimitExceeded,
+    NetworkError,
+    OutputFailed,
+    RequestError,
+    UnsupportedFormat,
+    WorkerClosed,
+    WorkerExited,
+)
+from ._events import EVENT_TYPES, Completed, Event, Image, PartialImage, Progress, Response, Started
+from ._worker import DownloadHandle, Worker
+
+__version__ = "0.1.0"
+PROTOCOL_VERSION = "1"
+
+__all__ = [
+    "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
+    "Cancelled", "Completed", "DownloadError", "DownloadHandle", "ERRORS_BY_CODE", "EVENT_TYPES", "Event", "Image",
+    "ImageWorkerError", "InvalidDownloadOperation", "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded",
+    "NetworkError", "Outcome", "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Progress", "RequestError", "Response",
+    "Started", "UnsupportedFormat", "Worker", "WorkerClosed", "WorkerExited", "download_many", "find_binary",
+]

@@ -1,0 +1,56 @@
+"""Finding the image-worker executable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from ._errors import BinaryNotFound
+
+ENV_VAR = "IMAGE_WORKER_BIN"
+EXECUTABLE = "image-worker"
+
+
+def _repository_builds() -> List[Path]:
+    """``.build/release/image-worker`` of the repository this package sits in (a checkout used
+    with ``pip install -e`` or from source), looked for upwards from this file."""
+    found = []
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / ".build" / "release" / EXECUTABLE
+        if (parent / "Package.swift").exists():
+            found.append(candidate)
+    return found
+
+
+def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
+    """Returns ``(path, source)``: the executable and where it was found (``"argument"``,
+    ``"$IMAGE_WORKER_BIN"``, ``"PATH"`` or ``".build/release"``), looking in that order.
+
+    Raises :class:`BinaryNotFound` naming every place looked."""
+    looked: List[str] = []
+    if explicit is not None:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return os.path.abspath(explicit), "argument"
+        raise BinaryNotFound(f"image-worker binary given as an argument is not an executable file: {explicit}")
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        if os.path.isfile(from_env) and os.access(from_env, os.X_OK):
+            return os.path.abspath(from_env), f"${ENV_VAR}"
+        raise BinaryNotFound(f"${ENV_VAR} is set to {from_env!r}, which is not an executable file")
+    looked.append(f"${ENV_VAR} (not set)")
+    on_path = shutil.which(EXECUTABLE)
+    if on_path:
+        return on_path, "PATH"
+    looked.append(f"{EXECUTABLE!r} on PATH")
+    for candidate in _repository_builds():
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate), ".build/release"
+        looked.append(str(candidate))
+    if not _repository_builds():
+        looked.append(".build/release of an enclosing Swift package (none: this package is not inside the repository)")
+    raise BinaryNotFound(
+        "cannot find the image-worker executable; looked at: " + "; ".join(looked)
+        + ". Build it with `swift build -c release` and put it on PATH, set $IMAGE_WORKER_BIN, "
+        "or pass binary=...")

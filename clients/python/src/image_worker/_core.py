@@ -1,0 +1,194 @@
+"""The protocol side shared by Worker and AsyncWorker: request building, ids, routing of
+responses and events to their waiters. No I/O here."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
+
+from ._errors import RequestError
+from ._events import Completed, Event, parse_event
+
+Token = Union[str, int]
+PRIORITIES = ("veryLow", "low", "normal", "high", "veryHigh")
+FORMATS = ("original", "png", "rgba", "rgb", "gray")
+
+
+class Sink(Protocol):
+    """Where a download's events go (a handle)."""
+
+    url: str
+
+    def _deliver(self, event: Event) -> None: ...
+
+    def _fail(self, error: BaseException) -> None: ...
+
+
+Reply = Callable[[Optional[Any], Optional[BaseException]], None]
+Action = Callable[[], None]
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def configure_params(settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """``configure`` params from snake_case (``max_concurrent_downloads=8``) or wire names."""
+    return {_camel(key): value for key, value in settings.items()}
+
+
+def download_params(
+    url: str, token: Token, *, dir: Optional[str] = None, path: Optional[str] = None, inline: bool = False,
+    format: Optional[str] = None, progressive: bool = False, priority: Optional[str] = None,
+    headers: Optional[Mapping[str, str]] = None, timeout_ms: Optional[int] = None,
+    credentials: Optional[Tuple[str, str]] = None, allow_invalid_certificates: Optional[bool] = None,
+    handle_cookies: Optional[bool] = None, retry_failed: Optional[bool] = None,
+    max_pixel_size: Optional[int] = None, max_pixel_count: Optional[int] = None,
+    apply_orientation: Optional[bool] = None, overwrite: Optional[bool] = None,
+    partial_interval_ms: Optional[int] = None,
+) -> Dict[str, Any]:
+    """The ``download`` params; see protocol/SPEC.md. ``dir`` or ``path`` delivers a file,
+    ``inline=True`` the bytes in the event, neither only metadata. ``progressive`` without a
+    ``format`` means PNG (partial images need a decoded format)."""
+    if dir is not None and path is not None:
+        raise ValueError("give dir or path, not both")
+    if inline and (dir is not None or path is not None):
+        raise ValueError("inline=True delivers the bytes in the event: no dir or path with it")
+    if priority is not None and priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}")
+    if format is None and progressive:
+        format = "png"
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+    output: Dict[str, Any] = {}
+    if dir is not None:
+        output.update(delivery="file", dir=str(dir))
+    elif path is not None:
+        output.update(delivery="file", path=str(path))
+    elif inline:
+        output["delivery"] = "inline"
+    for key, value in (("format", format), ("overwrite", overwrite), ("maxPixelSize", max_pixel_size),
+                       ("maxPixelCount", max_pixel_count), ("applyOrientation", apply_orientation),
+                       ("partialIntervalMs", partial_interval_ms)):
+        if value is not None:
+            output[key] = value
+    params: Dict[str, Any] = {"url": url, "token": token}
+    if headers is not None:
+        params["headers"] = dict(headers)
+    settings: Tuple[Tuple[str, Any], ...] = (
+        ("priority", priority), ("timeoutMs", timeout_ms), ("allowInvalidCertificates", allow_invalid_certificates),
+        ("handleCookies", handle_cookies), ("retryFailed", retry_failed))
+    for key, value in settings:
+        if value is not None:
+            params[key] = value
+    if credentials is not None:
+        params["credentials"] = {"user": credentials[0], "password": credentials[1]}
+    if progressive:
+        params["progressive"] = True
+    if output:
+        params["output"] = output
+    return params
+
+
+class Router:
+    """Request ids and their reply callbacks; tokens and their handles. The owner serialises calls."""
+
+    def __init__(self, token_prefix: str) -> None:
+        self._next_id = 0
+        self._next_token = 0
+        self._token_prefix = token_prefix
+        self._replies: Dict[int, Reply] = {}
+        self._handles: Dict[Token, Sink] = {}
+        self.failure: Optional[BaseException] = None
+
+    def new_token(self) -> str:
+        self._next_token += 1
+        return f"{self._token_prefix}{self._next_token}"
+
+    def request(self, method: str, params: Optional[Mapping[str, Any]], reply: Reply) -> bytes:
+        self._next_id += 1
+        self._replies[self._next_id] = reply
+        message: Dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        return encode(message)
+
+    @staticmethod
+    def notification(method: str, params: Optional[Mapping[str, Any]] = None) -> bytes:
+        message: Dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        return encode(message)
+
+    def add_handle(self, token: Token, sink: Sink) -> None:
+        if token in self._handles:
+            raise ValueError(f"token {token!r} is already in use by a live download")
+        self._handles[token] = sink
+
+    def drop_handle(self, token: Token) -> None:
+        self._handles.pop(token, None)
+
+    @property
+    def live_handles(self) -> int:
+        return len(self._handles)
+
+    def route(self, line: bytes) -> List[Action]:
+        """Takes one line of the worker's output; returns what to call, in order, once the
+        caller's lock is released (a callback may call back into the worker)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return []  # not a protocol message; the worker never writes one, so nothing is lost
+        actions: List[Action] = []
+        for item in message if isinstance(message, list) else [message]:
+            if isinstance(item, dict):
+                action = self._route_one(item)
+                if action is not None:
+                    actions.append(action)
+        return actions
+
+    def _route_one(self, message: Mapping[str, Any]) -> Optional[Action]:
+        method = message.get("method")
+        if isinstance(method, str):
+            params = message.get("params")
+            if not isinstance(params, dict):
+                return None
+            token = params.get("token")
+            sink = self._handles.get(token) if isinstance(token, (str, int)) else None
+            if sink is None:
+                return None
+            event = parse_event(method, params, url=sink.url)
+            if event is None:
+                return None
+            if isinstance(event, Completed):
+                self._handles.pop(event.token, None)
+            return functools.partial(sink._deliver, event)
+        request_id = message.get("id")
+        if not isinstance(request_id, int):
+            return None
+        reply = self._replies.pop(request_id, None)
+        if reply is None:
+            return None
+        error = message.get("error")
+        if isinstance(error, dict):
+            failure = RequestError(int(error.get("code", 0)), str(error.get("message", "")), error.get("data"))
+            return functools.partial(reply, None, failure)
+        return functools.partial(reply, message.get("result"), None)
+
+    def fail_all(self, error: BaseException) -> List[Action]:
+        """The worker is gone: every waiting request and live download fails with ``error``
+        (run the returned actions once the lock is released)."""
+        if self.failure is None:
+            self.failure = error
+        replies, self._replies = self._replies, {}
+        handles, self._handles = self._handles, {}
+        actions: List[Action] = [functools.partial(reply, None, error) for reply in replies.values()]
+        actions += [functools.partial(sink._fail, error) for sink in handles.values()]
+        return actions
+

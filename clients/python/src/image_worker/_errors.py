@@ -1,0 +1,141 @@
+"""Exceptions: one class per download error code of the protocol, and the worker's own."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Sequence, Type
+
+
+class ImageWorkerError(Exception):
+    """Base of everything this package raises."""
+
+
+class BinaryNotFound(ImageWorkerError):
+    """No image-worker executable was found; the message lists every place looked."""
+
+
+class WorkerExited(ImageWorkerError):
+    """The worker process ended (crashed, was killed, or exited) while work was pending.
+
+    ``stderr`` holds its last lines of standard error, also shown in the message."""
+
+    def __init__(self, returncode: Optional[int], stderr: Sequence[str], what: str = "the worker exited") -> None:
+        self.returncode = returncode
+        self.stderr = list(stderr)
+        status = "still running" if returncode is None else (
+            f"killed by signal {-returncode}" if returncode < 0 else f"exit status {returncode}")
+        tail = "\n".join("  " + line for line in self.stderr) if self.stderr else "  (nothing on stderr)"
+        super().__init__(f"{what} ({status}); its last stderr lines:\n{tail}")
+
+
+class WorkerClosed(ImageWorkerError):
+    """The worker was closed by this program; nothing more can be sent."""
+
+
+class RequestError(ImageWorkerError):
+    """The worker answered a request with a JSON-RPC error (e.g. -32602, invalid params)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        super().__init__(f"{message} (JSON-RPC error {code})")
+
+
+class DownloadError(ImageWorkerError):
+    """A download ended with an error. Subclasses name the protocol's error codes."""
+
+    code: int = 0
+    name: str = "DownloadError"
+
+    def __init__(self, message: str, *, token: Any = None, url: Optional[str] = None,
+                 code: Optional[int] = None, data: Optional[Mapping[str, Any]] = None) -> None:
+        self.message = message
+        self.token = token
+        self.url = url
+        self.data: Dict[str, Any] = dict(data or {})
+        if code is not None:
+            self.code = code
+        self.name = str(self.data.get("name", type(self).name))
+        where = f" ({url})" if url else ""
+        super().__init__(f"{self.name}: {message}{where}")
+
+
+class InvalidURL(DownloadError):
+    code, name = 1001, "InvalidURL"
+
+
+class BadImageData(DownloadError):
+    code, name = 1002, "BadImageData"
+
+
+class CacheNotModified(DownloadError):
+    code, name = 1003, "CacheNotModified"
+
+
+class InvalidDownloadOperation(DownloadError):
+    code, name = 1004, "InvalidDownloadOperation"
+
+
+class InvalidDownloadStatusCode(DownloadError):
+    code, name = 1005, "InvalidDownloadStatusCode"
+
+    @property
+    def status_code(self) -> Optional[int]:
+        value = self.data.get("statusCode")
+        return value if isinstance(value, int) else None
+
+    @property
+    def retry_after_seconds(self) -> Optional[float]:
+        value = self.data.get("retryAfterSeconds")
+        return float(value) if isinstance(value, (int, float)) else None
+
+
+class NetworkError(DownloadError):
+    code, name = 1006, "NetworkError"
+
+    @property
+    def reason(self) -> Optional[str]:
+        value = self.data.get("reason")
+        return value if isinstance(value, str) else None
+
+
+class LimitExceeded(DownloadError):
+    code, name = 1007, "LimitExceeded"
+
+    @property
+    def limit(self) -> Optional[str]:
+        value = self.data.get("limit")
+        return value if isinstance(value, str) else None
+
+
+class UnsupportedFormat(DownloadError):
+    code, name = 1008, "UnsupportedFormat"
+
+
+class BlockedURL(DownloadError):
+    code, name = 1009, "BlockedURL"
+
+
+class OutputFailed(DownloadError):
+    code, name = 1010, "OutputFailed"
+
+
+class Cancelled(DownloadError):
+    code, name = -32800, "Cancelled"
+
+
+ERRORS_BY_CODE: Dict[int, Type[DownloadError]] = {
+    cls.code: cls
+    for cls in (InvalidURL, BadImageData, CacheNotModified, InvalidDownloadOperation, InvalidDownloadStatusCode,
+                NetworkError, LimitExceeded, UnsupportedFormat, BlockedURL, OutputFailed, Cancelled)
+}
+
+
+def download_error(error: Mapping[str, Any], *, token: Any = None, url: Optional[str] = None) -> DownloadError:
+    """The exception for a ``download/completed`` event's ``error`` object."""
+    code = error.get("code")
+    data = error.get("data")
+    cls = ERRORS_BY_CODE.get(code, DownloadError) if isinstance(code, int) else DownloadError
+    return cls(str(error.get("message", "download failed")), token=token, url=url,
+               code=code if isinstance(code, int) else None,
+               data=data if isinstance(data, dict) else None)

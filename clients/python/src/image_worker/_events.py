@@ -1,0 +1,250 @@
+"""Typed events of a download, parsed from the worker's ``download/*`` notifications."""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Dict, Mapping, Optional, Union
+
+from ._errors import DownloadError, download_error
+
+Token = Union[str, int]
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+class _Pixels:
+    """What a delivered image (final or partial) offers: its bytes, and numpy / Pillow views."""
+
+    path: Optional[str]
+    data: Optional[bytes]
+    width: Optional[int]
+    height: Optional[int]
+    pixel_format: Optional[str]
+    stride: Optional[int]
+    mime_type: Optional[str]
+
+    def read_bytes(self) -> bytes:
+        """The delivered bytes: inline ``data``, or the file at ``path``."""
+        if self.data is not None:
+            return self.data
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                return f.read()
+        raise ValueError("nothing was delivered (output delivery 'none'): no data and no path")
+
+    def to_pil(self) -> Any:
+        """A ``PIL.Image.Image`` (needs Pillow)."""
+        try:
+            from PIL import Image as PILImage  # type: ignore[import-not-found, unused-ignore]
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("to_pil() needs Pillow: pip install Pillow") from e
+        raw = self.read_bytes()
+        if self.pixel_format is not None:
+            mode = {"rgba": "RGBA", "rgb": "RGB", "gray": "L"}[self.pixel_format]
+            assert self.width is not None and self.height is not None
+            return PILImage.frombuffer(mode, (self.width, self.height), raw, "raw", mode, self.stride or 0, 1)
+        return PILImage.open(io.BytesIO(raw))
+
+    def to_numpy(self) -> Any:
+        """A ``numpy`` array of shape (height, width, channels) (or (height, width) for gray).
+
+        Raw formats (``rgba``, ``rgb``, ``gray``) need only numpy; PNG and original bytes need
+        Pillow too, to decode them."""
+        try:
+            import numpy  # type: ignore[import-not-found, unused-ignore]
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("to_numpy() needs numpy: pip install numpy") from e
+        if self.pixel_format is None:
+            return numpy.asarray(self.to_pil())
+        assert self.width is not None and self.height is not None
+        channels = {"rgba": 4, "rgb": 3, "gray": 1}[self.pixel_format]
+        stride = self.stride or self.width * channels
+        rows = numpy.frombuffer(self.read_bytes(), dtype=numpy.uint8).reshape(self.height, stride)
+        pixels = rows[:, : self.width * channels]
+        return pixels.reshape(self.height, self.width) if channels == 1 else pixels.reshape(self.height, self.width, channels)
+
+
+@dataclass(frozen=True)
+class Image(_Pixels):
+    """A finished download: what was delivered and what it is."""
+
+    token: Token
+    url: str
+    status: int
+    byte_length: int
+    mime_type: Optional[str]
+    source_format: Optional[str] = None
+    width: Optional[int] = None
+    height: Optional[int] = None
+    orientation: Optional[int] = None
+    pixel_format: Optional[str] = None
+    stride: Optional[int] = None
+    path: Optional[str] = None
+    uri: Optional[str] = None
+    data: Optional[bytes] = field(default=None, repr=False)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # Wire name -> attribute, for every field the protocol defines (checked against the schema).
+    WIRE: ClassVar[Dict[str, str]] = {
+        "token": "token", "outcome": "", "url": "url", "status": "status", "byteLength": "byte_length",
+        "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
+        "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
+        "uri": "uri", "data": "data",
+    }
+
+    @staticmethod
+    def from_params(p: Mapping[str, Any]) -> "Image":
+        data = _str(p.get("data"))
+        return Image(
+            token=p["token"], url=str(p.get("url", "")), status=_int(p.get("status")) or 0,
+            byte_length=_int(p.get("byteLength")) or 0, mime_type=_str(p.get("mimeType")),
+            source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
+            orientation=_int(p.get("orientation")), pixel_format=_str(p.get("pixelFormat")),
+            stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
+            data=base64.b64decode(data) if data is not None else None, raw=dict(p))
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of the events of one download."""
+
+    token: Token
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    METHOD: ClassVar[str] = ""
+    WIRE: ClassVar[Dict[str, str]] = {}
+
+
+@dataclass(frozen=True)
+class Started(Event):
+    """The download's fetch started (or it joined one under way)."""
+
+    url: str = ""
+
+    METHOD: ClassVar[str] = "download/started"
+    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url"}
+
+
+@dataclass(frozen=True)
+class Response(Event):
+    """A 2xx response head arrived."""
+
+    status: int = 0
+    expected_bytes: Optional[int] = None
+    mime_type: Optional[str] = None
+    url: str = ""
+    http_version: Optional[str] = None
+
+    METHOD: ClassVar[str] = "download/response"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "token": "token", "status": "status", "expectedBytes": "expected_bytes", "mimeType": "mime_type",
+        "url": "url", "httpVersion": "http_version"}
+
+
+@dataclass(frozen=True)
+class Progress(Event):
+    """Bytes received so far (``expected_bytes`` is None without a Content-Length)."""
+
+    received_bytes: int = 0
+    expected_bytes: Optional[int] = None
+
+    METHOD: ClassVar[str] = "download/progress"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "token": "token", "receivedBytes": "received_bytes", "expectedBytes": "expected_bytes"}
+
+    @property
+    def fraction(self) -> Optional[float]:
+        if not self.expected_bytes:
+            return None
+        return min(1.0, self.received_bytes / self.expected_bytes)
+
+
+@dataclass(frozen=True)
+class PartialImage(Event, _Pixels):
+    """The image so far, while bytes arrive (``progressive=True``): in the download's format and
+    size, delivered like the final image (the same file, replaced atomically, or inline data)."""
+
+    sequence: int = 0
+    width: Optional[int] = None
+    height: Optional[int] = None
+    filled_rows: int = 0
+    passes: int = 0
+    source_format: Optional[str] = None
+    orientation: Optional[int] = None
+    mime_type: Optional[str] = None
+    byte_length: int = 0
+    pixel_format: Optional[str] = None
+    stride: Optional[int] = None
+    path: Optional[str] = None
+    uri: Optional[str] = None
+    data: Optional[bytes] = field(default=None, repr=False)
+
+    METHOD: ClassVar[str] = "download/partialImage"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "token": "token", "sequence": "sequence", "width": "width", "height": "height",
+        "filledRows": "filled_rows", "passes": "passes", "sourceFormat": "source_format",
+        "orientation": "orientation", "mimeType": "mime_type", "byteLength": "byte_length",
+        "pixelFormat": "pixel_format", "stride": "stride", "path": "path", "uri": "uri", "data": "data"}
+
+
+@dataclass(frozen=True)
+class Completed(Event):
+    """The last event of a download: ``image`` on success, ``error`` otherwise (a
+    :class:`Cancelled` error when it was cancelled)."""
+
+    outcome: str = ""
+    image: Optional[Image] = None
+    error: Optional[DownloadError] = None
+
+    METHOD: ClassVar[str] = "download/completed"
+    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "outcome": "outcome", "error": "error"}
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "success"
+
+
+EVENT_TYPES = (Started, Response, Progress, PartialImage, Completed)
+
+
+def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) -> Optional[Event]:
+    """The typed event for a ``download/*`` notification's params (None for an unknown method)."""
+    token = p.get("token")
+    if not isinstance(token, (str, int)):
+        return None
+    raw = dict(p)
+    if method == Started.METHOD:
+        return Started(token, raw, url=str(p.get("url", "")))
+    if method == Response.METHOD:
+        return Response(token, raw, status=_int(p.get("status")) or 0, expected_bytes=_int(p.get("expectedBytes")),
+                        mime_type=_str(p.get("mimeType")), url=str(p.get("url", "")),
+                        http_version=_str(p.get("httpVersion")))
+    if method == Progress.METHOD:
+        return Progress(token, raw, received_bytes=_int(p.get("receivedBytes")) or 0,
+                        expected_bytes=_int(p.get("expectedBytes")))
+    if method == PartialImage.METHOD:
+        data = _str(p.get("data"))
+        return PartialImage(
+            token, raw, sequence=_int(p.get("sequence")) or 0, width=_int(p.get("width")),
+            height=_int(p.get("height")), filled_rows=_int(p.get("filledRows")) or 0,
+            passes=_int(p.get("passes")) or 0, source_format=_str(p.get("sourceFormat")),
+            orientation=_int(p.get("orientation")), mime_type=_str(p.get("mimeType")),
+            byte_length=_int(p.get("byteLength")) or 0, pixel_format=_str(p.get("pixelFormat")),
+            stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
+            data=base64.b64decode(data) if data is not None else None)
+    if method == Completed.METHOD:
+        outcome = str(p.get("outcome", ""))
+        if outcome == "success":
+            return Completed(token, raw, outcome=outcome, image=Image.from_params(p))
+        error = p.get("error")
+        return Completed(token, raw, outcome=outcome,
+                         error=download_error(error if isinstance(error, dict) else {}, token=token, url=url))
+    return None

@@ -1,0 +1,353 @@
+"""The synchronous client: a worker process driven from threads."""
+
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import subprocess
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ._binary import find_binary
+from ._core import Router, Token, configure_params, download_params
+from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
+from ._events import Completed, Event, Image
+
+_END = object()
+
+
+class DownloadHandle:
+    """One download: iterate its events, wait for its result, cancel it, change its priority.
+
+    Iterating yields :class:`Started`, :class:`Response`, :class:`Progress`,
+    :class:`PartialImage` and finally :class:`Completed` events; it raises the worker's failure
+    if the worker goes away first. :meth:`result` returns the :class:`Image` or raises the
+    download's error (a :class:`DownloadError` subclass per error code)."""
+
+    def __init__(self, worker: "Worker", token: Token, url: str,
+                 on_event: Optional[Callable[[Event], None]] = None) -> None:
+        self.worker = worker
+        self.token = token
+        self.url = url
+        self._on_event = on_event
+        self._events: "queue.SimpleQueue[object]" = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._image: Optional[Image] = None
+        self._error: Optional[BaseException] = None
+        self.completed: Optional[Completed] = None
+
+    def __repr__(self) -> str:
+        state = "done" if self._done.is_set() else "live"
+        return f"<DownloadHandle {self.token!r} {self.url} {state}>"
+
+    # Called by the worker's reader thread.
+    def _deliver(self, event: Event) -> None:
+        if isinstance(event, Completed):
+            self.completed = event
+            self._image, self._error = event.image, event.error
+        self._events.put(event)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:  # a callback's bug must not kill the reader thread
+                import traceback
+                traceback.print_exc()
+        if isinstance(event, Completed):
+            self._events.put(_END)
+            self._done.set()
+
+    def _fail(self, error: BaseException) -> None:
+        if self._done.is_set():
+            return
+        self._error = error
+        self._events.put(error)
+        self._events.put(_END)
+        self._done.set()
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            item = self._events.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, Event)
+            yield item
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits for the download to end; False on timeout."""
+        return self._done.wait(timeout)
+
+    def result(self, timeout: Optional[float] = None) -> Image:
+        """The delivered image, once the download ends; raises its error otherwise, or
+        ``TimeoutError`` after ``timeout`` seconds."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"download {self.token!r} ({self.url}) still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._image is not None
+        return self._image
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """The error the download ended with, or None after a success."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"download {self.token!r} ({self.url}) still running after {timeout} s")
+        return self._error
+
+    def cancel(self) -> bool:
+        """Cancels the download; False when it had already ended. It still ends with a
+        :class:`Completed` event (``outcome == "cancelled"``)."""
+        if self._done.is_set():
+            return False
+        return bool(self.worker.cancel(self.token))
+
+    def set_priority(self, priority: str) -> bool:
+        """``veryLow``, ``low``, ``normal``, ``high`` or ``veryHigh``; False when it had ended."""
+        if self._done.is_set():
+            return False
+        return bool(self.worker.set_priority(self.token, priority))
+
+
+class Worker:
+    """An image-worker process. Use it as a context manager, or call :meth:`close`.
+
+    ``binary``: the executable (otherwise ``$IMAGE_WORKER_BIN``, ``PATH``, then the enclosing
+    repository's ``.build/release``; :attr:`binary_source` says which). ``args``: extra
+    command-line options, e.g. ``["--file-root", "/data"]``. ``stderr_lines``: how many of the
+    worker's last stderr lines to keep for error messages."""
+
+    def __init__(self, binary: Optional[str] = None, *, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
+                 cwd: Optional[str] = None, stderr_lines: int = 40, start_timeout: float = 30.0) -> None:
+        self.binary, self.binary_source = find_binary(binary)
+        self._lock = threading.Lock()
+        self._router = Router("py-")
+        self._stderr: Deque[str] = collections.deque(maxlen=stderr_lines)
+        self._closing = False
+        self._closed = False
+        self._process = subprocess.Popen(
+            [self.binary, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None, cwd=cwd)
+        self._stderr_thread = threading.Thread(target=self._read_stderr, name="image-worker stderr", daemon=True)
+        self._stdout_thread = threading.Thread(target=self._read_stdout, name="image-worker stdout", daemon=True)
+        self._stderr_thread.start()
+        self._stdout_thread.start()
+        try:
+            self.info: Dict[str, Any] = self._call("initialize", {"client": "image_worker (python)"}, timeout=start_timeout)
+        except BaseException:
+            self._kill()
+            raise
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def stderr_tail(self) -> List[str]:
+        """The worker's last lines of standard error."""
+        with self._lock:
+            return list(self._stderr)
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Leaving on an error cancels what is still running; otherwise it finishes first.
+        self.close(cancel_pending=exc_type is not None)
+
+    # MARK: reading
+
+    def _read_stdout(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        for line in stdout:  # a BufferedReader: lines of any length
+            with self._lock:
+                actions = self._router.route(line)
+            for action in actions:
+                action()
+        try:
+            code: Optional[int] = self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._stderr_thread.join(timeout=2)
+        with self._lock:
+            if self._closing:
+                error: BaseException = WorkerClosed("the worker was closed")
+            else:
+                error = WorkerExited(code, list(self._stderr), "the image-worker process exited unexpectedly")
+            actions = self._router.fail_all(error)
+        for action in actions:
+            action()
+
+    def _read_stderr(self) -> None:
+        stderr = self._process.stderr
+        assert stderr is not None
+        for raw in stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._lock:
+                self._stderr.append(line)
+
+    # MARK: requests
+
+    def _send(self, data: bytes) -> None:
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(data)
+            stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the reader thread reports the exit to every waiter
+
+    def _call(self, method: str, params: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> Any:
+        if threading.current_thread() is self._stdout_thread:
+            # From an on_event callback: the reply can only arrive on this very thread, so
+            # send without waiting (None: the answer is not known).
+            with self._lock:
+                self._check_usable()
+                self._send(self._router.request(method, params, lambda result, error: None))
+            return None
+        future: "Future[Any]" = Future()
+
+        def reply(result: Optional[Any], error: Optional[BaseException]) -> None:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        with self._lock:
+            self._check_usable()
+            line = self._router.request(method, params, reply)
+            self._send(line)
+        return future.result(timeout)
+
+    def _check_usable(self) -> None:
+        if self._router.failure is not None:
+            raise self._router.failure
+        if self._closing:
+            raise WorkerClosed("the worker is closed")
+
+    def download(self, url: str, *, token: Optional[Token] = None,
+                 on_event: Optional[Callable[[Event], None]] = None, **options: Any) -> DownloadHandle:
+        """Starts a download and returns its handle.
+
+        Options (all optional): ``dir`` or ``path`` (deliver a file) or ``inline=True`` (the
+        bytes in the event); ``format`` (``original``, ``png``, ``rgba``, ``rgb``, ``gray``);
+        ``progressive`` (partial images; PNG unless a format is given); ``priority``;
+        ``headers``; ``timeout_ms``; ``credentials=(user, password)``; ``max_pixel_size``;
+        ``max_pixel_count``; ``apply_orientation``; ``overwrite``; ``partial_interval_ms``;
+        ``allow_invalid_certificates``; ``handle_cookies``; ``retry_failed``.
+        ``on_event`` is called on the reader thread with every event.
+
+        Raises :class:`RequestError` when the worker refuses the request (bad options)."""
+        with self._lock:
+            self._check_usable()
+            chosen: Token = token if token is not None else self._router.new_token()
+        params = download_params(url, chosen, **options)
+        handle = DownloadHandle(self, chosen, url, on_event)
+        future: "Future[Any]" = Future()
+
+        def reply(result: Optional[Any], error: Optional[BaseException]) -> None:
+            if error is not None:
+                with self._lock:
+                    self._router.drop_handle(chosen)
+                handle._fail(error)
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        with self._lock:
+            self._check_usable()
+            self._router.add_handle(chosen, handle)
+            self._send(self._router.request("download", params, reply))
+        if threading.current_thread() is not self._stdout_thread:  # see _call
+            future.result()
+        return handle
+
+    def download_many(self, urls: Sequence[str], **options: Any) -> "List[Any]":
+        """See :func:`image_worker.download_many`; uses this worker."""
+        from ._bulk import download_many
+        return download_many(urls, worker=self, **options)
+
+    def cancel(self, token: Token) -> bool:
+        """Cancels a download by token; False when it was unknown or had ended (True, without
+        waiting for the answer, when called from an ``on_event`` callback)."""
+        result = self._call("cancel", {"token": token})
+        return bool(result.get("found")) if isinstance(result, dict) else result is None
+
+    def set_priority(self, token: Token, priority: str) -> bool:
+        result = self._call("setPriority", {"token": token, "priority": priority})
+        return bool(result.get("found")) if isinstance(result, dict) else result is None
+
+    def cancel_all(self) -> int:
+        result = self._call("cancelAll")
+        return int(result.get("cancelled", 0)) if isinstance(result, dict) else 0
+
+    def configure(self, **settings: Any) -> Dict[str, Any]:
+        """Changes settings at run time (``max_concurrent_downloads=8``, ``execution_order="lifo"``,
+        ``timeout_ms``, ``max_retries``, …; see protocol/SPEC.md). Returns the configuration."""
+        result = self._call("configure", configure_params(settings))
+        return dict(result.get("configuration", {})) if isinstance(result, dict) else {}
+
+    def status(self) -> Dict[str, Any]:
+        result = self._call("status")
+        return dict(result) if isinstance(result, dict) else {}
+
+    # MARK: the end
+
+    def close(self, cancel_pending: bool = False, timeout: float = 30.0) -> Optional[int]:
+        """Ends the worker: ``shutdown`` (running downloads finish first, or are cancelled with
+        ``cancel_pending``), then ``exit``. Kills it after ``timeout`` seconds. Every live
+        handle has ended when this returns; no thread or process is left. Returns the exit status."""
+        with self._lock:
+            if self._closed:
+                return self._process.returncode
+            usable = self._router.failure is None and not self._closing
+        if usable:
+            try:
+                self._call("shutdown", {"cancelPending": cancel_pending}, timeout=timeout)
+                with self._lock:
+                    self._closing = True
+                    self._send(Router.notification("exit"))
+            except (ImageWorkerError, TimeoutError, OSError):
+                pass
+        with self._lock:
+            self._closing = True
+        stdin = self._process.stdin
+        if stdin is not None:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+        try:
+            self._process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._kill()
+        self._stdout_thread.join(timeout=10)
+        self._stderr_thread.join(timeout=10)
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+        with self._lock:
+            self._closed = True
+            actions = self._router.fail_all(WorkerClosed("the worker was closed"))
+        for action in actions:
+            action()
+        return self._process.returncode
+
+    def _kill(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+
+    def __del__(self) -> None:
+        process = getattr(self, "_process", None)
+        if process is not None and process.poll() is None:
+            try:
+                process.kill()
+                process.wait(timeout=5)
+            except Exception:
+                pass

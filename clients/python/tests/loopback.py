@@ -1,0 +1,107 @@
+"""A loopback HTTP server for the tests, serving the repository's samples/ like the Swift test
+server does for the transcripts: /files/NAME[?chunk=N&delayMs=M], /status/CODE, and a few
+misbehaving routes (/hang, /truncate/NAME)."""
+
+from __future__ import annotations
+
+import mimetypes
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Dict, Optional
+from urllib.parse import parse_qs, urlparse
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLES = REPO / "samples"
+
+
+class LoopbackServer:
+    def __init__(self) -> None:
+        self.files: Dict[str, bytes] = {p.name: p.read_bytes() for p in SAMPLES.iterdir() if p.is_file()}
+        self.hits: Dict[str, int] = {}
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                url = urlparse(self.path)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                parts = url.path.strip("/").split("/")
+                server.hits[url.path] = server.hits.get(url.path, 0) + 1
+                try:
+                    if parts[0] == "files" and len(parts) == 2 and parts[1] in server.files:
+                        self.send_body(server.files[parts[1]], int(query.get("chunk", 0)), int(query.get("delayMs", 0)),
+                                       query.get("type") or mimetypes.guess_type(parts[1])[0] or "application/octet-stream")
+                    elif parts[0] == "status" and len(parts) == 2:
+                        self.send_plain(int(parts[1]), b"status " + parts[1].encode())
+                    elif parts[0] == "hang":
+                        server.release.wait(60)
+                        self.send_plain(503, b"released")
+                    elif parts[0] == "truncate" and len(parts) == 2 and parts[1] in server.files:
+                        body = server.files[parts[1]]
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body[: len(body) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+                    elif parts[0] == "text":
+                        self.send_plain(200, b"this is not an image")
+                    else:
+                        self.send_plain(404, b"not found")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def send_plain(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def send_body(self, body: bytes, chunk: int, delay_ms: int, mime: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", mime)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if chunk <= 0:
+                    self.wfile.write(body)
+                    return
+                for start in range(0, len(body), chunk):
+                    self.wfile.write(body[start:start + chunk])
+                    self.wfile.flush()
+                    time.sleep(delay_ms / 1000)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="loopback server", daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def binary_path() -> Optional[str]:
+    import os
+    explicit = os.environ.get("IMAGE_WORKER_BIN")
+    if explicit:
+        return explicit
+    for build in ("debug", "release"):
+        candidate = REPO / ".build" / build / "image-worker"
+        if candidate.exists():
+            return str(candidate)
+    return None

@@ -1,0 +1,199 @@
+"""The same contract everywhere: this client replays protocol/transcripts against the real
+binary, checks every message against protocol/schema, and its typed model must name every
+field the schemas define (so a protocol change fails here until the client follows)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Set
+
+import pytest
+
+import image_worker
+from image_worker import ERRORS_BY_CODE, EVENT_TYPES, Image
+from image_worker._core import configure_params, download_params
+from image_worker._events import parse_event
+from loopback import SAMPLES, LoopbackServer
+from protocol_files import (
+    Schemas, incoming_schema, load_transcript, matches, order_key, outgoing_schema, transcript_names,
+)
+
+SCHEMAS = Schemas()
+
+
+class RawWorker:
+    """The binary on pipes, lines collected by a thread (the transcripts send invalid JSON on
+    purpose, which the typed client never does)."""
+
+    def __init__(self, binary: str, arguments: List[str]) -> None:
+        self.process = subprocess.Popen([binary, *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        self.messages: List[Any] = []
+        self.lock = threading.Lock()
+        self.stderr = b""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self.err_reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self.lock:
+                self.messages.append(json.loads(line))
+
+    def _read_err(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr = self.process.stderr.read()
+
+    def send(self, text: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def close_stdin(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def snapshot(self) -> List[Any]:
+        with self.lock:
+            return list(self.messages)
+
+
+def test_there_are_transcripts() -> None:
+    assert len(transcript_names()) >= 8
+
+
+@pytest.mark.parametrize("name", transcript_names())
+def test_replay(name: str, binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    transcript = load_transcript(name, {"BASE": server.base, "OUT": str(tmp_path), "SAMPLES": str(SAMPLES)})
+    worker = RawWorker(binary, transcript.arguments)
+    matched: Set[int] = set()
+    last_index: Dict[Any, int] = {}
+    methods_by_id: Dict[str, str] = {}
+    try:
+        for step in transcript.steps:
+            if step.send is None:
+                worker.close_stdin()
+            else:
+                try:
+                    sent = json.loads(step.send)
+                except ValueError:
+                    assert step.invalid, f"{name}: {step.send} is not JSON but not marked -->!"
+                    sent = None
+                for element in (sent if isinstance(sent, list) else [sent] if sent is not None else []):
+                    if isinstance(element, dict) and "id" in element and isinstance(element.get("method"), str):
+                        methods_by_id[json.dumps(element["id"])] = element["method"]
+                    if not step.invalid and isinstance(element, dict):
+                        schema = incoming_schema(element) or "none"
+                        assert not SCHEMAS.problems(element, schema), f"{name}: request {step.send}"
+                worker.send(step.send)
+            for pattern in step.expected:
+                key = order_key(pattern)
+                after = last_index.get(key, -1)
+                deadline = time.monotonic() + 30
+                while True:
+                    messages = worker.snapshot()
+                    index = next((i for i, m in enumerate(messages)
+                                  if i > after and i not in matched and matches(pattern, m)), None)
+                    if index is not None:
+                        break
+                    assert time.monotonic() < deadline, (
+                        f"{name}: never received {json.dumps(pattern)}\nreceived:\n"
+                        + "\n".join(json.dumps(m) for m in messages) + f"\nstderr:\n{worker.stderr.decode()}")
+                    time.sleep(0.005)
+                matched.add(index)
+                last_index[key] = index
+        if transcript.exit_status is None:
+            worker.close_stdin()
+        status = worker.process.wait(timeout=30)
+        worker.reader.join(10)
+        if transcript.exit_status is not None:
+            assert status == transcript.exit_status, f"{name}: exit status"
+    finally:
+        if worker.process.poll() is None:
+            worker.process.kill()
+            worker.process.wait()
+
+    messages = worker.snapshot()
+    for i, message in enumerate(messages):
+        if i in matched:
+            continue
+        allowed = message.get("method") == "download/progress" or any(matches(p, message) for p in transcript.optional)
+        assert allowed, f"{name}: unexpected message {json.dumps(message)}"
+    for message in messages:
+        for element in message if isinstance(message, list) else [message]:
+            method = methods_by_id.get(json.dumps(element.get("id"))) if "id" in element else None
+            schema = outgoing_schema(element, method)
+            assert schema is not None, f"{name}: no schema for {json.dumps(element)}"
+            assert not SCHEMAS.problems(element, schema), f"{name}: {json.dumps(element)} against {schema}"
+            # The typed client reads every event the worker sent, and knows every field in it.
+            if isinstance(element.get("method"), str) and element["method"].startswith("download/"):
+                event = parse_event(element["method"], element["params"])
+                assert event is not None, f"{name}: the client cannot read {json.dumps(element)}"
+                wire = dict(type(event).WIRE)
+                if element["method"] == "download/completed" and element["params"].get("outcome") == "success":
+                    wire.update(Image.WIRE)
+                unknown = set(element["params"]) - set(wire)
+                assert not unknown, f"{name}: the client has no field for {unknown} of {element['method']}"
+
+
+def _params_schema(name: str) -> Any:
+    return SCHEMAS.documents[name]["properties"]["params"]
+
+
+def test_every_event_field_in_the_schema_is_in_the_typed_events() -> None:
+    by_method = {cls.METHOD: cls for cls in EVENT_TYPES}
+    event_schemas = [n for n in SCHEMAS.documents if n.startswith("events/")]
+    assert sorted(n[len("events/"):-len(".schema.json")].replace("-", "/") for n in event_schemas) == sorted(by_method)
+    for name in event_schemas:
+        method = SCHEMAS.documents[name]["properties"]["method"]["const"]
+        params = _params_schema(name)
+        variants = params.get("oneOf", [params])
+        cls = by_method[method]
+        for variant in variants:
+            fields = set(variant.get("properties", {}))
+            wire = dict(cls.WIRE)
+            if variant.get("properties", {}).get("outcome", {}).get("const") == "success":
+                wire = dict(Image.WIRE)
+            assert fields == set(wire), f"{method}: schema {sorted(fields)} vs client {sorted(wire)}"
+            attributes = {f.name for f in dataclasses.fields(Image if wire is Image.WIRE or wire == Image.WIRE else cls)}
+            assert {a for a in wire.values() if a} <= attributes
+
+
+def test_every_error_code_has_its_exception() -> None:
+    error = SCHEMAS.documents["common.schema.json"]["$defs"]["downloadError"]
+    codes = error["properties"]["code"]["enum"]
+    names = error["properties"]["data"]["properties"]["name"]["enum"]
+    assert sorted(ERRORS_BY_CODE) == sorted(codes)
+    assert sorted(cls.name for cls in ERRORS_BY_CODE.values()) == sorted(names)
+    for name in names:
+        assert getattr(image_worker, name).name == name
+
+
+def test_requests_the_client_builds_are_valid() -> None:
+    params = download_params(
+        "https://example.org/a.jpg", "t1", dir="/tmp/x", format="rgba", progressive=True, priority="high",
+        headers={"X-A": "b"}, timeout_ms=5000, credentials=("u", "p"), allow_invalid_certificates=True,
+        handle_cookies=True, retry_failed=True, max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
+        overwrite=True, partial_interval_ms=0)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}
+    assert not SCHEMAS.problems(request, "requests/download.schema.json")
+    # Every download option of the schema can be set from Python.
+    schema_params = _params_schema("requests/download.schema.json")["properties"]
+    assert set(params) == set(schema_params)
+    assert set(params["output"]) | {"path", "delivery"} >= set(schema_params["output"]["properties"])
+    inline = download_params("u", 1, inline=True)
+    assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": inline}, "requests/download.schema.json")
+
+    configuration = SCHEMAS.documents["common.schema.json"]["$defs"]["configuration"]["properties"]
+    snake = {"".join("_" + c.lower() if c.isupper() else c for c in key): value for key, value in configuration.items()}
+    assert set(configure_params(snake)) == set(configuration)
+    methods = {n[len("requests/"):-len(".schema.json")] for n in SCHEMAS.documents if n.startswith("requests/")}
+    assert {"initialize", "download", "cancel", "setPriority", "configure", "status", "cancelAll", "shutdown",
+            "exit"} <= methods

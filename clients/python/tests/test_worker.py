@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+import image_worker
+from image_worker import (
+    BadImageData, Cancelled, Completed, Event, InvalidDownloadStatusCode, InvalidURL, NetworkError, PartialImage,
+    Progress, RequestError, Response, Started, UnsupportedFormat, Worker, WorkerClosed, WorkerExited,
+)
+from loopback import LoopbackServer
+
+
+def test_download_to_a_directory_with_typed_events(binary: str, server: LoopbackServer, tmp_path: Path,
+                                                   samples: Path) -> None:
+    with Worker(binary) as worker:
+        assert worker.binary_source == "argument"
+        assert worker.info["protocolVersion"] == image_worker.PROTOCOL_VERSION
+        handle = worker.download(server.url("/files/testorig.jpg"), dir=str(tmp_path))
+        events = list(handle)
+        image = handle.result(timeout=30)
+    kinds = [type(e) for e in events]
+    assert kinds[0] is Started and kinds[1] is Response and kinds[-1] is Completed
+    assert all(k is Progress for k in kinds[2:-1]) and len(kinds) >= 4
+    progress = [e for e in events if isinstance(e, Progress)]
+    assert progress[-1].received_bytes == progress[-1].expected_bytes == 5770
+    assert progress[-1].fraction == 1.0
+    assert image.path == str(tmp_path / "testorig.jpg")
+    assert image.source_format == "jpeg" and image.mime_type == "image/jpeg" and image.byte_length == 5770
+    assert image.read_bytes() == (samples / "testorig.jpg").read_bytes()
+    assert handle.done() and not handle.cancel()
+
+
+def test_inline_pixels_over_64_kib_per_line_and_numpy(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    numpy = pytest.importorskip("numpy")
+    with Worker(binary) as worker:
+        inline = worker.download(server.url("/files/testorig.jpg"), inline=True, format="rgba").result(30)
+        on_disk = worker.download(server.url("/files/testorig.jpg"), dir=str(tmp_path), format="rgba").result(30)
+        gray = worker.download(server.url("/files/testorig.jpg"), inline=True, format="gray",
+                               max_pixel_size=100).result(30)
+    assert inline.data is not None and len(inline.data) == 227 * 149 * 4  # ~180 KB of base64 on one line
+    assert inline.pixel_format == "rgba" and inline.stride == 227 * 4 and inline.width == 227
+    assert inline.data == Path(on_disk.path or "").read_bytes()
+    array = inline.to_numpy()
+    assert array.shape == (149, 227, 4) and array.dtype == numpy.uint8
+    assert (array[:, :, 3] == 255).all()
+    assert gray.width == 100 and gray.to_numpy().shape == (gray.height, 100)
+
+
+def test_to_pil_when_pillow_is_installed(binary: str, server: LoopbackServer) -> None:
+    pytest.importorskip("PIL")
+    with Worker(binary) as worker:
+        image = worker.download(server.url("/files/basn2c08.png"), inline=True, format="png").result(30)
+    assert image.to_pil().size == (32, 32)
+
+
+@pytest.mark.parametrize("path, options, error, check", [
+    ("/status/404", {}, InvalidDownloadStatusCode, lambda e: e.status_code == 404),
+    ("/text", {"format": "png"}, UnsupportedFormat, lambda e: e.code == 1008),
+    ("/truncate/testorig.jpg", {}, NetworkError, lambda e: e.reason == "truncated"),
+    ("/files/testorig.jpg", {"format": "png", "max_pixel_count": 1}, None, None),
+])
+def test_each_error_code_is_its_own_exception(binary: str, server: LoopbackServer, path: str, options: dict,  # type: ignore[type-arg]
+                                              error: type, check: object) -> None:
+    with Worker(binary) as worker:
+        handle = worker.download(server.url(path), **options)
+        if error is None:
+            assert handle.result(30).width is not None
+            return
+        with pytest.raises(error) as caught:
+            handle.result(30)
+        assert callable(check) and check(caught.value)
+        assert caught.value.url == server.url(path) and caught.value.token == handle.token
+        assert handle.completed is not None and handle.completed.outcome == "error"
+
+
+def test_bad_bytes_and_bad_urls(binary: str, server: LoopbackServer) -> None:
+    server.files["broken.jpg"] = b"\xff\xd8\xff\xe0" + b"\x00" * 100
+    with Worker(binary) as worker:
+        with pytest.raises(BadImageData):
+            worker.download(server.url("/files/broken.jpg"), format="png").result(30)
+        with pytest.raises(InvalidURL):
+            worker.download("not a url").result(30)
+
+
+def test_refused_requests_raise_at_once(binary: str, server: LoopbackServer) -> None:
+    with Worker(binary) as worker:
+        with pytest.raises(RequestError) as caught:
+            worker.download(server.url("/files/testorig.jpg"), progressive=True, format="original")
+        assert caught.value.code == -32602
+        with pytest.raises(ValueError):
+            worker.download(server.url("/files/testorig.jpg"), dir="a", path="b")
+        with pytest.raises(ValueError):
+            worker.download(server.url("/files/testorig.jpg"), token="t", priority="urgent")
+        # The worker goes on.
+        assert worker.download(server.url("/files/testorig.jpg")).result(30).byte_length == 5770
+
+
+def test_cancel_and_set_priority(binary: str, server: LoopbackServer) -> None:
+    with Worker(binary) as worker:
+        handle = worker.download(server.url("/hang"))
+        assert handle.set_priority("veryHigh") is True
+        assert worker.status()["liveTokens"][0]["priority"] == "veryHigh"
+        assert handle.cancel() is True
+        with pytest.raises(Cancelled):
+            handle.result(30)
+        events = list(handle)
+        assert isinstance(events[-1], Completed) and events[-1].outcome == "cancelled"
+        assert handle.set_priority("low") is False
+
+
+def test_cancel_from_an_event_callback_does_not_deadlock(binary: str, server: LoopbackServer) -> None:
+    seen: List[Event] = []
+
+    def on_event(event: Event) -> None:
+        seen.append(event)
+        if isinstance(event, Progress) and event.received_bytes > 0:
+            handle.cancel()
+
+    with Worker(binary) as worker:
+        handle = worker.download(server.url("/files/testorig.jpg?chunk=500&delayMs=50"), on_event=on_event)
+        with pytest.raises(Cancelled):
+            handle.result(30)
+    assert isinstance(seen[-1], Completed)
+
+
+def test_partial_images_arrive_in_order_then_the_final_one(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    with Worker(binary) as worker:
+        handle = worker.download(server.url("/files/testimgp.jpg?chunk=400&delayMs=20"), dir=str(tmp_path),
+                                 progressive=True, partial_interval_ms=0)
+        partials = [e for e in handle if isinstance(e, PartialImage)]
+        image = handle.result(30)
+    assert partials, "a progressive JPEG trickling in gives partial images"
+    assert [p.sequence for p in partials] == sorted(p.sequence for p in partials)
+    assert all(p.width == 227 and p.height == 149 and p.path == image.path for p in partials)
+    assert image.mime_type == "image/png" and image.width == 227
+
+
+def test_a_crashing_worker_fails_every_pending_handle_with_its_stderr(binary: str, server: LoopbackServer) -> None:
+    worker = Worker(binary, args=["--log-level", "debug"])
+    handles = [worker.download(server.url("/hang")) for _ in range(3)]
+    deadline = time.monotonic() + 10
+    while not worker.stderr_tail and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(worker.pid, signal.SIGKILL)
+    for handle in handles:
+        with pytest.raises(WorkerExited) as caught:
+            handle.result(30)
+        assert caught.value.returncode == -signal.SIGKILL
+        assert "killed by signal 9" in str(caught.value)
+        assert caught.value.stderr and caught.value.stderr[-1] in str(caught.value)
+    with pytest.raises(WorkerExited):
+        list(handles[0])
+    with pytest.raises(WorkerExited):
+        worker.download(server.url("/files/testorig.jpg"))
+    worker.close()
+
+
+def client_threads() -> set:  # type: ignore[type-arg]
+    """Every thread but the loopback server's own."""
+    return {t for t in threading.enumerate() if "process_request" not in t.name}
+
+
+def test_close_leaves_no_thread_or_process(binary: str, server: LoopbackServer) -> None:
+    before = client_threads()
+    worker = Worker(binary)
+    handle = worker.download(server.url("/files/testorig.jpg?chunk=1000&delayMs=20"))
+    assert worker.close() == 0
+    assert handle.result(0).byte_length == 5770  # close let it finish
+    assert client_threads() <= before
+    with pytest.raises(OSError):
+        os.kill(worker.pid, 0)
+    with pytest.raises(WorkerClosed):
+        worker.download(server.url("/files/testorig.jpg"))
+
+    worker = Worker(binary)
+    hanging = worker.download(server.url("/hang"))
+    assert worker.close(cancel_pending=True) == 0
+    with pytest.raises(Cancelled):
+        hanging.result(0)
+    assert client_threads() <= before
+
+
+def test_leaving_the_block_on_an_error_cancels(binary: str, server: LoopbackServer) -> None:
+    with pytest.raises(KeyError):
+        with Worker(binary) as worker:
+            hanging = worker.download(server.url("/hang"))
+            raise KeyError("boom")
+    with pytest.raises(Cancelled):
+        hanging.result(10)
+
+
+def test_configure_and_status(binary: str) -> None:
+    with Worker(binary) as worker:
+        configuration = worker.configure(max_concurrent_downloads=3, execution_order="lifo")
+        assert configuration["maxConcurrentDownloads"] == 3 and configuration["executionOrder"] == "lifo"
+        with pytest.raises(RequestError):
+            worker.configure(max_concurrent_downloads=0)
+        status = worker.status()
+        assert status["running"] == 0 and status["configuration"]["maxConcurrentDownloads"] == 3
+        assert worker.cancel_all() == 0
