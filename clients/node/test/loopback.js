@@ -1,0 +1,74 @@
+// A loopback HTTP server for the tests: the repository's samples/ at /files/NAME
+// (?chunk=N&delayMs=M trickles them), /status/CODE, /hang, /truncate/NAME, /text.
+import { createServer } from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const SAMPLES = join(REPO, 'samples');
+
+export function binaryPath() {
+  if (process.env.IMAGE_WORKER_BIN) return process.env.IMAGE_WORKER_BIN;
+  for (const build of ['debug', 'release']) {
+    const candidate = join(REPO, '.build', build, 'image-worker');
+    try {
+      readFileSync(candidate, { flag: 'r' }).length;
+      return candidate;
+    } catch {}
+  }
+  throw new Error(`no image-worker binary: run \`swift build\` in ${REPO} or set $IMAGE_WORKER_BIN`);
+}
+
+const TYPES = { jpg: 'image/jpeg', png: 'image/png' };
+
+export async function startServer() {
+  const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
+  const hanging = new Set();
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const parts = url.pathname.split('/').filter(Boolean);
+    const plain = (status, body) => {
+      res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    };
+    if (parts[0] === 'files' && files.has(parts[1])) {
+      const body = files.get(parts[1]);
+      res.writeHead(200, { 'Content-Type': TYPES[parts[1].split('.').pop()] ?? 'application/octet-stream', 'Content-Length': body.length });
+      const chunk = Number(url.searchParams.get('chunk') ?? 0);
+      const delay = Number(url.searchParams.get('delayMs') ?? 0);
+      if (!chunk) return res.end(body);
+      for (let start = 0; start < body.length; start += chunk) {
+        if (res.destroyed) return;
+        res.write(body.subarray(start, start + chunk));
+        await new Promise((r) => setTimeout(r, delay));
+      }
+      return res.end();
+    }
+    if (parts[0] === 'status') return plain(Number(parts[1]), `status ${parts[1]}`);
+    if (parts[0] === 'text') return plain(200, 'this is not an image');
+    if (parts[0] === 'hang') {
+      hanging.add(res);
+      return;
+    }
+    if (parts[0] === 'truncate' && files.has(parts[1])) {
+      const body = files.get(parts[1]);
+      res.writeHead(200, { 'Content-Length': body.length });
+      res.write(body.subarray(0, body.length >> 1));
+      return setTimeout(() => res.destroy(), 20);
+    }
+    plain(404, 'not found');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  return {
+    base,
+    files,
+    url: (path) => base + path,
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

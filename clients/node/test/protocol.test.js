@@ -1,0 +1,146 @@
+// The same contract everywhere: replay protocol/transcripts against the real binary, check
+// every message against protocol/schema, and hold the client's event model to the schemas.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import * as client from '../index.js';
+import { EVENT_FIELDS, ERRORS_BY_CODE, IMAGE_FIELDS, downloadParams, parseEvent } from '../index.js';
+import { SAMPLES, binaryPath, startServer } from './loopback.js';
+import { Schemas, incomingSchema, loadTranscript, matches, orderKey, outgoingSchema, transcriptNames } from './schema.js';
+
+const binary = binaryPath();
+const schemas = new Schemas();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('there are transcripts', () => assert.ok(transcriptNames().length >= 8));
+
+for (const name of transcriptNames()) {
+  test(`replay ${name}`, async () => {
+    const server = await startServer();
+    const out = mkdtempSync(join(tmpdir(), 'iw-transcript-'));
+    const transcript = loadTranscript(name, { BASE: server.base, OUT: out, SAMPLES });
+    const child = spawn(binary, transcript.args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const messages = [];
+    let pending = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      const lines = (pending + chunk).split('\n');
+      pending = lines.pop();
+      for (const line of lines) if (line) messages.push(JSON.parse(line));
+    });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    const exited = new Promise((resolve) => child.on('close', (code) => resolve(code)));
+    const matched = new Set();
+    const lastIndex = new Map();
+    const methodsById = new Map();
+    try {
+      for (const step of transcript.steps) {
+        if (step.send === null) {
+          child.stdin.end();
+        } else {
+          let sent;
+          try {
+            sent = JSON.parse(step.send);
+          } catch {
+            assert.ok(step.invalid, `${name}: ${step.send} is not JSON but not marked -->!`);
+          }
+          for (const element of sent === undefined ? [] : Array.isArray(sent) ? sent : [sent]) {
+            if (element && typeof element === 'object' && 'id' in element && typeof element.method === 'string') {
+              methodsById.set(JSON.stringify(element.id), element.method);
+            }
+            if (!step.invalid && element && typeof element === 'object') {
+              const schema = incomingSchema(element) ?? 'none';
+              assert.deepEqual(schemas.problems(element, schema), [], `${name}: request ${step.send}`);
+            }
+          }
+          child.stdin.write(step.send + '\n');
+        }
+        for (const pattern of step.expected) {
+          const key = orderKey(pattern);
+          const after = lastIndex.get(key) ?? -1;
+          const deadline = Date.now() + 30000;
+          let index;
+          for (;;) {
+            index = messages.findIndex((m, i) => i > after && !matched.has(i) && matches(pattern, m));
+            if (index >= 0) break;
+            if (Date.now() > deadline) {
+              assert.fail(`${name}: never received ${JSON.stringify(pattern)}\nreceived:\n${messages.map((m) => JSON.stringify(m)).join('\n')}\nstderr:\n${stderr}`);
+            }
+            await sleep(5);
+          }
+          matched.add(index);
+          lastIndex.set(key, index);
+        }
+      }
+      if (transcript.exitStatus === null) child.stdin.end();
+      const status = await exited;
+      if (transcript.exitStatus !== null) assert.equal(status, transcript.exitStatus, `${name}: exit status`);
+    } finally {
+      child.kill('SIGKILL');
+      await server.close();
+      rmSync(out, { recursive: true, force: true });
+    }
+    messages.forEach((message, i) => {
+      if (matched.has(i)) return;
+      const allowed = message.method === 'download/progress' || transcript.optional.some((p) => matches(p, message));
+      assert.ok(allowed, `${name}: unexpected message ${JSON.stringify(message)}`);
+    });
+    for (const message of messages) {
+      for (const element of Array.isArray(message) ? message : [message]) {
+        const method = 'id' in element ? methodsById.get(JSON.stringify(element.id)) : undefined;
+        const schema = outgoingSchema(element, method);
+        assert.ok(schema, `${name}: no schema for ${JSON.stringify(element)}`);
+        assert.deepEqual(schemas.problems(element, schema), [], `${name}: ${JSON.stringify(element)} against ${schema}`);
+        if (typeof element.method === 'string' && element.method.startsWith('download/')) {
+          const event = parseEvent(element.method, element.params);
+          assert.ok(event, `${name}: the client cannot read ${JSON.stringify(element)}`);
+          const known = element.method === 'download/completed' && element.params.outcome === 'success'
+            ? IMAGE_FIELDS : EVENT_FIELDS[element.method];
+          const unknown = Object.keys(element.params).filter((k) => !known.includes(k));
+          assert.deepEqual(unknown, [], `${name}: the client has no field for ${unknown} of ${element.method}`);
+        }
+      }
+    }
+  });
+}
+
+test('the client\'s event fields are the schemas\' fields', () => {
+  const eventSchemas = Object.keys(schemas.documents).filter((n) => n.startsWith('events/'));
+  const methods = eventSchemas.map((n) => schemas.documents[n].properties.method.const).sort();
+  assert.deepEqual(methods, Object.keys(EVENT_FIELDS).sort());
+  for (const name of eventSchemas) {
+    const doc = schemas.documents[name];
+    const params = doc.properties.params;
+    for (const variant of params.oneOf ?? [params]) {
+      const fields = Object.keys(variant.properties ?? {}).sort();
+      const expected = variant.properties?.outcome?.const === 'success' ? IMAGE_FIELDS : EVENT_FIELDS[doc.properties.method.const];
+      assert.deepEqual(fields, [...expected].sort(), `${name}`);
+    }
+  }
+});
+
+test('every error code has its class', () => {
+  const error = schemas.documents['common.schema.json'].$defs.downloadError;
+  assert.deepEqual(Object.keys(ERRORS_BY_CODE).map(Number).sort(), [...error.properties.code.enum].sort());
+  for (const name of error.properties.data.properties.name.enum) {
+    assert.equal(client[name]?.errorName, name, `class ${name}`);
+  }
+});
+
+test('requests the client builds are valid, and every download option can be set', () => {
+  const params = downloadParams('https://example.org/a.jpg', 't', {
+    dir: '/tmp/x', format: 'rgba', progressive: true, priority: 'high', headers: { 'X-A': 'b' }, timeoutMs: 5000,
+    credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true,
+    maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, overwrite: true, partialIntervalMs: 0,
+  });
+  const request = { jsonrpc: '2.0', id: 1, method: 'download', params };
+  assert.deepEqual(schemas.problems(request, 'requests/download.schema.json'), []);
+  const schemaParams = schemas.documents['requests/download.schema.json'].properties.params.properties;
+  assert.deepEqual(Object.keys(params).sort(), Object.keys(schemaParams).sort());
+  const output = new Set([...Object.keys(params.output), 'path', 'delivery']);
+  for (const key of Object.keys(schemaParams.output.properties)) assert.ok(output.has(key), `output.${key}`);
+});

@@ -1,0 +1,146 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import {
+  BadImageData, Cancelled, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
+  UnsupportedFormat, WorkerClosed, WorkerExited, readImageBytes, spawnWorker,
+} from '../index.js';
+import { SAMPLES, binaryPath, startServer } from './loopback.js';
+
+const binary = binaryPath();
+
+async function withSetup(body) {
+  const server = await startServer();
+  const dir = mkdtempSync(join(tmpdir(), 'iw-node-'));
+  try {
+    await body(server, dir);
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a download: async iterator of typed events, emitter, then the image', () => withSetup(async (server, dir) => {
+  const worker = await spawnWorker({ binary });
+  assert.equal(worker.binarySource, 'argument');
+  assert.equal(worker.info.protocolVersion, PROTOCOL_VERSION);
+  const handle = worker.download(server.url('/files/testorig.jpg?chunk=2000&delayMs=5'), { dir });
+  const emitted = [];
+  handle.on('progress', (e) => emitted.push(e.receivedBytes));
+  const types = [];
+  for await (const event of handle) types.push(event.type);
+  const image = await handle.done;
+  assert.equal(types[0], 'started');
+  assert.equal(types[1], 'response');
+  assert.equal(types.at(-1), 'completed');
+  assert.ok(types.slice(2, -1).every((t) => t === 'progress'));
+  assert.equal(emitted.at(-1), 5770);
+  assert.equal(image.path, join(dir, 'testorig.jpg'));
+  assert.equal(image.sourceFormat, 'jpeg');
+  assert.deepEqual(await readImageBytes(image), readFileSync(join(SAMPLES, 'testorig.jpg')));
+  assert.equal(await handle.cancel(), false);
+  assert.equal(await worker.close(), 0);
+}));
+
+test('inline pixels on lines far over 64 KiB', () => withSetup(async (server, dir) => {
+  const worker = await spawnWorker({ binary });
+  const handles = Array.from({ length: 4 }, () => worker.download(server.url('/files/testorig.jpg'), { inline: true, format: 'rgba' }));
+  for (const image of await Promise.all(handles.map((h) => h.done))) {
+    assert.equal(image.data.length, 227 * 149 * 4);
+    assert.equal(image.pixelFormat, 'rgba');
+    assert.equal(image.stride, 227 * 4);
+  }
+  const onDisk = await worker.download(server.url('/files/testorig.jpg'), { dir, format: 'rgba' }).done;
+  assert.deepEqual(readFileSync(onDisk.path), (await handles[0].done).data);
+  await worker.close();
+}));
+
+test('each error code rejects with its own class', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  server.files.set('broken.jpg', Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(100)]));
+  const notFound = await worker.download(server.url('/status/404')).done.catch((e) => e);
+  assert.ok(notFound instanceof InvalidDownloadStatusCode);
+  assert.equal(notFound.statusCode, 404);
+  assert.equal(notFound.url, server.url('/status/404'));
+  assert.ok((await worker.download(server.url('/text'), { format: 'png' }).done.catch((e) => e)) instanceof UnsupportedFormat);
+  const truncated = await worker.download(server.url('/truncate/testorig.jpg')).done.catch((e) => e);
+  assert.ok(truncated instanceof NetworkError);
+  assert.equal(truncated.reason, 'truncated');
+  assert.ok((await worker.download(server.url('/files/broken.jpg'), { format: 'png' }).done.catch((e) => e)) instanceof BadImageData);
+  assert.ok((await worker.download('not a url').done.catch((e) => e)) instanceof InvalidURL);
+  const refused = worker.download(server.url('/files/testorig.jpg'), { progressive: true, format: 'original' });
+  await assert.rejects(refused.done, (e) => e instanceof RequestError && e.code === -32602);
+  await assert.rejects(refused.accepted, RequestError);
+  assert.throws(() => worker.download('u', { dir: 'a', path: 'b' }), TypeError);
+  assert.throws(() => worker.download('u', { colour: 'red' }), /unknown download option/);
+  assert.equal((await worker.download(server.url('/files/testorig.jpg')).done).byteLength, 5770);
+  await worker.close();
+}));
+
+test('cancel, setPriority and AbortSignal', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const handle = worker.download(server.url('/hang'));
+  await handle.accepted;
+  assert.equal(await handle.setPriority('veryHigh'), true);
+  assert.equal((await worker.status()).liveTokens[0].priority, 'veryHigh');
+  assert.equal(await handle.cancel(), true);
+  await assert.rejects(handle.done, Cancelled);
+  assert.equal(handle.completed.outcome, 'cancelled');
+  assert.equal(await handle.setPriority('low'), false);
+  const controller = new AbortController();
+  const aborted = worker.download(server.url('/hang'), { signal: controller.signal });
+  controller.abort();
+  await assert.rejects(aborted.done, Cancelled);
+  await worker.close();
+}));
+
+test('partial images arrive in order, then the final image', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const handle = worker.download(server.url('/files/testimgp.jpg?chunk=400&delayMs=20'), {
+    inline: true, progressive: true, partialIntervalMs: 0,
+  });
+  const partials = [];
+  for await (const event of handle) if (event.type === 'partialImage') partials.push(event);
+  const image = await handle.done;
+  assert.ok(partials.length > 0);
+  assert.deepEqual(partials.map((p) => p.sequence), [...partials.map((p) => p.sequence)].sort((a, b) => a - b));
+  assert.ok(partials.every((p) => p.width === 227 && p.data.subarray(1, 4).toString() === 'PNG'));
+  assert.equal(image.mimeType, 'image/png');
+  await worker.close();
+}));
+
+test('a crash fails every pending handle with the worker\'s stderr', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary, args: ['--log-level', 'debug'] });
+  const handles = [1, 2, 3].map(() => worker.download(server.url('/hang')));
+  await Promise.all(handles.map((h) => h.accepted));
+  while (worker.stderrTail.length === 0) await new Promise((r) => setTimeout(r, 20));
+  worker.kill('SIGKILL');
+  for (const handle of handles) {
+    const error = await handle.done.catch((e) => e);
+    assert.ok(error instanceof WorkerExited, String(error));
+    assert.equal(error.signal, 'SIGKILL');
+    assert.match(error.message, /killed by SIGKILL/);
+    assert.ok(error.stderr.length > 0 && error.message.includes(error.stderr.at(-1)));
+  }
+  await assert.rejects(async () => { for await (const _ of handles[0]); }, WorkerExited);
+  assert.throws(() => worker.download(server.url('/files/testorig.jpg')), WorkerExited);
+  await worker.close();
+}));
+
+test('close finishes or cancels, and leaves no process', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const handle = worker.download(server.url('/files/testorig.jpg?chunk=1000&delayMs=20'));
+  assert.equal(await worker.close(), 0);
+  assert.equal((await handle.done).byteLength, 5770);
+  assert.throws(() => process.kill(worker.pid, 0));
+  assert.throws(() => worker.download(server.url('/files/testorig.jpg')), WorkerClosed);
+
+  const second = await spawnWorker({ binary });
+  const hanging = second.download(server.url('/hang'));
+  await hanging.accepted;
+  assert.equal(await second.close({ cancelPending: true }), 0);
+  await assert.rejects(hanging.done, Cancelled);
+}));
