@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The clients' tests against the built binary (.build/debug/image-worker unless $IMAGE_WORKER_BIN):
+# the Python package (installed into a throwaway venv, mypy --strict, pytest) and the Node
+# package (node --test; tsc checks index.d.ts when installed).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+export IMAGE_WORKER_BIN="${IMAGE_WORKER_BIN:-$root/.build/debug/image-worker}"
+[ -x "$IMAGE_WORKER_BIN" ] || { echo "clients: no binary at $IMAGE_WORKER_BIN (run swift build)" >&2; exit 1; }
+
+venv="$(mktemp -d)/venv"
+trap 'rm -rf "$(dirname "$venv")"' EXIT
+python3 -m venv --system-site-packages "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/clients/python"
+for module in pytest jsonschema mypy; do
+    "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check "$module"
+done
+echo "clients: mypy --strict"
+(cd "$root/clients/python" && "$venv/bin/python" -m mypy --strict src/image_worker)
+echo "clients: pytest"
+(cd "$root/clients/python" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+echo "clients: node --test"
+(cd "$root/clients/node" && node --test test/)
