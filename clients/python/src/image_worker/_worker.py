@@ -8,6 +8,7 @@ import queue
 import subprocess
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._binary import find_binary
@@ -312,7 +313,7 @@ class Worker:
                 with self._lock:
                     self._closing = True
                     self._send(Router.notification("exit"))
-            except (ImageWorkerError, TimeoutError, OSError):
+            except (ImageWorkerError, TimeoutError, FutureTimeout, OSError):  # distinct types before 3.11
                 pass
         with self._lock:
             self._closing = True
