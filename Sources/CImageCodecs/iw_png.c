@@ -51,6 +51,22 @@ static void fail_now(struct iw_png *d, int kind, const char *message) {
     png_longjmp(d->png, 1);
 }
 
+/* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct). Returns
+ * whether the file is 16-bit (linear). */
+static int set_rgba_transforms(png_structp png, png_infop info) {
+    int depth = png_get_bit_depth(png, info), color = png_get_color_type(png, info);
+    png_set_expand(png);
+    int has_color = (color & PNG_COLOR_MASK_COLOR) != 0;
+    int has_alpha = (color & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS);
+    int linear = depth == 16;
+    if (!has_color) png_set_gray_to_rgb(png);
+    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, linear ? PNG_GAMMA_LINEAR : PNG_DEFAULT_sRGB);
+    if (linear) png_set_scale_16(png);
+    if (!has_alpha) png_set_add_alpha(png, 255, PNG_FILLER_AFTER);
+    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, PNG_DEFAULT_sRGB);
+    return linear;
+}
+
 static void on_info(png_structp png, png_infop info) {
     struct iw_png *d = png_get_progressive_ptr(png);
     int depth, color, interlace;
@@ -62,17 +78,7 @@ static void on_info(png_structp png, png_infop info) {
         fail_now(d, IW_ERR_LIMIT, message);
     }
     d->interlaced = interlace != PNG_INTERLACE_NONE;
-    /* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct). */
-    png_set_expand(png);
-    int has_color = (color & PNG_COLOR_MASK_COLOR) != 0;
-    int has_alpha = (color & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS);
-    int linear = depth == 16;
-    if (!has_color) png_set_gray_to_rgb(png);
-    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, linear ? PNG_GAMMA_LINEAR : PNG_DEFAULT_sRGB);
-    d->whole_only = linear && interlace != PNG_INTERLACE_NONE;
-    if (linear) png_set_scale_16(png);
-    if (!has_alpha) png_set_add_alpha(png, 255, PNG_FILLER_AFTER);
-    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, PNG_DEFAULT_sRGB);
+    d->whole_only = set_rgba_transforms(png, info) && d->interlaced;
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_now(d, IW_ERR_CORRUPT, "unexpected row layout");
@@ -202,3 +208,115 @@ int iw_png_is_interlaced(const iw_png *d) { return d->interlaced; }
 const uint8_t *iw_png_pixels(const iw_png *d) { return d->pixels; }
 uint32_t iw_png_rows(const iw_png *d) { return d->interlaced ? (d->passes_done ? d->height : 0) : d->rows_done; }
 int iw_png_passes(const iw_png *d) { return d->passes_done; }
+
+/* MARK: row by row (non-interlaced files, whole buffer) */
+
+struct iw_png_row_reader {
+    png_structp png;
+    png_infop info;
+    const uint8_t *data;
+    size_t length, offset;
+    png_uint_32 width, height, next_row;
+    int error_kind;
+    char error[256];
+};
+
+static void rows_on_error(png_structp png, png_const_charp message) {
+    struct iw_png_row_reader *r = png_get_error_ptr(png);
+    if (r->error_kind == IW_ERR_NONE) {
+        r->error_kind = IW_ERR_CORRUPT;
+        snprintf(r->error, sizeof r->error, "%s", message);
+    }
+    png_longjmp(png, 1);
+}
+
+static void rows_read(png_structp png, png_bytep out, size_t count) {
+    struct iw_png_row_reader *r = png_get_io_ptr(png);
+    if (count > r->length - r->offset) {
+        r->error_kind = IW_ERR_TRUNCATED;
+        snprintf(r->error, sizeof r->error, "the PNG data ends before the image is complete");
+        png_longjmp(png, 1);
+    }
+    memcpy(out, r->data + r->offset, count);
+    r->offset += count;
+}
+
+iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64_t max_pixels, int *kind, char error[256]) {
+    *kind = IW_ERR_NONE;
+    error[0] = 0;
+    struct iw_png_row_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        *kind = IW_ERR_MEMORY;
+        snprintf(error, 256, "out of memory");
+        return NULL;
+    }
+    r->data = data;
+    r->length = length;
+    r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, r, rows_on_error, on_warning);
+    r->info = r->png ? png_create_info_struct(r->png) : NULL;
+    if (!r->info) {
+        png_destroy_read_struct(&r->png, NULL, NULL);
+        free(r);
+        *kind = IW_ERR_MEMORY;
+        snprintf(error, 256, "out of memory");
+        return NULL;
+    }
+    if (setjmp(png_jmpbuf(r->png))) {
+        *kind = r->error_kind ? r->error_kind : IW_ERR_CORRUPT;
+        snprintf(error, 256, "%s", r->error);
+        iw_png_reader_close(r);
+        return NULL;
+    }
+    /* The same settings as the progressive reader (and the simplified API's error behaviour). */
+    png_set_benign_errors(r->png, 1);
+    png_set_user_limits(r->png, 1u << 24, 1u << 24);
+    png_set_chunk_cache_max(r->png, 1000);
+    png_set_chunk_malloc_max(r->png, 16u << 20);
+    png_set_read_fn(r->png, r, rows_read);
+    png_read_info(r->png, r->info);
+    int depth, color, interlace;
+    png_get_IHDR(r->png, r->info, &r->width, &r->height, &depth, &color, &interlace, NULL, NULL);
+    if (max_pixels && (uint64_t)r->width * r->height > max_pixels) {
+        r->error_kind = IW_ERR_LIMIT;
+        snprintf(r->error, sizeof r->error, "image of %ux%u pixels exceeds the limit of %llu pixels", r->width, r->height,
+                 (unsigned long long)max_pixels);
+        png_longjmp(r->png, 1);
+    }
+    if (interlace != PNG_INTERLACE_NONE) {
+        /* Adam7 rows come pass by pass: the caller decodes such files whole. */
+        iw_png_reader_close(r);
+        return NULL;
+    }
+    set_rgba_transforms(r->png, r->info);
+    png_read_update_info(r->png, r->info);
+    if (png_get_rowbytes(r->png, r->info) != (size_t)r->width * 4) {
+        r->error_kind = IW_ERR_CORRUPT;
+        snprintf(r->error, sizeof r->error, "unexpected row layout");
+        png_longjmp(r->png, 1);
+    }
+    return r;
+}
+
+uint32_t iw_png_reader_width(const iw_png_row_reader *r) { return r->width; }
+uint32_t iw_png_reader_height(const iw_png_row_reader *r) { return r->height; }
+
+int iw_png_reader_next(iw_png_row_reader *r, uint8_t *row) {
+    if (r->error_kind != IW_ERR_NONE) return IW_FAILED;
+    if (setjmp(png_jmpbuf(r->png))) {
+        if (r->error_kind == IW_ERR_NONE) r->error_kind = IW_ERR_CORRUPT;
+        return IW_FAILED;
+    }
+    png_read_row(r->png, row, NULL);
+    r->next_row++;
+    if (r->next_row == r->height) png_read_end(r->png, NULL); /* CRCs and chunks after the pixels */
+    return 0;
+}
+
+int iw_png_reader_error_kind(const iw_png_row_reader *r) { return r->error_kind; }
+const char *iw_png_reader_error(const iw_png_row_reader *r) { return r->error; }
+
+void iw_png_reader_close(iw_png_row_reader *r) {
+    if (!r) return;
+    png_destroy_read_struct(&r->png, &r->info, NULL);
+    free(r);
+}

@@ -40,12 +40,18 @@ public struct DecodedImage: Sendable, Equatable {
     /// (as libjpeg does), gray→colour repeats the value, and added alpha is opaque.
     public func converted(to target: PixelLayout) -> DecodedImage {
         guard target != layout else { return self }
-        let count = width * height
-        var out = [UInt8](repeating: 255, count: count * target.channels)
-        pixels.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
-                let inC = layout.channels
-                let outC = target.channels
+        var out = [UInt8](repeating: 255, count: width * height * target.channels)
+        Self.convertRow(pixels, from: layout, into: &out, target)
+        return DecodedImage(width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format)
+    }
+
+    /// Converts the pixels of `input` (any number of them) from one layout to another.
+    static func convertRow(_ input: [UInt8], from layout: PixelLayout, into output: inout [UInt8], _ target: PixelLayout) {
+        let inC = layout.channels
+        let outC = target.channels
+        let count = input.count / inC
+        input.withUnsafeBufferPointer { src in
+            output.withUnsafeMutableBufferPointer { dst in
                 for i in 0..<count {
                     let s = i * inC
                     let d = i * outC
@@ -56,15 +62,16 @@ public struct DecodedImage: Sendable, Equatable {
                         dst[d] = src[s]
                         dst[d + 1] = src[s]
                         dst[d + 2] = src[s]
+                        if outC == 4 { dst[d + 3] = 255 }
                     } else {
                         dst[d] = src[s]
                         dst[d + 1] = src[s + 1]
                         dst[d + 2] = src[s + 2]
+                        if outC == 4 { dst[d + 3] = 255 }
                     }
                 }
             }
         }
-        return DecodedImage(width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format)
     }
 }
 

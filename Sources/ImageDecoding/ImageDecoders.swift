@@ -52,7 +52,8 @@ public enum ImageDecoders {
 
     /// Decodes a whole buffer and scales it down to fit `maxPixelSize` (longest side) and
     /// `maxPixelCount`: JPEG with libjpeg's DCT scaling to the smallest scale at or above the
-    /// target, then an area-weighted resample; PNG resampled after decoding.
+    /// target, then an area-weighted resample; PNG resampled row by row as rows are decoded (no
+    /// full-size image), except interlaced files, whose rows come pass by pass.
     public static func decode(
         _ data: [UInt8], options: DecodeOptions, maxPixelSize: Int?, maxPixelCount: Int?
     ) throws(DecodeError) -> DecodedImage {
@@ -63,6 +64,11 @@ public enum ImageDecoders {
             throw .limit("image of \(w)x\(h) pixels exceeds the limit of \(options.maxPixels) pixels", width: w, height: h)
         }
         let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
+        if ImageFormat.detect(data) == .png, (target.width, target.height) != (w, h),
+            let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
+        {
+            return image
+        }
         var scaled = options
         if ImageFormat.detect(data) == .jpeg {
             scaled.scaleDenominator = [8, 4, 2, 1].first { d in
@@ -131,6 +137,49 @@ public enum ImageDecoders {
         if let failure { throw failure }
         let layout: PixelLayout = channels == 3 ? .rgb : .rgba
         return DecodedImage(width: width, height: height, layout: layout, pixels: pixels, format: .png).converted(to: options.layout)
+    }
+
+    /// A non-interlaced PNG scaled to `width` x `height` while its rows are read: the same pixels
+    /// as `decodePNG` then `ImageResampler.resize`, without the full-size image. Nil for an
+    /// interlaced file.
+    static func decodePNGRows(_ data: [UInt8], options: DecodeOptions, width: Int, height: Int) throws(DecodeError) -> DecodedImage? {
+        func failure(_ kind: Int32, _ text: String) -> DecodeError {
+            let (w, h) = probeSize(data) ?? (0, 0)
+            return DecodeError(kind: Int(kind), message: text, width: w, height: h, format: "PNG")
+        }
+        // The reader reads from `data` in place: everything happens inside this closure.
+        let result = data.withUnsafeBufferPointer { bytes -> Result<DecodedImage?, DecodeError> in
+            var kind: Int32 = 0
+            var message = [CChar](repeating: 0, count: 256)
+            let reader = message.withUnsafeMutableBufferPointer {
+                iw_png_reader_open(bytes.baseAddress, bytes.count, options.maxPixels, &kind, $0.baseAddress)
+            }
+            guard let reader else {
+                if kind == 0 { return .success(nil) }
+                return .failure(failure(kind, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+            }
+            defer { iw_png_reader_close(reader) }
+            let inWidth = Int(iw_png_reader_width(reader))
+            let inHeight = Int(iw_png_reader_height(reader))
+            let layout = options.layout
+            var resampler = RowResampler(
+                inWidth: inWidth, inHeight: inHeight, outWidth: width, outHeight: height, channels: layout.channels)
+            var row = [UInt8](repeating: 0, count: inWidth * 4)
+            var converted = [UInt8](repeating: 0, count: inWidth * layout.channels)
+            for _ in 0..<inHeight {
+                guard row.withUnsafeMutableBufferPointer({ iw_png_reader_next(reader, $0.baseAddress) }) == 0 else {
+                    return .failure(failure(iw_png_reader_error_kind(reader), String(cString: iw_png_reader_error(reader))))
+                }
+                if layout == .rgba {
+                    row.withUnsafeBufferPointer { resampler.push($0) }
+                } else {
+                    DecodedImage.convertRow(row, from: .rgba, into: &converted, layout)
+                    converted.withUnsafeBufferPointer { resampler.push($0) }
+                }
+            }
+            return .success(DecodedImage(width: width, height: height, layout: layout, pixels: resampler.output, format: .png))
+        }
+        return try result.get()
     }
 
     static func decodeIncrementally(_ data: [UInt8], format: ImageFormat, options: DecodeOptions) throws(DecodeError) -> DecodedImage {

@@ -34,6 +34,26 @@ public enum ImageResampler {
         return DecodedImage(width: width, height: height, layout: image.layout, pixels: vertical, orientation: image.orientation, format: image.format)
     }
 
+    /// Weights of each output pixel: the overlap of its footprint with each input pixel.
+    static func spans(inLength: Int, outLength: Int) -> [(first: Int, weights: [Double])] {
+        let scale = Double(inLength) / Double(outLength)
+        var spans: [(first: Int, weights: [Double])] = []
+        spans.reserveCapacity(outLength)
+        for o in 0..<outLength {
+            let start = Double(o) * scale
+            let end = start + scale
+            let first = Int(start)
+            let last = min(inLength - 1, Int((end - 1e-9).rounded(.down)))
+            var weights: [Double] = []
+            for i in first...max(first, last) {
+                let overlap = min(end, Double(i + 1)) - max(start, Double(i))
+                weights.append(max(0, overlap) / scale)
+            }
+            spans.append((first, weights))
+        }
+        return spans
+    }
+
     /// Resamples `count` lines of `inLength` pixels to `outLength` pixels each. `stride.item` is
     /// the distance between lines, `stride.step` between pixels of a line.
     private static func resampleAxis(
@@ -52,22 +72,7 @@ public enum ImageResampler {
             }
             return output
         }
-        // Weights of each output pixel: the overlap of its footprint with each input pixel.
-        let scale = Double(inLength) / Double(outLength)
-        var spans: [(first: Int, weights: [Double])] = []
-        spans.reserveCapacity(outLength)
-        for o in 0..<outLength {
-            let start = Double(o) * scale
-            let end = start + scale
-            let first = Int(start)
-            let last = min(inLength - 1, Int((end - 1e-9).rounded(.down)))
-            var weights: [Double] = []
-            for i in first...max(first, last) {
-                let overlap = min(end, Double(i + 1)) - max(start, Double(i))
-                weights.append(max(0, overlap) / scale)
-            }
-            spans.append((first, weights))
-        }
+        let spans = Self.spans(inLength: inLength, outLength: outLength)
         input.withUnsafeBufferPointer { src in
             output.withUnsafeMutableBufferPointer { dst in
                 var sums = [Double](repeating: 0, count: channels)
@@ -87,6 +92,77 @@ public enum ImageResampler {
             }
         }
         return output
+    }
+}
+
+/// `ImageResampler.resize` for rows that arrive one at a time, top to bottom: only the output, one
+/// resampled row and the few output rows still accumulating are held, never the input image.
+/// The arithmetic is the same, in the same order, so the result is identical to `resize`.
+struct RowResampler {
+    let inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int
+    private let columns: [(first: Int, weights: [Double])]
+    private let rows: [(first: Int, weights: [Double])]
+    private var nextInputRow = 0
+    /// The first output row not written yet; rows from it on may be accumulating.
+    private var firstOpenRow = 0
+    private var sums: [Int: [Double]] = [:]
+    private var resampled: [UInt8]
+    private(set) var output: [UInt8]
+
+    init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int) {
+        (self.inWidth, self.inHeight, self.outWidth, self.outHeight, self.channels) = (inWidth, inHeight, outWidth, outHeight, channels)
+        columns = ImageResampler.spans(inLength: inWidth, outLength: outWidth)
+        rows = ImageResampler.spans(inLength: inHeight, outLength: outHeight)
+        resampled = [UInt8](repeating: 0, count: outWidth * channels)
+        output = [UInt8](repeating: 0, count: outWidth * outHeight * channels)
+    }
+
+    var isComplete: Bool { nextInputRow == inHeight }
+
+    /// Takes the next input row (`inWidth * channels` bytes).
+    mutating func push(_ row: UnsafeBufferPointer<UInt8>) {
+        precondition(nextInputRow < inHeight && row.count >= inWidth * channels)
+        let y = nextInputRow
+        nextInputRow += 1
+        let c = channels
+        // Across: as resize's first pass (which rounds to bytes before the second).
+        resampled.withUnsafeMutableBufferPointer { dst in
+            if inWidth == outWidth {
+                for i in 0..<(inWidth * c) { dst[i] = row[i] }
+                return
+            }
+            var sums = [Double](repeating: 0, count: c)
+            for (o, span) in columns.enumerated() {
+                for k in 0..<c { sums[k] = 0 }
+                for (j, weight) in span.weights.enumerated() {
+                    let p = (span.first + j) * c
+                    for k in 0..<c { sums[k] += Double(row[p + k]) * weight }
+                }
+                for k in 0..<c { dst[o * c + k] = UInt8(min(255, max(0, sums[k].rounded()))) }
+            }
+        }
+        // Down: this row's share of every output row whose footprint covers it, in input order.
+        var o = firstOpenRow
+        while o < outHeight, rows[o].first <= y {
+            let span = rows[o]
+            let j = y - span.first
+            if inHeight == outHeight {
+                let start = o * outWidth * c
+                for i in 0..<(outWidth * c) { output[start + i] = resampled[i] }
+            } else if j < span.weights.count {
+                let weight = span.weights[j]
+                var acc = sums.removeValue(forKey: o) ?? [Double](repeating: 0, count: outWidth * c)
+                for i in 0..<(outWidth * c) { acc[i] += Double(resampled[i]) * weight }
+                if j == span.weights.count - 1 {
+                    let start = o * outWidth * c
+                    for i in 0..<(outWidth * c) { output[start + i] = UInt8(min(255, max(0, acc[i].rounded()))) }
+                } else {
+                    sums[o] = acc
+                }
+            }
+            if span.first + max(span.weights.count, 1) - 1 <= y { firstOpenRow = o + 1 }
+            o += 1
+        }
     }
 }
 

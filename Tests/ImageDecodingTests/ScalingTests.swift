@@ -56,4 +56,42 @@ import Testing
         #expect(dct.width == 57 && dct.height == 38)
         #expect(ImageResampler.resize(dct, width: 50, height: 32) == fitted)
     }
+
+    /// PNG scale-down reads rows one at a time and resamples them as they come; the result must be
+    /// exactly the full-size decode resampled, for every layout and several sizes.
+    @Test(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)), arguments: PNGDecodingTests.valid + PNGDecodingTests.edge)
+    func pngScalingRowByRowEqualsDecodingThenResampling(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        for layout in [PixelLayout.rgba, .rgb, .gray] {
+            var options = DecodeOptions()
+            options.layout = layout
+            guard let full = try? ImageDecoders.decode(data, options: options) else { continue }
+            for (size, count) in [(1, nil), (7, nil), (max(1, max(full.width, full.height) - 1), nil), (nil, 50)] as [(Int?, Int?)] {
+                let target = ImageResampler.fittedSize(width: full.width, height: full.height, maxPixelSize: size, maxPixelCount: count)
+                let scaled = try ImageDecoders.decode(data, options: options, maxPixelSize: size, maxPixelCount: count)
+                #expect(scaled == ImageResampler.resize(full, width: target.width, height: target.height), "\(path) \(layout) \(size ?? 0) \(count ?? 0)")
+            }
+        }
+    }
+
+    @Test func pngScalingRowByRowOnALargerImage() throws {
+        // 1003×601 with detail in every channel, so uneven footprints and alpha all count.
+        let source = image(1003, 601, .rgba) { x, y, c in UInt8(truncatingIfNeeded: x * (c + 1) &* 7 &+ y * (3 - c) &* 13 &+ (x ^ y)) }
+        let png = try ImageDecoders.encodePNG(source)
+        for (size, count) in [(500, nil), (333, nil), (1002, nil), (nil, 10_000)] as [(Int?, Int?)] {
+            let target = ImageResampler.fittedSize(width: 1003, height: 601, maxPixelSize: size, maxPixelCount: count)
+            let scaled = try ImageDecoders.decode(png, options: DecodeOptions(), maxPixelSize: size, maxPixelCount: count)
+            #expect(scaled == ImageResampler.resize(source, width: target.width, height: target.height))
+        }
+        // A truncated file is an error that says so, not a half image.
+        #expect(throws: DecodeError.self) {
+            try ImageDecoders.decode(Array(png.prefix(png.count / 2)), options: DecodeOptions(), maxPixelSize: 100, maxPixelCount: nil)
+        }
+    }
+
+    @Test(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)), arguments: PNGDecodingTests.corrupt)
+    func corruptPNGsFailWhenScaledToo(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: 8, maxPixelCount: nil) }
+    }
 }

@@ -23,4 +23,18 @@ const uint8_t *iw_png_pixels(const iw_png *d);
 uint32_t iw_png_rows(const iw_png *d);
 /* Interlaced: Adam7 passes complete (0..7). */
 int iw_png_passes(const iw_png *d);
+
+/* Row by row, for non-interlaced files in a whole buffer (libpng's sequential reader, the same
+ * transforms, so the same RGBA rows): a scale-down that never holds the full-size image.
+ * iw_png_reader_open returns NULL with *kind == IW_ERR_NONE for an interlaced file (decode it whole),
+ * or NULL with *kind and error set when the file cannot be read (or is over max_pixels).
+ * iw_png_reader_next writes the next row (width * 4 bytes): 0, or IW_FAILED with the error set. */
+typedef struct iw_png_row_reader iw_png_row_reader;
+iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64_t max_pixels, int *kind, char error[256]);
+uint32_t iw_png_reader_width(const iw_png_row_reader *r);
+uint32_t iw_png_reader_height(const iw_png_row_reader *r);
+int iw_png_reader_next(iw_png_row_reader *r, uint8_t *row);
+int iw_png_reader_error_kind(const iw_png_row_reader *r);
+const char *iw_png_reader_error(const iw_png_row_reader *r);
+void iw_png_reader_close(iw_png_row_reader *r);
 #endif
