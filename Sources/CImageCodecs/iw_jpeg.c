@@ -324,6 +324,13 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
             int complete = jpeg_input_complete(c);
             int target = complete ? c->input_scan_number : c->input_scan_number - 1;
             if (target >= 1 && target > d->last_target) {
+                /* Partial images are previews: they skip libjpeg's block smoothing (about a tenth of a
+                 * whole decode per pass on a large image; early scans look blockier) and use the fast
+                 * integer IDCT (libjpeg lets both change between output passes). The final pass uses
+                 * the accurate IDCT, as a whole-buffer decode does, and has every coefficient, where
+                 * smoothing does nothing: the final image is a whole decode's pixels. */
+                c->do_block_smoothing = complete ? TRUE : FALSE;
+                c->dct_method = complete ? JDCT_ISLOW : JDCT_IFAST;
                 jpeg_start_output(c, target);
                 read_rows(d);
                 jpeg_finish_output(c);

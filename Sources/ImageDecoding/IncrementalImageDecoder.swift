@@ -10,8 +10,19 @@ public struct DecodeProgress: OptionSet, Sendable {
     public static let complete = DecodeProgress(rawValue: 4)
 }
 
+/// The decoder's current frame, borrowed: valid only inside `withCurrentPixels`, and only until
+/// the next `feed`. Rows top to bottom, `stride` bytes apart.
+public struct BorrowedPixels {
+    public let width: Int
+    public let height: Int
+    public let layout: PixelLayout
+    public let bytes: UnsafeBufferPointer<UInt8>
+    public var stride: Int { width * layout.channels }
+}
+
 /// Decodes an image from bytes fed as they arrive, each byte once. Not thread-safe: one owner
-/// feeds it; the pixels read back with `currentImage()` are a copy.
+/// feeds it; the pixels read back with `currentImage()` are a copy, those lent to
+/// `withCurrentPixels` are not.
 public protocol IncrementalImageDecoder: AnyObject {
     var format: ImageFormat { get }
     /// Feeds more bytes; `isLast` says no more will come. A failure is final; the pixels decoded
@@ -29,6 +40,9 @@ public protocol IncrementalImageDecoder: AnyObject {
     var orientation: Int { get }
     /// The pixels as they are now, in the requested layout; nil before any pixel.
     func currentImage() -> DecodedImage?
+    /// The pixels as they are now, without a copy, in the decoder's own layout (`layout` of the
+    /// options for JPEG; RGBA for PNG); nil before any pixel.
+    func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R?
 }
 
 extension IncrementalImageDecoder {

@@ -55,10 +55,14 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     public var isProgressive: Bool { iw_jpeg_is_progressive(handle) != 0 }
 
     public func currentImage() -> DecodedImage? {
+        withCurrentPixels { frame in
+            DecodedImage(width: frame.width, height: frame.height, layout: frame.layout, pixels: Array(frame.bytes), orientation: orientation, format: .jpeg)
+        }
+    }
+
+    public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
         guard let (w, h) = size, let pixels = iw_jpeg_pixels(handle) else { return nil }
         let count = w * h * options.layout.channels
-        return DecodedImage(
-            width: w, height: h, layout: options.layout, pixels: Array(UnsafeBufferPointer(start: pixels, count: count)),
-            orientation: orientation, format: .jpeg)
+        return try body(BorrowedPixels(width: w, height: h, layout: options.layout, bytes: UnsafeBufferPointer(start: pixels, count: count)))
     }
 }

@@ -50,9 +50,14 @@ public final class PNGDecoder: IncrementalImageDecoder {
     public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
 
     public func currentImage() -> DecodedImage? {
+        withCurrentPixels { frame in
+            DecodedImage(width: frame.width, height: frame.height, layout: .rgba, pixels: Array(frame.bytes), format: .png)
+                .converted(to: options.layout)
+        }
+    }
+
+    public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
         guard let (w, h) = size, let pixels = iw_png_pixels(handle) else { return nil }
-        let rgba = DecodedImage(
-            width: w, height: h, layout: .rgba, pixels: Array(UnsafeBufferPointer(start: pixels, count: w * h * 4)), format: .png)
-        return rgba.converted(to: options.layout)
+        return try body(BorrowedPixels(width: w, height: h, layout: .rgba, bytes: UnsafeBufferPointer(start: pixels, count: w * h * 4)))
     }
 }

@@ -87,6 +87,45 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// PNG partial images are encoded from the decoder's own frame, once for all the tokens that
+    /// asked the same; a token that asked a smaller size gets its own rendering.
+    @Test func pngPartialImagesAreTheFrameAndSharedBetweenLikeTokens() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let url = JSONValue.string(server.url("/files/testimgp.jpg?chunk=300&delayMs=40"))
+        let png: JSONValue = ["format": "png", "delivery": "inline", "partialIntervalMs": 0]
+        worker.request(1, "download", ["url": url, "token": "a", "progressive": true, "output": png])
+        worker.request(2, "download", ["url": url, "token": "b", "progressive": true, "output": png])
+        worker.request(3, "download", [
+            "url": url, "token": "small", "progressive": true,
+            "output": ["format": "png", "delivery": "inline", "partialIntervalMs": 0, "maxPixelSize": 100],
+        ])
+        for token: JSONValue in ["a", "b", "small"] {
+            #expect(try await worker.completion(token)["params"]?["outcome"] == "success")
+        }
+        func images(_ token: JSONValue) throws -> [(sequence: Int64, passes: Int64, image: DecodedImage, bytes: Data)] {
+            try partials(worker, token).map { p in
+                let bytes = try #require(p["data"]?.stringValue.flatMap { Data(base64Encoded: $0) })
+                let image = try ImageDecoders.decode(Array(bytes))
+                #expect(image.width == Int(p["width"]?.integerValue ?? 0) && image.height == Int(p["height"]?.integerValue ?? 0))
+                return (p["sequence"]?.integerValue ?? 0, p["passes"]?.integerValue ?? 0, image, bytes)
+            }
+        }
+        let a = try images("a")
+        let b = try images("b")
+        let small = try images("small")
+        #expect(!a.isEmpty && !b.isEmpty && !small.isEmpty)
+        #expect(a.allSatisfy { $0.image.width == 227 && $0.image.height == 149 })
+        #expect(small.allSatisfy { $0.image.width == 100 && $0.image.height == 65 })
+        // The same scan for both tokens: the very same PNG bytes (rendered once).
+        for x in a {
+            if let y = b.first(where: { $0.passes == x.passes }) { #expect(x.bytes == y.bytes, "scan \(x.passes)") }
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func cancellingAProgressiveTokenEndsItsPartialImages() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

@@ -94,6 +94,20 @@ enum OutputDelivery {
         try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
+    /// A partial image as PNG, encoded from the decoder's frame where it lies (full size, upright
+    /// as stored): the fields `renderNow` gives.
+    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat) throws(DownloadFailure) -> Rendered {
+        let png: [UInt8]
+        do throws(DecodeError) { png = try ImageDecoders.encodePNG(frame, fast: true) } catch {
+            throw .output(error.description, path: nil)
+        }
+        let fields: JSONObject = [
+            "width": JSONValue(frame.width), "height": JSONValue(frame.height), "sourceFormat": .string(source.rawValue),
+            "orientation": JSONValue(orientation), "mimeType": "image/png",
+        ]
+        return Rendered(fields: fields, payload: ByteBuffer(bytes: png), mimeType: "image/png", fileExtension: "png")
+    }
+
     /// `render`, on the calling thread (already off the network and cooperative threads). Partial
     /// images (`partial`) are compressed less: the next one replaces them.
     static func renderNow(_ image: DecodedImage, spec: OutputSpec, partial: Bool = false) throws(DownloadFailure) -> Rendered {

@@ -100,16 +100,33 @@ final class ProgressiveDecodes: Sendable {
                 return registration.sequence == 0 || now &- registration.lastPartialAt >= interval ? (token, registration) : nil
             }
         }
-        guard !due.isEmpty, let image = decoder.currentImage() else { return }
+        guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
         let filled = decoder.filledRows
         let passes = decoder.completedPasses
+        let orientation = decoder.orientation
+        // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
+        // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
+        var copy: DecodedImage?
+        var renders: [RenderKey: OutputDelivery.Rendered] = [:]
         for (token, registration) in due {
             let spec = registration.spec
-            let fitted = OutputDelivery.fitted(image, spec: spec)
-            guard let rendered = try? OutputDelivery.renderNow(fitted, spec: spec, partial: true) else { continue }
+            let key = RenderKey(spec)
+            let target = ImageResampler.fittedSize(
+                width: frameWidth, height: frameHeight, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            if renders[key] == nil {
+                if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                    renders[key] = decoder.withCurrentPixels { frame in
+                        try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
+                    } ?? nil
+                } else {
+                    if copy == nil { copy = decoder.currentImage() }
+                    if let copy { renders[key] = try? OutputDelivery.renderNow(OutputDelivery.fitted(copy, spec: spec), spec: spec, partial: true) }
+                }
+            }
+            guard let rendered = renders[key] else { continue }
             var params: JSONObject = ["token": token.json, "sequence": JSONValue(registration.sequence + 1)]
             for (key, value) in rendered.fields { params[key] = value }
-            params["filledRows"] = JSONValue(image.height > 0 ? filled * fitted.height / image.height : 0)
+            params["filledRows"] = JSONValue(frameHeight > 0 ? filled * target.height / frameHeight : 0)
             params["passes"] = JSONValue(passes)
             params["byteLength"] = JSONValue(rendered.payload.readableBytes)
             var path = registration.reservedPath
@@ -127,7 +144,7 @@ final class ProgressiveDecodes: Sendable {
                         case .path(let p): path = try OutputDelivery.write(rendered.payload, to: OutputDelivery.absolute(p))
                         case .directory(let dir):
                             let name = OutputDelivery.fileName(
-                                for: registration.url, token: token, source: image.format, forcedExtension: rendered.fileExtension)
+                                for: registration.url, token: token, source: decoder.format, forcedExtension: rendered.fileExtension)
                             path = try OutputDelivery.write(
                                 rendered.payload, into: OutputDelivery.absolute(dir), name: name, overwrite: spec.overwrite)
                         }
@@ -148,6 +165,18 @@ final class ProgressiveDecodes: Sendable {
                     RPCResponse.notification(method: WorkerEvent.partialImage, params: .object(params)),
                     replaceKey: EventEncoder.replaceKey(token, "partial"), alwaysReplace: true)
             }
+        }
+    }
+
+    /// What makes two tokens' partial images the same bytes.
+    struct RenderKey: Hashable {
+        var format: OutputSpec.Format
+        var maxPixelSize: Int?
+        var maxPixelCount: Int?
+        var applyOrientation: Bool
+
+        init(_ spec: OutputSpec) {
+            (format, maxPixelSize, maxPixelCount, applyOrientation) = (spec.format, spec.maxPixelSize, spec.maxPixelCount, spec.applyOrientation)
         }
     }
 
