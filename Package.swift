@@ -76,6 +76,7 @@ let package = Package(
         .executableTarget(
             name: "ImageWorkerCLI",
             dependencies: [
+                "ImageDecoding",
                 "ImageWorkerServer",
                 "ImageWorkerConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -5,10 +5,24 @@
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <turbojpeg.h>
 
 void iw_free(void *pointer) { free(pointer); }
+
+int iw_retain_freed_memory(size_t bytes) {
+#if defined(__GLIBC__)
+    int limit = bytes > (size_t)INT_MAX ? INT_MAX : (int)bytes;
+    return mallopt(M_MMAP_THRESHOLD, limit) == 1 && mallopt(M_TRIM_THRESHOLD, limit) == 1 ? 0 : -1;
+#else
+    (void)bytes;
+    return -1;
+#endif
+}
 
 static int set_error(iw_image *out, int kind, const char *message) {
     out->error_kind = kind;

@@ -117,7 +117,8 @@ public enum ImageDecoders {
         if UInt64(width) * UInt64(height) > options.maxPixels {
             throw .limit("image of \(width)x\(height) pixels exceeds the limit of \(options.maxPixels) pixels", width: width, height: height)
         }
-        let capacity = width * height * 4
+        // Exactly what the simplified API will write: RGB for an opaque file asked as RGB.
+        let capacity = width * height * (options.layout == .rgb && !pngMayHaveAlpha(data) ? 3 : 4)
         var failure: DecodeError?
         var channels = 4
         let pixels = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
@@ -180,6 +181,21 @@ public enum ImageDecoders {
             return .success(DecodedImage(width: width, height: height, layout: layout, pixels: resampler.output, format: .png))
         }
         return try result.get()
+    }
+
+    /// Whether a PNG has an alpha channel or a tRNS chunk (which must come before the image data).
+    static func pngMayHaveAlpha(_ data: [UInt8]) -> Bool {
+        guard data.count >= 33 else { return true }
+        if data[25] & 4 != 0 { return true }
+        var offset = 33  // after the signature and IHDR
+        while offset + 8 <= data.count {
+            let length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
+            let type = data[(offset + 4)..<(offset + 8)]
+            if type.elementsEqual("tRNS".utf8) { return true }
+            if type.elementsEqual("IDAT".utf8) { return false }
+            offset += 12 + length
+        }
+        return true
     }
 
     static func decodeIncrementally(_ data: [UInt8], format: ImageFormat, options: DecodeOptions) throws(DecodeError) -> DecodedImage {

@@ -1,4 +1,5 @@
 import Foundation
+import ImageDecoding
 import ImageWorkerProtocol
 import Synchronization
 import TestSupport
@@ -17,6 +18,7 @@ import TestSupport
 struct WorkerBenchmark {
     static func main() async throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        BitmapMemory.retainFreedMemory()  // as the worker does
         if arguments.first == "decode-once", arguments.count == 2 {
             DecodeBenchmark.decodeOnce(arguments[1])
             return

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ImageDecoding
 import ImageWorkerConsole
 import Logging
 
@@ -88,6 +89,7 @@ struct Get: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
+        BitmapMemory.retainFreedMemory()
         var options = GetOptions(urls: urls, directory: output)
         options.format = format ?? (progressive ? "png" : "original")
         options.progressive = progressive

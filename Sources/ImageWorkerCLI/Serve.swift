@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ImageDecoding
 import ImageWorkerServer
 import Logging
 
@@ -61,6 +62,7 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "image-worker")
+        BitmapMemory.retainFreedMemory()
 
         var options = WorkerOptions()
         options.onEOF = EOFPolicy(rawValue: onEOF)!

@@ -328,34 +328,40 @@ final class TestHTTPHandler: ChannelInboundHandler {
     private enum Ending { case complete, stall, reset, close }
 
     private func send(
-        _ context: ChannelHandlerContext, _ bytes: [UInt8], from offset: Int, limit: Int, chunk: Int, delayMs: Int64,
+        _ context: ChannelHandlerContext, _ bytes: [UInt8], from start: Int, limit: Int, chunk: Int, delayMs: Int64,
         ending: Ending, pause: (at: Int, gate: EventLoopFuture<Void>)? = nil
     ) {
-        guard context.channel.isActive else { return }
-        if let pause, offset >= pause.at {
-            pause.gate.assumeIsolated().whenSuccess { _ in
-                self.send(context, bytes, from: offset, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+        // A loop, not recursion, when there is no delay: a large body in small chunks would
+        // otherwise overflow the event loop's stack.
+        var offset = start
+        while true {
+            guard context.channel.isActive else { return }
+            if let pause, offset >= pause.at {
+                let resumeAt = offset
+                pause.gate.assumeIsolated().whenSuccess { _ in
+                    self.send(context, bytes, from: resumeAt, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending)
+                }
+                return
             }
-            return
-        }
-        if offset >= limit {
-            switch ending {
-            case .complete: context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            case .stall: break
-            case .reset: reset(context)
-            case .close: context.close(promise: nil)
+            if offset >= limit {
+                switch ending {
+                case .complete: context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                case .stall: break
+                case .reset: reset(context)
+                case .close: context.close(promise: nil)
+                }
+                return
             }
-            return
-        }
-        var end = min(limit, offset + chunk)
-        if let pause, pause.at > offset { end = min(end, pause.at) }
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end])))), promise: nil)
-        if delayMs > 0 {
-            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(delayMs)) {
-                self.send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending, pause: pause)
+            var end = min(limit, offset + chunk)
+            if let pause, pause.at > offset { end = min(end, pause.at) }
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end])))), promise: nil)
+            offset = end
+            if delayMs > 0 {
+                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(delayMs)) {
+                    self.send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending, pause: pause)
+                }
+                return
             }
-        } else {
-            send(context, bytes, from: end, limit: limit, chunk: chunk, delayMs: delayMs, ending: ending, pause: pause)
         }
     }
 

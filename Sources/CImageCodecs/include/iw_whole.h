@@ -40,4 +40,9 @@ int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int ch
                   uint8_t **bytes, size_t *length, char error[256]);
 
 void iw_free(void *pointer);
+
+/* Lets the C allocator (glibc) serve allocations below `bytes` from its heap and keep up to `bytes`
+ * of freed memory for reuse, instead of mapping and unmapping each large bitmap (whose fresh pages
+ * then fault in one by one). 0 on success, -1 where there is no such setting. */
+int iw_retain_freed_memory(size_t bytes);
 #endif
