@@ -77,6 +77,7 @@ let package = Package(
             name: "ImageWorkerCLI",
             dependencies: [
                 "ImageDecoding",
+                "ImageDownloader",
                 "ImageWorkerServer",
                 "ImageWorkerConsole",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

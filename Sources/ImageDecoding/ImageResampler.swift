@@ -75,23 +75,32 @@ public enum ImageResampler {
         let spans = Self.spans(inLength: inLength, outLength: outLength)
         input.withUnsafeBufferPointer { src in
             output.withUnsafeMutableBufferPointer { dst in
-                var sums = [Double](repeating: 0, count: channels)
                 for line in 0..<count {
-                    let inBase = line * stride.item
-                    let outBase = line * outStride.item
-                    for (o, span) in spans.enumerated() {
-                        for c in 0..<channels { sums[c] = 0 }
-                        for (k, weight) in span.weights.enumerated() {
-                            let p = inBase + (span.first + k) * stride.step
-                            for c in 0..<channels { sums[c] += Double(src[p + c]) * weight }
-                        }
-                        let q = outBase + o * outStride.step
-                        for c in 0..<channels { dst[q + c] = UInt8(min(255, max(0, sums[c].rounded()))) }
-                    }
+                    resampleLine(
+                        src, from: line * stride.item, step: stride.step, into: dst, at: line * outStride.item,
+                        step: outStride.step, spans: spans, channels: channels)
                 }
             }
         }
         return output
+    }
+
+    /// One line: each output pixel the weighted sum of its span's input pixels, rounded to a byte.
+    /// Shared by `resize` and `RowResampler`, so both give the same bytes.
+    static func resampleLine(
+        _ src: UnsafeBufferPointer<UInt8>, from inBase: Int, step inStep: Int, into dst: UnsafeMutableBufferPointer<UInt8>,
+        at outBase: Int, step outStep: Int, spans: [(first: Int, weights: [Double])], channels: Int
+    ) {
+        var sums = [Double](repeating: 0, count: channels)
+        for (o, span) in spans.enumerated() {
+            for c in 0..<channels { sums[c] = 0 }
+            for (k, weight) in span.weights.enumerated() {
+                let p = inBase + (span.first + k) * inStep
+                for c in 0..<channels { sums[c] += Double(src[p + c]) * weight }
+            }
+            let q = outBase + o * outStep
+            for c in 0..<channels { dst[q + c] = UInt8(min(255, max(0, sums[c].rounded()))) }
+        }
     }
 }
 
@@ -131,15 +140,7 @@ struct RowResampler {
                 for i in 0..<(inWidth * c) { dst[i] = row[i] }
                 return
             }
-            var sums = [Double](repeating: 0, count: c)
-            for (o, span) in columns.enumerated() {
-                for k in 0..<c { sums[k] = 0 }
-                for (j, weight) in span.weights.enumerated() {
-                    let p = (span.first + j) * c
-                    for k in 0..<c { sums[k] += Double(row[p + k]) * weight }
-                }
-                for k in 0..<c { dst[o * c + k] = UInt8(min(255, max(0, sums[k].rounded()))) }
-            }
+            ImageResampler.resampleLine(row, from: 0, step: c, into: dst, at: 0, step: c, spans: columns, channels: c)
         }
         // Down: this row's share of every output row whose footprint covers it, in input order.
         var o = firstOpenRow

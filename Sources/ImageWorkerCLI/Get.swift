@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import ImageDecoding
+import ImageDownloader
 import ImageWorkerConsole
+import ImageWorkerServer
 import Logging
 
 struct Get: AsyncParsableCommand {
@@ -61,12 +63,13 @@ struct Get: AsyncParsableCommand {
 
     func validate() throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
-        guard ["veryLow", "low", "normal", "high", "veryHigh"].contains(priority) else {
-            throw ValidationError("--priority must be one of veryLow, low, normal, high, veryHigh")
+        let priorities = DownloadPriority.allCases.map(\.name)
+        guard priorities.contains(priority) else {
+            throw ValidationError("--priority must be one of \(priorities.joined(separator: ", "))")
         }
         guard jobs >= 1 && jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
-        if let format, !["original", "png", "rgba", "rgb", "gray"].contains(format) {
-            throw ValidationError("--format must be one of original, png, rgba, rgb, gray")
+        if let format, OutputSpec.Format(rawValue: format) == nil {
+            throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if progressive, format == "original" {
             throw ValidationError("--progressive needs a decoded --format (png, rgba, rgb or gray)")

@@ -63,13 +63,8 @@ final class TerminalDisplay {
         return (80, 24)
     }
 
+    /// Writes all of `text`; a closed stdout (`| head`) ends the output, not the run.
     static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }  // a closed stdout (`| head`) ends the output, not the run
-            bytes = bytes.dropFirst(n)
-        }
+        _ = GetRunner.writeAll(fd, Array(text.utf8))
     }
 }
