@@ -16,7 +16,9 @@ final class DownloaderHarness: Sendable {
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
         configuration.retryBaseDelayMs = 10
         configuration.retryMaxDelayMs = 2000
-        configuration.timeoutMs = 5000
+        // Generous: on a loaded 2-core machine a 5 s idle timeout fired before a server's close was
+        // seen (CI, 2026-11-22). Tests about timeouts set their own.
+        configuration.timeoutMs = 30_000
         configure(&configuration)
         return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot)
     }
