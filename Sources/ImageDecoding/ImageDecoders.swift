@@ -157,7 +157,7 @@ public enum ImageDecoders {
             }
             guard let reader else {
                 if kind == 0 { return .success(nil) }
-                return .failure(failure(kind, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+                return .failure(failure(kind, text(message)))
             }
             defer { iw_png_reader_close(reader) }
             let inWidth = Int(iw_png_reader_width(reader))
@@ -203,6 +203,11 @@ public enum ImageDecoders {
         _ = try decoder.feed(data, isLast: true)
         guard decoder.isComplete, let image = decoder.currentImage() else { throw .corrupt("no image decoded") }
         return image
+    }
+
+    /// A C string that the C side wrote into a buffer of ours.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     static func error(_ image: iw_image) -> DecodeError {
@@ -252,7 +257,7 @@ public enum ImageDecoders {
                 fast ? 1 : 0, &bytes, &length, text.baseAddress)
         }
         guard status == 0, let bytes else {
-            throw .outOfMemory("PNG encoding failed: " + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw .outOfMemory("PNG encoding failed: " + text(message))
         }
         defer { iw_free(bytes) }
         return Array(UnsafeBufferPointer(start: bytes, count: length))
