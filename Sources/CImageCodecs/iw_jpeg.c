@@ -258,7 +258,10 @@ static int allocate(struct iw_jpeg *d) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     size_t stride = (size_t)c->output_width * (size_t)d->channels;
     size_t size = stride * c->output_height;
-    d->pixels = calloc(size ? size : 1, 1);
+    /* A sequential file's frame shows its rows as they come, the rest zero; a progressive file's
+     * frame is written whole by its first output pass, before anyone reads it (iw_jpeg_rows is 0
+     * until then), so it need not be zeroed first (48 MB of memset for a 12 MP image). */
+    d->pixels = d->multi ? malloc(size ? size : 1) : calloc(size ? size : 1, 1);
     d->rows = malloc(sizeof(JSAMPROW) * (c->output_height ? c->output_height : 1));
     if (d->cmyk) d->cmyk_row = malloc((size_t)c->output_width * 4);
     if (!d->pixels || !d->rows || (d->cmyk && !d->cmyk_row)) {

@@ -61,7 +61,7 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     }
 
     public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
-        guard let (w, h) = size, let pixels = iw_jpeg_pixels(handle) else { return nil }
+        guard let (w, h) = size, filledRows > 0, let pixels = iw_jpeg_pixels(handle) else { return nil }
         let count = w * h * options.layout.channels
         return try body(BorrowedPixels(width: w, height: h, layout: options.layout, bytes: UnsafeBufferPointer(start: pixels, count: count)))
     }
