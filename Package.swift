@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageDecodingTests",
-            dependencies: ["ImageDecoding"]
+            dependencies: ["ImageDecoding", "CImageCodecs"]
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",

@@ -79,7 +79,9 @@ public enum ImageDecoders {
         return ImageResampler.resize(image, width: target.width, height: target.height)
     }
 
-    /// TurboJPEG straight into the returned array: no second bitmap, no copy.
+    /// TurboJPEG straight into the returned array: no second bitmap, no copy. Progressive files go
+    /// through libjpeg instead (`iw_jpeg_decode_whole_into`): the same pixels, but a large file's
+    /// coefficient buffer is given back as the bitmap fills, so the peak is about the bitmap alone.
     static func decodeJPEG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
         let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
         let denominator = Int32(options.scaleDenominator)
@@ -92,7 +94,10 @@ public enum ImageDecoders {
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             var info = header
             let result = data.withUnsafeBufferPointer {
-                iw_tj_decode_into($0.baseAddress, $0.count, layout, denominator, buffer.baseAddress, &info)
+                iw_jpeg_has_progressive_frame($0.baseAddress, $0.count) != 0
+                    ? iw_jpeg_decode_whole_into(
+                        $0.baseAddress, $0.count, layout, denominator, Int32(clamping: options.maxScans), buffer.baseAddress, &info)
+                    : iw_tj_decode_into($0.baseAddress, $0.count, layout, denominator, buffer.baseAddress, &info)
             }
             if result == 0 {
                 initialized = count

@@ -38,16 +38,31 @@ enum Corpora {
 
     /// djpeg's output (libjpeg-turbo-progs), as an image: P6 → RGB, P5 → gray.
     static func djpeg(_ path: String) throws -> DecodedImage? {
+        try djpeg(file: root.appendingPathComponent(path))
+    }
+
+    /// djpeg's pixels for a JPEG file (`arguments` such as `-scale 1/2`), or nil when it fails.
+    static func djpeg(file: URL, _ arguments: [String] = []) throws -> DecodedImage? {
+        guard let data = try output(of: "djpeg", ["-pnm"] + arguments + [file.path]), data.count > 2 else { return nil }
+        return pnm(data)
+    }
+
+    /// A tool's standard output, or nil when it exits with 1 (djpeg and cjpeg's failure; 2 is warnings).
+    static func output(of tool: String, _ arguments: [String]) throws -> [UInt8]? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["djpeg", "-pnm", root.appendingPathComponent(path).path]
+        process.arguments = [tool] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = Array(out.fileHandleForReading.readDataToEndOfFile())
         process.waitUntilExit()
-        guard process.terminationStatus != 1, data.count > 2 else { return nil }  // 1: failed; 2: warnings
+        return process.terminationStatus == 1 ? nil : data
+    }
+
+    /// A binary PNM (P6 colour or P5 grey, 8-bit), as djpeg writes and cjpeg reads.
+    static func pnm(_ data: [UInt8]) -> DecodedImage? {
         // "P6\n<w> <h>\n255\n" then the pixels.
         var fields: [String] = []
         var index = 0
@@ -68,9 +83,29 @@ enum Corpora {
         return DecodedImage(width: w, height: h, layout: layout, pixels: pixels, format: .jpeg)
     }
 
-    static var hasDjpeg: Bool {
+    static func pnmBytes(_ image: DecodedImage) -> [UInt8] {
+        Array("\(image.layout == .gray ? "P5" : "P6")\n\(image.width) \(image.height)\n255\n".utf8) + image.pixels
+    }
+
+    /// Nil when two images are equal, else what differs (a short text: large images' pixel
+    /// arrays are too long to print).
+    static func difference(_ a: DecodedImage, _ b: DecodedImage) -> String? {
+        if a == b { return nil }
+        guard a.width == b.width, a.height == b.height, a.layout == b.layout else {
+            return "\(a.width)x\(a.height) \(a.layout) against \(b.width)x\(b.height) \(b.layout)"
+        }
+        let differing = zip(a.pixels, b.pixels).enumerated().filter { $0.element.0 != $0.element.1 }
+        guard let first = differing.first?.offset else { return "same pixels, other metadata" }
+        let pixel = first / a.layout.channels
+        return "\(differing.count) of \(a.pixels.count) bytes differ, the first at x \(pixel % a.width), y \(pixel / a.width)"
+    }
+
+    static var hasDjpeg: Bool { installed("djpeg") }
+    static var hasCjpeg: Bool { installed("cjpeg") && installed("djpeg") }
+
+    static func installed(_ tool: String) -> Bool {
         ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
-            FileManager.default.isExecutableFile(atPath: "\($0)/djpeg")
+            FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)")
         } ?? false
     }
 }

@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 import ImageDecoding
 import Testing
@@ -109,6 +110,106 @@ struct JPEGDecodingTests {
         }
         #expect(decoder.currentImage() == partial)
         #expect(throws: DecodeError.self) { try ImageDecoders.decode(Array(data.prefix(data.count / 2))) }
+    }
+
+    /// Large progressive files (made here by cjpeg, in each chroma sampling and in grey) decode
+    /// whole like djpeg, in every layout and at DCT scales, while the decoder hands their
+    /// coefficient rows back to the system as its output pass leaves them; truncation and the scan
+    /// cap are reported on this path too.
+    @Test(
+        .enabled(if: Corpora.hasCjpeg, "cjpeg and djpeg (Debian: libjpeg-turbo-progs) are not installed"),
+        arguments: [["-sample", "2x2"], ["-sample", "1x1"], ["-sample", "2x1"], ["-grayscale"]])
+    func largeProgressiveFilesDecodeLikeDjpegWhileTheirCoefficientsAreGivenBack(_ sampling: [String]) throws {
+        let (width, height) = (2003, 1301)  // coefficient buffers of 5 MB and more: handed back
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 3
+                let noise = UInt8(truncatingIfNeeded: (x &* 73_856_093) ^ (y &* 19_349_663))
+                pixels[i] = UInt8(truncatingIfNeeded: x ^ y)
+                pixels[i + 1] = UInt8(truncatingIfNeeded: (x * 3 + y * 5) / 4) &+ noise / 16
+                pixels[i + 2] = y < height / 2 ? noise : UInt8(truncatingIfNeeded: x / 8)
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iw-cjpeg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("source.ppm")
+        try Data(Corpora.pnmBytes(DecodedImage(width: width, height: height, layout: .rgb, pixels: pixels, format: .jpeg)))
+            .write(to: source)
+        let data = try #require(try Corpora.output(of: "cjpeg", ["-progressive", "-quality", "90"] + sampling + [source.path]))
+        let file = directory.appendingPathComponent("progressive.jpg")
+        try Data(data).write(to: file)
+
+        // The coefficient buffer (two bytes a coefficient, 64 a block) nearly all handed back.
+        let samples = sampling == ["-grayscale"] ? 1.0 : sampling == ["-sample", "1x1"] ? 3.0 : sampling == ["-sample", "2x1"] ? 2.0 : 1.5
+        var header = iw_image()
+        #expect(data.withUnsafeBufferPointer { iw_tj_header($0.baseAddress, $0.count, IW_RGB, 0, 1, &header) } == 0)
+        var output = [UInt8](repeating: 0, count: Int(header.width) * Int(header.height) * Int(header.channels))
+        let status = data.withUnsafeBufferPointer { bytes in
+            output.withUnsafeMutableBufferPointer { iw_jpeg_decode_whole_into(bytes.baseAddress, bytes.count, IW_RGB, 1, 0, $0.baseAddress, &header) }
+        }
+        #expect(status == 0)
+        let coefficientBytes = Double(width * height) * samples * 2
+        #expect(Double(header.released) >= 0.8 * coefficientBytes, "\(header.released) of \(Int(coefficientBytes)) bytes")
+        // A small file's buffer (here 227×149) is kept: handing it back would cost more than it saves.
+        let small = try Corpora.bytes("jpeg/testimgp.jpg")
+        var smallHeader = iw_image()
+        #expect(small.withUnsafeBufferPointer { iw_tj_header($0.baseAddress, $0.count, IW_RGB, 0, 1, &smallHeader) } == 0)
+        var smallOutput = [UInt8](repeating: 0, count: Int(smallHeader.width) * Int(smallHeader.height) * 3)
+        let smallStatus = small.withUnsafeBufferPointer { bytes in
+            smallOutput.withUnsafeMutableBufferPointer {
+                iw_jpeg_decode_whole_into(bytes.baseAddress, bytes.count, IW_RGB, 1, 0, $0.baseAddress, &smallHeader)
+            }
+        }
+        #expect(smallStatus == 0 && smallHeader.released == 0)
+
+        for denominator in [1, 2, 8] {
+            let reference = try #require(try Corpora.djpeg(file: file, denominator == 1 ? [] : ["-scale", "1/\(denominator)"]))
+            var options = DecodeOptions()
+            options.scaleDenominator = denominator
+            options.layout = reference.layout
+            #expect(Corpora.difference(try ImageDecoders.decode(data, options: options), reference) == nil, "1/\(denominator)")
+            options.layout = .rgba
+            #expect(Corpora.difference(try ImageDecoders.decode(data, options: options), reference.converted(to: .rgba)) == nil, "1/\(denominator) RGBA")
+        }
+        let whole = try ImageDecoders.decode(data)
+        let incremental = try #require(try Corpora.feed(data, format: .jpeg, chunk: 65536).decoder.currentImage())
+        #expect(Corpora.difference(incremental, whole) == nil, "incremental")
+        #expect(output.elementsEqual(whole.converted(to: .rgb).pixels), "the call above")
+
+        do {
+            _ = try ImageDecoders.decode(Array(data.prefix(data.count * 3 / 4)))
+            Issue.record("truncated file decoded")
+        } catch {
+            guard case .truncated = error else { Issue.record("expected truncated, got \(error)"); return }
+        }
+        var capped = DecodeOptions()
+        capped.maxScans = 3
+        do {
+            _ = try ImageDecoders.decode(data, options: capped)
+            Issue.record("scan cap ignored")
+        } catch {
+            guard case .limit(let message, _, _) = error else { Issue.record("expected a limit, got \(error)"); return }
+            #expect(message == "more than 3 progressive scans")
+        }
+    }
+
+    @Test func aProgressiveFileShowsNoFrameBeforeItsFirstScan() throws {
+        // Its frame is not zeroed in advance (the first scan's output pass writes all of it), so
+        // nothing may be read before that pass, not even after the file is cut short.
+        let data = try Corpora.bytes("jpeg/testimgp.jpg")
+        let decoder = try JPEGDecoder()
+        var offset = 0
+        while decoder.size == nil, offset < data.count {
+            _ = try decoder.feed(Array(data[offset..<min(data.count, offset + 16)]), isLast: false)
+            offset += 16
+        }
+        #expect(decoder.size != nil && decoder.completedPasses == 0 && decoder.filledRows == 0)
+        #expect(decoder.currentImage() == nil)
+        #expect(decoder.withCurrentPixels { _ in true } == nil)
+        #expect(throws: DecodeError.self) { try decoder.feed([], isLast: true) }
+        #expect(decoder.currentImage() == nil)
     }
 
     @Test func aHugeHeaderIsRefusedAtOnce() throws {

@@ -11,6 +11,7 @@ typedef struct {
     uint8_t *pixels;
     int error_kind;
     char error[256];
+    size_t released; /* iw_jpeg_decode_whole_into: coefficient memory handed back (bytes) */
 } iw_image;
 
 /* TurboJPEG (2.x API) whole-buffer decoding into the caller's buffer, in two steps: the output
@@ -20,6 +21,17 @@ typedef struct {
  * accepted, as djpeg does, except a premature end of data, which is reported as truncation. */
 int iw_tj_header(const uint8_t *data, size_t length, iw_layout layout, uint64_t max_pixels, int scale_denom, iw_image *out);
 int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, uint8_t *pixels, iw_image *out);
+
+/* The same decode for a progressive (multi-scan) JPEG, with libjpeg instead of TurboJPEG: the same
+ * pixels and errors, but the coefficient buffer is handed back row by row as the output pass leaves
+ * it (when it holds 4 MiB or more), so the peak is about the bitmap rather than bitmap + coefficients. `out` comes from
+ * iw_tj_header (the output size is checked against it); max_scans > 0 refuses files with more
+ * scans (IW_ERR_LIMIT). 0 or IW_FAILED. */
+int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
+                              uint8_t *pixels, iw_image *out);
+
+/* Whether a JPEG's frame header (SOF2, 6, 10 or 14) says progressive. */
+int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length);
 
 /* A JPEG's size from its header (TurboJPEG, falling back to libjpeg); 0 on success. */
 int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height);
