@@ -26,7 +26,10 @@ struct iw_jpeg {
     iw_layout layout;
     uint64_t max_pixels;
     int max_scans, scale_denom;
-    int multi, last_target, scans, cmyk, inverted_cmyk, orientation;
+    int multi, last_target, cmyk, inverted_cmyk, orientation;
+    /* Whether partial frames are wanted now: when not, completed scans are absorbed but not
+     * rendered (the next wanted frame shows all of them). The final frame is always rendered. */
+    int partial_frames;
     /* Arithmetic-coded files: libjpeg-turbo's arithmetic decoder cannot suspend, so their image
      * data is decoded once all bytes are in (no partial images for them). */
     int whole_only;
@@ -162,6 +165,7 @@ iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, in
     d->max_scans = max_scans;
     d->scale_denom = (scale_denom == 2 || scale_denom == 4 || scale_denom == 8) ? scale_denom : 1;
     d->orientation = 1;
+    d->partial_frames = 1;
     d->cinfo.err = jpeg_std_error(&d->err.pub);
     d->err.pub.error_exit = on_error_exit;
     d->err.pub.emit_message = on_emit_message;
@@ -326,7 +330,7 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
             } while (r != JPEG_SUSPENDED && r != JPEG_REACHED_EOI);
             int complete = jpeg_input_complete(c);
             int target = complete ? c->input_scan_number : c->input_scan_number - 1;
-            if (target >= 1 && target > d->last_target) {
+            if (target >= 1 && target > d->last_target && (complete || d->partial_frames)) {
                 /* Partial images are previews: they skip libjpeg's block smoothing (about a tenth of a
                  * whole decode per pass on a large image; early scans look blockier) and use the fast
                  * integer IDCT (libjpeg lets both change between output passes). The final pass uses
@@ -338,7 +342,6 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
                 read_rows(d);
                 jpeg_finish_output(c);
                 d->last_target = target;
-                d->scans++;
                 events |= IW_PIXELS;
             }
             if (complete) {
@@ -366,5 +369,6 @@ int iw_jpeg_channels(const iw_jpeg *d) { return d->channels; }
 int iw_jpeg_is_progressive(const iw_jpeg *d) { return d->multi; }
 int iw_jpeg_orientation(const iw_jpeg *d) { return d->orientation; }
 const uint8_t *iw_jpeg_pixels(const iw_jpeg *d) { return d->pixels; }
-uint32_t iw_jpeg_rows(const iw_jpeg *d) { return d->multi ? (d->scans ? d->cinfo.output_height : 0) : d->cinfo.output_scanline; }
-int iw_jpeg_scans(const iw_jpeg *d) { return d->scans; }
+uint32_t iw_jpeg_rows(const iw_jpeg *d) { return d->multi ? (d->last_target ? d->cinfo.output_height : 0) : d->cinfo.output_scanline; }
+int iw_jpeg_scans(const iw_jpeg *d) { return d->last_target; }
+void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted) { d->partial_frames = wanted; }

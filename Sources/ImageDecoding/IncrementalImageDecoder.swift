@@ -33,9 +33,16 @@ public protocol IncrementalImageDecoder: AnyObject {
     /// Rows from the top holding decoded pixels (the full height once a progressive scan or an
     /// Adam7 pass is in).
     var filledRows: Int { get }
-    /// Completed progressive JPEG scans or PNG Adam7 passes; 0 for sequential images.
+    /// Completed progressive JPEG scans or PNG Adam7 passes that the current frame shows; 0 for
+    /// sequential images.
     var completedPasses: Int { get }
     var isComplete: Bool { get }
+    /// Whether partial frames are wanted from the next `feed` on (default true). A progressive
+    /// JPEG's frame costs an output pass over the whole image; while false, its completed scans are
+    /// absorbed without one, and the next wanted frame shows them all. PNG rows and passes land in
+    /// the frame as they are decoded, at no extra cost, so the PNG decoder ignores it. The final
+    /// image is decoded either way.
+    var wantsPartialFrames: Bool { get set }
     /// EXIF orientation found so far (1 when none).
     var orientation: Int { get }
     /// The pixels as they are now, in the requested layout; nil before any pixel.

@@ -46,6 +46,8 @@ public final class PNGDecoder: IncrementalImageDecoder {
 
     public var filledRows: Int { Int(iw_png_rows(handle)) }
     public var completedPasses: Int { Int(iw_png_passes(handle)) }
+    /// Ignored: rows and passes cost nothing more than their decoding.
+    public var wantsPartialFrames = true
     public var orientation: Int { 1 }
     public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
 

@@ -7,7 +7,8 @@ import Synchronization
 /// Prints throughput (1 thread and all cores), the incremental cost of 4000×3000 files fed in
 /// 64 KiB chunks with every partial image taken, and the peak memory of one 4000×3000 decode.
 enum DecodeBenchmark {
-    static func run(corpus: String, anchors: String) throws {
+    static func run(corpus: String, anchors: String, only: String? = nil) throws {
+        func chosen(_ name: String) -> Bool { only.map { name.contains($0) } ?? true }
         let sizes = URL(fileURLWithPath: corpus).appendingPathComponent("sizes")
         guard FileManager.default.fileExists(atPath: sizes.path) else {
             print("no \(sizes.path): make the corpus with python3 \(anchors)/make_corpus.py \(corpus)")
@@ -15,11 +16,14 @@ enum DecodeBenchmark {
         }
         let tools = try buildAnchors(anchors)
         let cores = ProcessInfo.processInfo.activeProcessorCount
+        let (rounds, seconds) = (5, 0.6)
         print("decode throughput, Mpixels/s (goal: ours ≥ 0.9 × anchor). The anchor reuses one output buffer")
         print("(as tjbench does); with -alloc it takes a fresh one per image, as a worker handing out bitmaps must.")
+        print("Ours and the anchors take turns, \(rounds) rounds of \(seconds) s each; medians, and the median of")
+        print("each round's ratio (a shared machine's speed drifts within seconds).")
         print("file                      threads    ours   anchor   ratio   anchor-alloc   ratio")
         for name in ["m1024_baseline.jpg", "m1024_progressive.jpg", "l4000_baseline.jpg", "l4000_progressive.jpg",
-                     "m1024_rgb.png", "m1024_rgba.png", "l4000_rgb.png", "l4000_interlaced.png"] {
+                     "m1024_rgb.png", "m1024_rgba.png", "l4000_rgb.png", "l4000_interlaced.png"] where chosen(name) {
             let path = sizes.appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             let bytes = Array(data)
@@ -32,60 +36,69 @@ enum DecodeBenchmark {
                 options.layout = .rgba  // the anchor keeps alpha when the file has it
             }
             for threads in Array(Set([1, cores])).sorted() {
-                let ours = throughput(bytes, options: options, threads: threads, pixels: anchorImage.width * anchorImage.height)
                 let tool = tools[isJPEG ? "tjdec" : "pngdec"]!
-                let anchor = anchorFigure(tool, ["-t", "\(threads)", "-s", "2", path])
-                let fresh = anchorFigure(tool, ["-t", "\(threads)", "-s", "2", "-alloc", path])
-                print(String(format: "%-24@ %7d %7.1f %8.1f %7.2f %14.1f %7.2f", name as NSString, threads, ours, anchor,
-                             ours / max(anchor, 0.001), fresh, ours / max(fresh, 0.001)))
+                var (ours, anchor, fresh): ([Double], [Double], [Double]) = ([], [], [])
+                for _ in 0..<rounds {
+                    ours.append(throughput(bytes, options: options, threads: threads, seconds: seconds, pixels: anchorImage.width * anchorImage.height))
+                    anchor.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(seconds)", path]))
+                    fresh.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(seconds)", "-alloc", path]))
+                }
+                let ratio = median(zip(ours, anchor).map { $0 / max($1, 0.001) })
+                let freshRatio = median(zip(ours, fresh).map { $0 / max($1, 0.001) })
+                print(String(format: "%-24@ %7d %7.1f %8.1f %7.2f %14.1f %7.2f", name as NSString, threads, median(ours), median(anchor),
+                             ratio, median(fresh), freshRatio))
             }
         }
         print("\nincremental cost: 64 KiB chunks, every partial image taken, CPU time / one whole decode (goal ≤ 1.5):")
-        for name in ["l4000_progressive.jpg", "l4000_interlaced.png"] {
+        for name in ["l4000_progressive.jpg", "l4000_interlaced.png"] where chosen(name) {
             let path = sizes.appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             let bytes = Array(data)
             let format = name.hasSuffix(".jpg") ? ImageFormat.jpeg : .png
-            let whole = median((0..<3).map { _ in cpuTime { _ = try? ImageDecoders.decode(bytes) } })
+            func wholeCost() -> Double { cpuTime { _ = try? ImageDecoders.decode(bytes) } }
             var partials = 0
             // Each partial image is rendered by the decoder either way; "taking" it means reading it
             // where it lies (what the worker encodes from) or copying it into a new bitmap.
             func incrementalCost(copying: Bool) -> Double {
-                median((0..<3).map { _ in
-                    cpuTime {
-                        partials = 0
-                        guard let decoder = try? ImageDecoders.makeIncremental(for: format) else { return }
-                        var offset = 0
-                        while offset < bytes.count {
-                            let end = min(bytes.count, offset + 65536)
-                            let progress = (try? decoder.feed(Array(bytes[offset..<end]), isLast: end == bytes.count)) ?? []
-                            if progress.contains(.pixels) {
-                                partials += 1
-                                if copying {
-                                    _ = decoder.currentImage()
-                                } else {
-                                    _ = decoder.withCurrentPixels { frame in frame.bytes[frame.bytes.count / 2] }
-                                }
+                cpuTime {
+                    partials = 0
+                    guard let decoder = try? ImageDecoders.makeIncremental(for: format) else { return }
+                    var offset = 0
+                    while offset < bytes.count {
+                        let end = min(bytes.count, offset + 65536)
+                        let progress = (try? decoder.feed(Array(bytes[offset..<end]), isLast: end == bytes.count)) ?? []
+                        if progress.contains(.pixels) {
+                            partials += 1
+                            if copying {
+                                _ = decoder.currentImage()
+                            } else {
+                                _ = decoder.withCurrentPixels { frame in frame.bytes[frame.bytes.count / 2] }
                             }
-                            offset = end
                         }
+                        offset = end
                     }
-                })
+                }
             }
-            let incremental = incrementalCost(copying: false)
-            let copied = incrementalCost(copying: true)
+            // Whole and incremental decodes take turns; the median of each turn's ratio.
+            var turns: [(whole: Double, incremental: Double, copied: Double)] = []
+            for _ in 0..<5 {
+                turns.append((wholeCost(), incrementalCost(copying: false), incrementalCost(copying: true)))
+            }
+            let whole = median(turns.map(\.whole))
+            let incremental = median(turns.map { $0.incremental / $0.whole })
+            let copied = median(turns.map { $0.copied / $0.whole })
             let anchor = format == .jpeg
                 ? anchorRatio(tools["jpeg_incr"]!, ["-chunk", "65536", "-r", "3", path])
                 : anchorRatio(tools["png_incr"]!, ["-chunk", "65536", "-r", "3", path])
             print(String(format: "%-24@ ours %.2f× (%d partial images, whole decode %.3f s; %.2f× with a copy of each); one-pass C anchor %.2f×",
-                         name as NSString, incremental / whole, partials, whole, copied / whole, anchor))
+                         name as NSString, incremental, partials, whole, copied, anchor))
             if format == .jpeg {
                 let prefix = anchorRatio(tools["tjdec"]!, ["-prefix", "65536", "-r", "3", path])
                 print(String(format: "%-24@ re-decoding every received prefix instead (what the iOS libraries do): %.1f×", "" as NSString, prefix))
             }
         }
         print("\npeak memory of one 4000×3000 decode to RGBA (goal ≤ 1.3 × (bitmap + compressed bytes)):")
-        for name in ["l4000_baseline.jpg", "l4000_progressive.jpg", "l4000_interlaced.png"] {
+        for name in ["l4000_baseline.jpg", "l4000_progressive.jpg", "l4000_interlaced.png"] where chosen(name) {
             let path = sizes.appendingPathComponent(name).path
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { continue }
             let compressed = (attributes[.size] as? Int) ?? 0
@@ -123,10 +136,10 @@ enum DecodeBenchmark {
     }
 
     /// Decodes per second over all threads, timed as the anchors time themselves: each thread warms
-    /// up for 0.3 s, all start together, each loops until 2 s have passed and finishes the decode
+    /// up for 0.3 s, all start together, each loops until `seconds` have passed and finishes the decode
     /// under way; pixels decoded / (last thread's end - start).
-    static func throughput(_ bytes: [UInt8], options: DecodeOptions, threads: Int, pixels: Int) -> Double {
-        let (seconds, warmup) = (2.0, 0.3)
+    static func throughput(_ bytes: [UInt8], options: DecodeOptions, threads: Int, seconds: Double, pixels: Int) -> Double {
+        let warmup = 0.3
         let counts = LockedCounter()
         let ends = LockedCounter()
         let warmed = DispatchGroup()

@@ -4,8 +4,8 @@ import ImageWorkerProtocol
 import Synchronization
 import TestSupport
 
-/// `image-worker-bench decode [CORPUS]` compares the decoders with the C anchors instead (see
-/// DecodeBenchmark). Otherwise it prints the worker's figures (a benchmark, not a test: nothing
+/// `image-worker-bench decode [CORPUS [NAME]]` compares the decoders with the C anchors instead (see
+/// DecodeBenchmark; NAME: only the corpus files whose names contain it). Otherwise it prints the worker's figures (a benchmark, not a test: nothing
 /// here passes or fails):
 /// request-to-`started` latency, messages per second through the protocol layer, and files/s,
 /// MB/s, CPU seconds and peak RSS for 1,000 small files from a loopback server at concurrency
@@ -26,7 +26,9 @@ struct WorkerBenchmark {
         if arguments.first == "decode" {
             let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             let anchors = here.deletingLastPathComponent().appendingPathComponent("shared/bench").path
-            try DecodeBenchmark.run(corpus: arguments.count > 1 ? arguments[1] : "/tmp/image-worker-corpus", anchors: anchors)
+            try DecodeBenchmark.run(
+                corpus: arguments.count > 1 ? arguments[1] : "/tmp/image-worker-corpus", anchors: anchors,
+                only: arguments.count > 2 ? arguments[2] : nil)
             return
         }
         func option(_ name: String) -> String? {

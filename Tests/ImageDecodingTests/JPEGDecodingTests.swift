@@ -69,6 +69,33 @@ struct JPEGDecodingTests {
         #expect(updates == 10)
     }
 
+    /// While no partial frame is wanted, completed scans are absorbed without their output pass;
+    /// the next wanted frame shows them all (the frame a decoder wanting every frame has at that
+    /// point), and the final image is the same.
+    @Test func scansAreNotRenderedWhileNoPartialFrameIsWanted() throws {
+        let data = try Corpora.bytes("jpeg/testimgp.jpg")
+        let decoder = try JPEGDecoder()
+        decoder.wantsPartialFrames = false
+        let half = data.count / 2
+        var offset = 0
+        while offset < half {
+            let end = min(half, offset + 64)
+            #expect(try !decoder.feed(Array(data[offset..<end]), isLast: false).contains(.pixels))
+            offset = end
+        }
+        #expect(decoder.completedPasses == 0 && decoder.currentImage() == nil)
+        decoder.wantsPartialFrames = true
+        #expect(try decoder.feed([data[offset]], isLast: false).contains(.pixels))
+        offset += 1
+        let reference = try JPEGDecoder()
+        _ = try reference.feed(Array(data[..<offset]), isLast: false)
+        #expect(decoder.completedPasses > 1 && decoder.completedPasses == reference.completedPasses, "several scans at once")
+        #expect(decoder.currentImage() == reference.currentImage())
+        decoder.wantsPartialFrames = false
+        #expect(try decoder.feed(Array(data[offset...]), isLast: true).contains(.complete))
+        #expect(decoder.currentImage() == (try ImageDecoders.decode(data)))
+    }
+
     @Test(arguments: crash)
     func crashCasesEndCleanly(_ path: String) throws {
         let data = try Corpora.bytes(path)

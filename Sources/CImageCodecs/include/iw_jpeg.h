@@ -46,8 +46,12 @@ int iw_jpeg_orientation(const iw_jpeg *d);
 const uint8_t *iw_jpeg_pixels(const iw_jpeg *d);
 /* Baseline: rows decoded from the top. Progressive: the height once a scan has been rendered. */
 uint32_t iw_jpeg_rows(const iw_jpeg *d);
-/* Progressive: scans rendered so far (0 for baseline). */
+/* Progressive: the scans the current frame shows (0 for baseline, and before the first frame). */
 int iw_jpeg_scans(const iw_jpeg *d);
+/* Progressive: whether to render a frame for scans completed from now on (default 1). While 0,
+ * scans are absorbed without their output pass, the costly part of a partial frame; the next
+ * wanted frame shows all of them, and the final frame is always rendered. */
+void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted);
 
 /* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);

@@ -90,16 +90,28 @@ final class ProgressiveDecodes: Sendable {
         return result
     }
 
-    /// On the session's queue: renders and sends a partial image for each due progressive token.
-    fileprivate func partialImages(from decoder: any IncrementalImageDecoder, tokens: [DownloadToken], fetchID: Int) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let due = registry.withLock { r in
+    /// The progressive tokens among `tokens` whose next partial image is due at `now` (their first,
+    /// or `partialIntervalMs` after their last).
+    private func due(_ tokens: [DownloadToken], now: UInt64) -> [(DownloadToken, Registration)] {
+        registry.withLock { r in
             tokens.compactMap { token -> (DownloadToken, Registration)? in
                 guard let registration = r.tokens[token] else { return nil }
                 let interval = UInt64(max(0, registration.spec.partialIntervalMs)) * 1_000_000
                 return registration.sequence == 0 || now &- registration.lastPartialAt >= interval ? (token, registration) : nil
             }
         }
+    }
+
+    /// Whether a frame decoded now would be sent to any of `tokens`: when not, the decoder skips
+    /// rendering it (a progressive JPEG's output pass over the whole image).
+    fileprivate func wantsPartialImage(_ tokens: [DownloadToken]) -> Bool {
+        !due(tokens, now: DispatchTime.now().uptimeNanoseconds).isEmpty
+    }
+
+    /// On the session's queue: renders and sends a partial image for each due progressive token.
+    fileprivate func partialImages(from decoder: any IncrementalImageDecoder, tokens: [DownloadToken], fetchID: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = due(tokens, now: now)
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
         let filled = decoder.filledRows
         let passes = decoder.completedPasses
@@ -216,6 +228,7 @@ final class ProgressiveDecodes: Sendable {
                 pending = []
             }
             do {
+                decoder!.wantsPartialFrames = owner.wantsPartialImage(tokens)
                 let progress = try decoder!.feed(chunk, isLast: false)
                 if progress.contains(.pixels) { owner.partialImages(from: decoder!, tokens: tokens, fetchID: fetchID) }
             } catch {
