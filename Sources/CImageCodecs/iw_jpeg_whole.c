@@ -6,7 +6,11 @@
  * decode holds that buffer and the whole bitmap at once (1.7 × the bitmap). The output pass reads
  * the coefficient rows top to bottom and never goes back above the rows it asks for, so here the
  * rows it has left behind are handed back to the kernel (MADV_DONTNEED) while the bitmap fills:
- * the peak is about the bitmap alone. Small buffers are kept (see IW_RELEASE_MIN_BYTES). The pixels are TurboJPEG's (same library, same defaults:
+ * the peak is about the bitmap alone. That pays only where the bitmap's pages are not in memory
+ * yet (a fresh allocation, faulted in as the output pass writes it); when they are (memory the
+ * allocator kept from an earlier image, see BitmapMemory), the peak was reached while the scans
+ * were read, and handing rows back would only make the next decode fault them in again (about 5%
+ * of a 12 MP decode). Small buffers are kept too (see IW_RELEASE_MIN_BYTES). The pixels are TurboJPEG's (same library, same defaults:
  * accurate IDCT, fancy upsampling), and the same warnings are accepted or refused.
  *
  * libjpeg's errors longjmp back to this file's frame only. */
@@ -50,6 +54,7 @@ struct iw_whole_jpeg {
     int scans_exceeded;
     int premature_end;
     int output_started;
+    int release;          /* hand rows back in the output pass */
     JDIMENSION max_rows;  /* rows in the tallest coefficient array */
     size_t page;
     size_t released;
@@ -138,12 +143,33 @@ static JBLOCKARRAY whole_access(j_common_ptr cinfo, jvirt_barray_ptr array, JDIM
     if (!w->output_started) {
         /* The input scans: note where rows are. */
         for (JDIMENSION i = 0; i < count; i++) r->rows[start + i] = rows[i];
-    } else if (!writable && r->rows[start] == rows[0]) {
+    } else if (!writable && w->release && r->rows[start] == rows[0]) {
         /* The output pass, reading the rows noted before. */
         if (r->row_bytes == 0) r->row_bytes = row_size(w, r);
         if (r->row_bytes != SIZE_MAX) release_rows(w, r, start, r->row_bytes);
     }
     return rows;
+}
+
+/* Whether most of [memory, memory + size) is resident. */
+static int mostly_resident(const uint8_t *memory, size_t size, size_t page) {
+#if IW_CAN_RELEASE
+    uintptr_t from = (uintptr_t)memory & ~(uintptr_t)(page - 1);
+    uintptr_t to = ((uintptr_t)memory + size + page - 1) & ~(uintptr_t)(page - 1);
+    size_t pages = (to - from) / page, resident = 0;
+    unsigned char *map = malloc(pages ? pages : 1);
+    if (!map) return 1;
+    if (mincore((void *)from, to - from, map) != 0) {
+        free(map);
+        return 1;
+    }
+    for (size_t i = 0; i < pages; i++) resident += map[i] & 1;
+    free(map);
+    return resident * 2 >= pages;
+#else
+    (void)memory; (void)size; (void)page;
+    return 1;
+#endif
 }
 
 int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
@@ -220,6 +246,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
         return IW_FAILED;
     }
     size_t stride = (size_t)cinfo.output_width * (size_t)cinfo.output_components;
+    w->release = w->access && !mostly_resident(pixels, stride * cinfo.output_height, w->page);
     rows = malloc(sizeof(JSAMPROW) * cinfo.output_height);
     if (!rows) ERREXIT1(&cinfo, JERR_OUT_OF_MEMORY, 0);
     for (JDIMENSION y = 0; y < cinfo.output_height; y++) rows[y] = pixels + (size_t)y * stride;

@@ -24,7 +24,8 @@ int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int 
 
 /* The same decode for a progressive (multi-scan) JPEG, with libjpeg instead of TurboJPEG: the same
  * pixels and errors, but the coefficient buffer is handed back row by row as the output pass leaves
- * it (when it holds 4 MiB or more), so the peak is about the bitmap rather than bitmap + coefficients. `out` comes from
+ * it (when it holds 4 MiB or more and `pixels` is not resident yet, so that it lowers the peak):
+ * the peak is then about the bitmap rather than bitmap + coefficients. `out` comes from
  * iw_tj_header (the output size is checked against it); max_scans > 0 refuses files with more
  * scans (IW_ERR_LIMIT). 0 or IW_FAILED. */
 int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
