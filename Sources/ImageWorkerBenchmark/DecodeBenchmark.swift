@@ -16,10 +16,10 @@ enum DecodeBenchmark {
         }
         let tools = try buildAnchors(anchors)
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let (rounds, seconds) = (5, 0.6)
+        let (rounds, seconds, warmup) = (9, 0.4, 0.1)
         print("decode throughput, Mpixels/s (goal: ours ≥ 0.9 × anchor). The anchor reuses one output buffer")
         print("(as tjbench does); with -alloc it takes a fresh one per image, as a worker handing out bitmaps must.")
-        print("Ours and the anchors take turns, \(rounds) rounds of \(seconds) s each; medians, and the median of")
+        print("Ours and the anchors take turns, \(rounds) rounds of \(seconds) s each (or three decodes); medians, and the median of")
         print("each round's ratio (a shared machine's speed drifts within seconds).")
         print("file                      threads    ours   anchor   ratio   anchor-alloc   ratio")
         for name in ["m1024_baseline.jpg", "m1024_progressive.jpg", "l4000_baseline.jpg", "l4000_progressive.jpg",
@@ -30,7 +30,10 @@ enum DecodeBenchmark {
             let isJPEG = name.hasSuffix(".jpg")
             var options = DecodeOptions()
             // The anchors' output: TurboJPEG to packed RGB; libpng's simplified API to RGB or RGBA.
+            let started = monotonic()
             let anchorImage = try ImageDecoders.decode(bytes)
+            // A window long enough for three decodes, so one decode more or less does not sway it.
+            let window = max(seconds, 3 * (monotonic() - started))
             options.layout = isJPEG || name.contains("rgb.png") || name == "l4000_interlaced.png" ? .rgb : .rgba
             if !isJPEG, anchorImage.pixels.enumerated().contains(where: { $0.offset % 4 == 3 && $0.element != 255 }) {
                 options.layout = .rgba  // the anchor keeps alpha when the file has it
@@ -39,9 +42,10 @@ enum DecodeBenchmark {
                 let tool = tools[isJPEG ? "tjdec" : "pngdec"]!
                 var (ours, anchor, fresh): ([Double], [Double], [Double]) = ([], [], [])
                 for _ in 0..<rounds {
-                    ours.append(throughput(bytes, options: options, threads: threads, seconds: seconds, pixels: anchorImage.width * anchorImage.height))
-                    anchor.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(seconds)", path]))
-                    fresh.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(seconds)", "-alloc", path]))
+                    ours.append(
+                        throughput(bytes, options: options, threads: threads, seconds: window, warmup: warmup, pixels: anchorImage.width * anchorImage.height))
+                    anchor.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(window)", "-w", "\(warmup)", path]))
+                    fresh.append(anchorFigure(tool, ["-t", "\(threads)", "-s", "\(window)", "-w", "\(warmup)", "-alloc", path]))
                 }
                 let ratio = median(zip(ours, anchor).map { $0 / max($1, 0.001) })
                 let freshRatio = median(zip(ours, fresh).map { $0 / max($1, 0.001) })
@@ -136,10 +140,10 @@ enum DecodeBenchmark {
     }
 
     /// Decodes per second over all threads, timed as the anchors time themselves: each thread warms
-    /// up for 0.3 s, all start together, each loops until `seconds` have passed and finishes the decode
-    /// under way; pixels decoded / (last thread's end - start).
-    static func throughput(_ bytes: [UInt8], options: DecodeOptions, threads: Int, seconds: Double, pixels: Int) -> Double {
-        let warmup = 0.3
+    /// up for `warmup` seconds (one decode at least), all start together, each loops until
+    /// `seconds` have passed and finishes the decode under way; pixels decoded / (last thread's
+    /// end - start).
+    static func throughput(_ bytes: [UInt8], options: DecodeOptions, threads: Int, seconds: Double, warmup: Double, pixels: Int) -> Double {
         let counts = LockedCounter()
         let ends = LockedCounter()
         let warmed = DispatchGroup()
