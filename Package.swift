@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageDecodingTests",
-            dependencies: ["ImageDecoding", "CImageCodecs"]
+            dependencies: ["ImageDecoding", "CImageCodecs", "TestSupport"]
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",

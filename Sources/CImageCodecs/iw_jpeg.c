@@ -138,24 +138,48 @@ static int exif_orientation(const uint8_t *data, size_t length) {
     return 1;
 }
 
-int iw_jpeg_scan_orientation(const uint8_t *data, size_t length) {
-    if (length < 4 || data[0] != 0xFF || data[1] != 0xD8) return 1;
+/* Calls `visit` with each marker segment before a JPEG's image data (marker, payload, payload
+ * size) until it returns nonzero, and returns that; 0 at the image data, at the end of the bytes,
+ * or at bytes that are not a marker segment. */
+static int walk_markers(const uint8_t *data, size_t length, int (*visit)(unsigned, const uint8_t *, size_t)) {
+    if (length < 4 || data[0] != 0xFF || data[1] != 0xD8) return 0;
     size_t at = 2;
     while (at + 4 <= length) {
-        if (data[at] != 0xFF) return 1;
+        if (data[at] != 0xFF) return 0;
         unsigned marker = data[at + 1];
         if (marker == 0xFF) { at++; continue; }
-        if (marker == 0xDA || marker == 0xD9) return 1; /* image data: no EXIF before it */
+        if (marker == 0xDA || marker == 0xD9) return 0; /* image data */
         size_t segment = (size_t)data[at + 2] << 8 | data[at + 3];
-        if (segment < 2 || at + 2 + segment > length) return 1;
-        if (marker == 0xE1) {
-            int o = exif_orientation(data + at + 4, segment - 2);
-            if (o != 1) return o;
-        }
+        if (segment < 2 || at + 2 + segment > length) return 0;
+        int result = visit(marker, data + at + 4, segment - 2);
+        if (result) return result;
         at += 2 + segment;
     }
-    return 1;
+    return 0;
 }
+
+/* An APP1 segment's EXIF orientation when it is not 1. */
+static int orientation_in(unsigned marker, const uint8_t *payload, size_t size) {
+    if (marker != JPEG_APP0 + 1) return 0;
+    int o = exif_orientation(payload, size);
+    return o != 1 ? o : 0;
+}
+
+int iw_jpeg_scan_orientation(const uint8_t *data, size_t length) {
+    int o = walk_markers(data, length, orientation_in);
+    return o ? o : 1;
+}
+
+/* 1 for a progressive frame header (SOF2, 6, 10, 14), -1 for another frame header. */
+static int frame_kind(unsigned marker, const uint8_t *payload, size_t size) {
+    (void)payload;
+    (void)size;
+    if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return 1;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) return -1;
+    return 0;
+}
+
+int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length) { return walk_markers(data, length, frame_kind) == 1; }
 
 iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, int scale_denom) {
     struct iw_jpeg *volatile d = calloc(1, sizeof *d);

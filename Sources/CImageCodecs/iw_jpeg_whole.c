@@ -266,18 +266,3 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
     }
     return 0;
 }
-
-int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length) {
-    if (length < 4 || data[0] != 0xFF || data[1] != 0xD8) return 0;
-    size_t at = 2;
-    while (at + 4 <= length) {
-        if (data[at] != 0xFF) return 0;
-        unsigned marker = data[at + 1];
-        if (marker == 0xFF) { at++; continue; }
-        if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return 1; /* SOF2, 6, 10, 14 */
-        if ((marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) || marker == 0xDA)
-            return 0; /* another frame type, or image data */
-        at += 2 + ((size_t)data[at + 2] << 8 | data[at + 3]);
-    }
-    return 0;
-}

@@ -80,4 +80,34 @@ import TestSupport
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
     }
+
+    /// A JPEG's EXIF orientation (either byte order; a baseline and a progressive file) is reported
+    /// on completion, and with `applyOrientation` the pixels are delivered upright.
+    @Test func exifOrientationIsReportedAndAppliedWhenAsked() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        var id = 0
+        for (file, littleEndian) in [("testorig.jpg", true), ("testimgp.jpg", false)] {
+            let original = try sample(file)
+            server.setFile("turned-\(file)", ExifSegment.inserting(orientation: 6, littleEndian: littleEndian, into: original))
+            let url = JSONValue.string(server.url("/files/turned-\(file)"))
+            for (token, apply) in [("\(file) as stored", false), ("\(file) upright", true)] {
+                id += 1
+                worker.request(
+                    id, "download",
+                    ["url": url, "token": .string(token), "output": ["format": "rgba", "delivery": "inline", "applyOrientation": .bool(apply)]])
+            }
+            var reference = try ImageDecoders.decode(original)
+            let stored = try await worker.completion(.string("\(file) as stored"))["params"]
+            #expect(stored?["orientation"] == 6 && stored?["width"] == 227 && stored?["height"] == 149)
+            #expect(Data(base64Encoded: stored?["data"]?.stringValue ?? "").map(Array.init) == reference.pixels)
+            reference.orientation = 6
+            let upright = try await worker.completion(.string("\(file) upright"))["params"]
+            #expect(upright?["orientation"] == 6 && upright?["width"] == 149 && upright?["height"] == 227)
+            #expect(Data(base64Encoded: upright?["data"]?.stringValue ?? "").map(Array.init) == reference.applyingOrientation().pixels)
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
 }

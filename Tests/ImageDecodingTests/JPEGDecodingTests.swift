@@ -2,6 +2,7 @@ import CImageCodecs
 import Foundation
 import ImageDecoding
 import Testing
+import TestSupport
 
 @Suite(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
 struct JPEGDecodingTests {
@@ -94,6 +95,23 @@ struct JPEGDecodingTests {
         decoder.wantsPartialFrames = false
         #expect(try decoder.feed(Array(data[offset...]), isLast: true).contains(.complete))
         #expect(decoder.currentImage() == (try ImageDecoders.decode(data)))
+    }
+
+    /// The EXIF orientation before the frame, in either byte order, is reported by every path: a
+    /// whole baseline decode (TurboJPEG), a whole progressive decode (libjpeg), and the incremental
+    /// decoder; the pixels are the file's as stored.
+    @Test(arguments: ["jpeg/testorig.jpg", "jpeg/testimgp.jpg"], [true, false])
+    func exifOrientationIsReported(_ path: String, littleEndian: Bool) throws {
+        let original = try Corpora.bytes(path)
+        for orientation in [3, 6, 8] {
+            let data = ExifSegment.inserting(orientation: orientation, littleEndian: littleEndian, into: original)
+            let whole = try ImageDecoders.decode(data)
+            #expect(whole.orientation == orientation)
+            #expect(whole.pixels == (try ImageDecoders.decode(original)).pixels)
+            let incremental = try Corpora.feed(data, format: .jpeg, chunk: 4096).decoder
+            #expect(incremental.orientation == orientation && incremental.currentImage()?.orientation == orientation)
+        }
+        #expect(try ImageDecoders.decode(original).orientation == 1)
     }
 
     @Test(arguments: crash)

@@ -55,5 +55,7 @@ void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted);
 
 /* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);
+/* Whether a JPEG's frame header (SOF2, 6, 10 or 14, before the image data) says progressive. */
+int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length);
 
 #endif
