@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What went wrong, for either reader. */
+struct iw_png_failure {
+    int kind;
+    char text[256];
+};
+
 struct iw_png {
     png_structp png;
     png_infop info;
@@ -27,28 +33,30 @@ struct iw_png {
     int pass, passes_done;
     int stage; /* 0 running, 1 complete, -1 failed */
     int pending_events;
-    int error_kind;
-    char error[256];
+    struct iw_png_failure failure;
 };
 
+static void set_failure(struct iw_png_failure *f, int kind, const char *message) {
+    f->kind = kind;
+    snprintf(f->text, sizeof f->text, "%s", message);
+}
+
+/* libpng's error callback for both readers (their error pointer is their `failure`): the first
+ * failure recorded stands. */
 static void on_error(png_structp png, png_const_charp message) {
-    struct iw_png *d = png_get_error_ptr(png);
-    if (d->error_kind == IW_ERR_NONE) {
-        d->error_kind = IW_ERR_CORRUPT;
-        snprintf(d->error, sizeof d->error, "%s", message);
-    }
+    struct iw_png_failure *f = png_get_error_ptr(png);
+    if (f->kind == IW_ERR_NONE) set_failure(f, IW_ERR_CORRUPT, message);
+    png_longjmp(png, 1);
+}
+
+static void fail_with(png_structp png, struct iw_png_failure *f, int kind, const char *message) {
+    set_failure(f, kind, message);
     png_longjmp(png, 1);
 }
 
 static void on_warning(png_structp png, png_const_charp message) {
     (void)png;
     (void)message;
-}
-
-static void fail_now(struct iw_png *d, int kind, const char *message) {
-    d->error_kind = kind;
-    snprintf(d->error, sizeof d->error, "%s", message);
-    png_longjmp(d->png, 1);
 }
 
 /* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct). Returns
@@ -75,17 +83,17 @@ static void on_info(png_structp png, png_infop info) {
         char message[160];
         snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", d->width, d->height,
                  (unsigned long long)d->max_pixels);
-        fail_now(d, IW_ERR_LIMIT, message);
+        fail_with(d->png, &d->failure, IW_ERR_LIMIT, message);
     }
     d->interlaced = interlace != PNG_INTERLACE_NONE;
     d->whole_only = set_rgba_transforms(png, info) && d->interlaced;
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
-    if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_now(d, IW_ERR_CORRUPT, "unexpected row layout");
+    if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_with(d->png, &d->failure, IW_ERR_CORRUPT, "unexpected row layout");
     size_t size = (size_t)d->width * d->height * 4;
     d->pixels = calloc(size ? size : 1, 1);
     d->rows = malloc(sizeof(png_bytep) * (d->height ? d->height : 1));
-    if (!d->pixels || !d->rows) fail_now(d, IW_ERR_MEMORY, "out of memory for the pixel buffer");
+    if (!d->pixels || !d->rows) fail_with(d->png, &d->failure, IW_ERR_MEMORY, "out of memory for the pixel buffer");
     for (png_uint_32 y = 0; y < d->height; y++) d->rows[y] = d->pixels + (size_t)y * d->width * 4;
     d->pending_events |= IW_HEADER;
 }
@@ -113,7 +121,7 @@ static void decode_kept(struct iw_png *d) {
     iw_image result;
     if (iw_png_decode_simplified_into(d->kept, d->kept_len, 0, d->pixels, (size_t)d->width * d->height * 4, &result) != 0
         || result.width != d->width || result.height != d->height) {
-        fail_now(d, IW_ERR_CORRUPT, result.error_kind ? result.error : "inconsistent image size");
+        fail_with(d->png, &d->failure, IW_ERR_CORRUPT, result.error_kind ? result.error : "inconsistent image size");
     }
 }
 
@@ -131,7 +139,7 @@ iw_png *iw_png_create(uint64_t max_pixels) {
     struct iw_png *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->max_pixels = max_pixels;
-    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
+    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->failure, on_error, on_warning);
     if (!d->png) { free(d); return NULL; }
     d->info = png_create_info_struct(d->png);
     if (!d->info) { png_destroy_read_struct(&d->png, NULL, NULL); free(d); return NULL; }
@@ -179,8 +187,7 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
     }
     if (d->keeping && length > 0 && !keep(d, data, length)) {
         d->stage = -1;
-        d->error_kind = IW_ERR_MEMORY;
-        snprintf(d->error, sizeof d->error, "out of memory for the input buffer");
+        set_failure(&d->failure, IW_ERR_MEMORY, "out of memory for the input buffer");
         return IW_FAILED;
     }
     if (length > 0) png_process_data(d->png, d->info, (png_bytep)data, length);
@@ -193,15 +200,14 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
     int events = d->pending_events;
     if (last && d->stage != 1) {
         d->stage = -1;
-        d->error_kind = IW_ERR_TRUNCATED;
-        snprintf(d->error, sizeof d->error, "the PNG data ends before the image is complete");
+        set_failure(&d->failure, IW_ERR_TRUNCATED, "the PNG data ends before the image is complete");
         return events ? events : IW_FAILED;
     }
     return events;
 }
 
-int iw_png_error_kind(const iw_png *d) { return d->error_kind; }
-const char *iw_png_error(const iw_png *d) { return d->error; }
+int iw_png_error_kind(const iw_png *d) { return d->failure.kind; }
+const char *iw_png_error(const iw_png *d) { return d->failure.text; }
 uint32_t iw_png_width(const iw_png *d) { return d->width; }
 uint32_t iw_png_height(const iw_png *d) { return d->height; }
 int iw_png_is_interlaced(const iw_png *d) { return d->interlaced; }
@@ -217,26 +223,12 @@ struct iw_png_row_reader {
     const uint8_t *data;
     size_t length, offset;
     png_uint_32 width, height, next_row;
-    int error_kind;
-    char error[256];
+    struct iw_png_failure failure;
 };
-
-static void rows_on_error(png_structp png, png_const_charp message) {
-    struct iw_png_row_reader *r = png_get_error_ptr(png);
-    if (r->error_kind == IW_ERR_NONE) {
-        r->error_kind = IW_ERR_CORRUPT;
-        snprintf(r->error, sizeof r->error, "%s", message);
-    }
-    png_longjmp(png, 1);
-}
 
 static void rows_read(png_structp png, png_bytep out, size_t count) {
     struct iw_png_row_reader *r = png_get_io_ptr(png);
-    if (count > r->length - r->offset) {
-        r->error_kind = IW_ERR_TRUNCATED;
-        snprintf(r->error, sizeof r->error, "the PNG data ends before the image is complete");
-        png_longjmp(png, 1);
-    }
+    if (count > r->length - r->offset) fail_with(png, &r->failure, IW_ERR_TRUNCATED, "the PNG data ends before the image is complete");
     memcpy(out, r->data + r->offset, count);
     r->offset += count;
 }
@@ -252,7 +244,7 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
     }
     r->data = data;
     r->length = length;
-    r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, r, rows_on_error, on_warning);
+    r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r->failure, on_error, on_warning);
     r->info = r->png ? png_create_info_struct(r->png) : NULL;
     if (!r->info) {
         png_destroy_read_struct(&r->png, NULL, NULL);
@@ -262,8 +254,8 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
         return NULL;
     }
     if (setjmp(png_jmpbuf(r->png))) {
-        *kind = r->error_kind ? r->error_kind : IW_ERR_CORRUPT;
-        snprintf(error, 256, "%s", r->error);
+        *kind = r->failure.kind ? r->failure.kind : IW_ERR_CORRUPT;
+        snprintf(error, 256, "%s", r->failure.text);
         iw_png_reader_close(r);
         return NULL;
     }
@@ -277,10 +269,10 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
     int depth, color, interlace;
     png_get_IHDR(r->png, r->info, &r->width, &r->height, &depth, &color, &interlace, NULL, NULL);
     if (max_pixels && (uint64_t)r->width * r->height > max_pixels) {
-        r->error_kind = IW_ERR_LIMIT;
-        snprintf(r->error, sizeof r->error, "image of %ux%u pixels exceeds the limit of %llu pixels", r->width, r->height,
+        char message[160];
+        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", r->width, r->height,
                  (unsigned long long)max_pixels);
-        png_longjmp(r->png, 1);
+        fail_with(r->png, &r->failure, IW_ERR_LIMIT, message);
     }
     if (interlace != PNG_INTERLACE_NONE) {
         /* Adam7 rows come pass by pass: the caller decodes such files whole. */
@@ -289,11 +281,7 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
     }
     set_rgba_transforms(r->png, r->info);
     png_read_update_info(r->png, r->info);
-    if (png_get_rowbytes(r->png, r->info) != (size_t)r->width * 4) {
-        r->error_kind = IW_ERR_CORRUPT;
-        snprintf(r->error, sizeof r->error, "unexpected row layout");
-        png_longjmp(r->png, 1);
-    }
+    if (png_get_rowbytes(r->png, r->info) != (size_t)r->width * 4) fail_with(r->png, &r->failure, IW_ERR_CORRUPT, "unexpected row layout");
     return r;
 }
 
@@ -301,9 +289,9 @@ uint32_t iw_png_reader_width(const iw_png_row_reader *r) { return r->width; }
 uint32_t iw_png_reader_height(const iw_png_row_reader *r) { return r->height; }
 
 int iw_png_reader_next(iw_png_row_reader *r, uint8_t *row) {
-    if (r->error_kind != IW_ERR_NONE) return IW_FAILED;
+    if (r->failure.kind != IW_ERR_NONE) return IW_FAILED;
     if (setjmp(png_jmpbuf(r->png))) {
-        if (r->error_kind == IW_ERR_NONE) r->error_kind = IW_ERR_CORRUPT;
+        if (r->failure.kind == IW_ERR_NONE) r->failure.kind = IW_ERR_CORRUPT;
         return IW_FAILED;
     }
     png_read_row(r->png, row, NULL);
@@ -312,8 +300,8 @@ int iw_png_reader_next(iw_png_row_reader *r, uint8_t *row) {
     return 0;
 }
 
-int iw_png_reader_error_kind(const iw_png_row_reader *r) { return r->error_kind; }
-const char *iw_png_reader_error(const iw_png_row_reader *r) { return r->error; }
+int iw_png_reader_error_kind(const iw_png_row_reader *r) { return r->failure.kind; }
+const char *iw_png_reader_error(const iw_png_row_reader *r) { return r->failure.text; }
 
 void iw_png_reader_close(iw_png_row_reader *r) {
     if (!r) return;
