@@ -151,6 +151,13 @@ static JBLOCKARRAY whole_access(j_common_ptr cinfo, jvirt_barray_ptr array, JDIM
     return rows;
 }
 
+static void destroy_decoder(j_decompress_ptr cinfo, struct iw_whole_jpeg *w, JSAMPROW *rows) {
+    jpeg_destroy_decompress(cinfo);
+    for (int i = 0; i < w->array_count; i++) free(w->arrays[i].rows);
+    free(rows);
+    free(w);
+}
+
 /* Whether most of [memory, memory + size) is resident. */
 static int mostly_resident(const uint8_t *memory, size_t size, size_t page) {
 #if IW_CAN_RELEASE
@@ -202,10 +209,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
             out->error_kind = unsupported ? IW_ERR_UNSUPPORTED : IW_ERR_CORRUPT;
             snprintf(out->error, sizeof out->error, "%s", message);
         }
-        jpeg_destroy_decompress(&cinfo);
-        for (int i = 0; i < w->array_count; i++) free(w->arrays[i].rows);
-        free(rows);
-        free(w);
+        destroy_decoder(&cinfo, w, rows);
         return IW_FAILED;
     }
     jpeg_create_decompress(&cinfo);
@@ -240,9 +244,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
         || cinfo.output_components != out->channels) {
         snprintf(out->error, sizeof out->error, "libjpeg's output size differs from TurboJPEG's header");
         out->error_kind = IW_ERR_CORRUPT;
-        jpeg_destroy_decompress(&cinfo);
-        for (int i = 0; i < w->array_count; i++) free(w->arrays[i].rows);
-        free(w);
+        destroy_decoder(&cinfo, w, NULL);
         return IW_FAILED;
     }
     size_t stride = (size_t)cinfo.output_width * (size_t)cinfo.output_components;
@@ -255,10 +257,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
     jpeg_finish_decompress(&cinfo);
     int premature = w->premature_end;
     out->released = w->released;
-    jpeg_destroy_decompress(&cinfo);
-    for (int i = 0; i < w->array_count; i++) free(w->arrays[i].rows);
-    free(rows);
-    free(w);
+    destroy_decoder(&cinfo, w, rows);
     if (premature) {
         out->error_kind = IW_ERR_TRUNCATED;
         snprintf(out->error, sizeof out->error, "Premature end of JPEG file");
