@@ -27,8 +27,12 @@ final class DownloaderHarness: Sendable {
         self.server = server
         let client = HTTPLoader.makeClient()
         self.client = client
-        var logger = Logger(label: "tests")
-        logger.logLevel = .critical
+        // The downloader's and AsyncHTTPClient's debug lines are kept (the last few hundred) and
+        // shown only when a wait runs out, so that a stall seen once under load explains itself.
+        let log = LogCapture()
+        self.log = log
+        var logger = Logger(label: "tests") { label in LogCapture.Handler(label: label, capture: log) }
+        logger.logLevel = .debug
         let recorder = Recorder()
         self.recorder = recorder
         downloader = Downloader(
@@ -40,6 +44,37 @@ final class DownloaderHarness: Sendable {
     }
 
     let recorder: Recorder
+    let log: LogCapture
+
+    final class LogCapture: Sendable {
+        static let kept = 300
+        let lines = Mutex<[String]>([])
+
+        func append(_ line: String) {
+            lines.withLock {
+                $0.append(line)
+                if $0.count > Self.kept { $0.removeFirst($0.count - Self.kept) }
+            }
+        }
+
+        struct Handler: LogHandler {
+            let label: String
+            let capture: LogCapture
+            var logLevel: Logger.Level = .debug
+            var metadata: Logger.Metadata = [:]
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                let all = metadata.merging(event.metadata ?? [:]) { $1 }
+                let fields = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                capture.append("\(Date().timeIntervalSince1970) \(event.level) \(event.message) \(fields)")
+            }
+        }
+    }
 
     final class Recorder: Sendable {
         let events = Mutex<[DownloadEvent<Int>]>([])
@@ -67,14 +102,14 @@ final class DownloaderHarness: Sendable {
             for case .completed(let t, let outcome) in events where t == token { return outcome }
             try await Task.sleep(for: .milliseconds(5))
         }
-        throw TimeoutError(token: token)
+        throw TimeoutError(token: token, events: events(token).map { "\($0)" }, log: log.lines.withLock { $0 })
     }
 
     /// Waits until `condition` holds.
     func until(_ what: String, timeout: Duration = .seconds(30), _ condition: () async -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !(await condition()) {
-            if ContinuousClock.now >= deadline { throw WaitError(what: what) }
+            if ContinuousClock.now >= deadline { throw WaitError(what: what, log: log.lines.withLock { $0 }) }
             try await Task.sleep(for: .milliseconds(5))
         }
     }
@@ -90,8 +125,20 @@ final class DownloaderHarness: Sendable {
         await server.shutdown()
     }
 
-    struct TimeoutError: Error { let token: DownloadToken }
-    struct WaitError: Error { let what: String }
+    struct TimeoutError: Error, CustomStringConvertible {
+        let token: DownloadToken
+        let events: [String]
+        let log: [String]
+        var description: String {
+            "no terminal event for token \(token); its events: \(events)\nlast log lines:\n" + log.joined(separator: "\n")
+        }
+    }
+
+    struct WaitError: Error, CustomStringConvertible {
+        let what: String
+        let log: [String]
+        var description: String { "gave up waiting for \(what)\nlast log lines:\n" + log.joined(separator: "\n") }
+    }
 }
 
 extension DownloadOutcome {
