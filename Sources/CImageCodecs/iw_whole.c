@@ -147,21 +147,23 @@ int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int ch
     image.height = height;
     image.format = channels == 4 ? PNG_FORMAT_RGBA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
     if (fast) image.flags |= PNG_IMAGE_FLAG_FAST;
-    png_alloc_size_t size = 0;
-    if (!png_image_write_to_memory(&image, NULL, &size, 0, pixels, (png_int_32)stride, NULL)) {
-        snprintf(error, 256, "%s", image.message);
-        return IW_FAILED;
-    }
-    uint8_t *buffer = malloc(size ? size : 1);
+    /* One compression pass into a buffer of libpng's upper bound, then shrunk: asking libpng for
+     * the size first (a NULL buffer) compresses the whole image once more, which doubled the cost
+     * (1.4 s per pass for a 12 MP RGBA frame even with PNG_IMAGE_FLAG_FAST). The bound's pages the
+     * PNG does not reach are never touched. */
+    png_alloc_size_t capacity = PNG_IMAGE_PNG_SIZE_MAX(image), size = capacity;
+    uint8_t *buffer = malloc(capacity ? capacity : 1);
     if (!buffer) {
         snprintf(error, 256, "out of memory for the PNG");
         return IW_FAILED;
     }
     if (!png_image_write_to_memory(&image, buffer, &size, 0, pixels, (png_int_32)stride, NULL)) {
-        snprintf(error, 256, "%s", image.message);
+        snprintf(error, 256, "%s", size > capacity ? "the PNG is larger than libpng's own bound" : image.message);
         free(buffer);
         return IW_FAILED;
     }
+    uint8_t *shrunk = realloc(buffer, size ? size : 1);
+    if (shrunk) buffer = shrunk;
     *bytes = buffer;
     *length = size;
     return 0;

@@ -101,6 +101,19 @@ enum DecodeBenchmark {
                 print(String(format: "%-24@ re-decoding every received prefix instead (what the iOS libraries do): %.1f×", "" as NSString, prefix))
             }
         }
+        // What delivering `format: png` adds: the worker PNG-encodes every partial image (fast) and
+        // the final one (default compression). One compression pass each (no sizing pass first).
+        if chosen("l4000_baseline.jpg"), let data = FileManager.default.contents(atPath: sizes.appendingPathComponent("l4000_baseline.jpg").path),
+            let image = try? ImageDecoders.decode(Array(data))
+        {
+            print("\nPNG encoding of one 4000×3000 RGBA frame (delivering format png), CPU time, median of 3:")
+            for fast in [true, false] {
+                var size = 0
+                let cost = median((0..<3).map { _ in cpuTime { size = (try? ImageDecoders.encodePNG(image, fast: fast))?.count ?? 0 } })
+                print(String(format: "%-24@ %.2f s, %.1f MB (%.0f Mpixels/s)", (fast ? "partial (fast)" : "final (default)") as NSString,
+                             cost, Double(size) / 1e6, Double(image.width * image.height) / cost / 1e6))
+            }
+        }
         print("\npeak memory of one 4000×3000 decode to RGBA (goal ≤ 1.3 × (bitmap + compressed bytes)):")
         for name in ["l4000_baseline.jpg", "l4000_progressive.jpg", "l4000_interlaced.png"] where chosen(name) {
             let path = sizes.appendingPathComponent(name).path
