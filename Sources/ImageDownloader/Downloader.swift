@@ -363,6 +363,9 @@ public actor Downloader<Delivered: Sendable> {
         request.maxRedirects = configuration.maxRedirects
         let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
         fetch.attemptTask = Task {
+            // The idle clock starts when the attempt runs, not when it was asked for: a task that
+            // waited for a thread (a busy process) has not been waiting for the server.
+            self.attemptBegan(id, attempt)
             do {
                 try await loader.load(
                     request,
@@ -373,8 +376,13 @@ public actor Downloader<Delivered: Sendable> {
                 self.attemptEnded(id, attempt, error)
             }
         }
-        fetch.watchdog = Task { await self.watch(id, attempt) }
         fetches[id] = fetch
+    }
+
+    private func attemptBegan(_ id: FetchID, _ attempt: Int) {
+        guard isCurrent(id, attempt), !Task.isCancelled else { return }
+        fetches[id]!.lastActivity = clock()
+        fetches[id]!.watchdog = Task { await self.watch(id, attempt) }
     }
 
     private func isCurrent(_ id: FetchID, _ attempt: Int) -> Bool {

@@ -16,8 +16,9 @@ final class DownloaderHarness: Sendable {
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
         configuration.retryBaseDelayMs = 10
         configuration.retryMaxDelayMs = 2000
-        // Generous: on a loaded 2-core machine a 5 s idle timeout fired before a server's close was
-        // seen (CI, 2026-11-22). Tests about timeouts set their own.
+        // Generous: when the decoder tests shared this process, they held Swift's concurrency pool
+        // for ~30 s on a 2-core machine and idle timeouts fired on attempts whose tasks had not
+        // run (they now run in a process of their own; see README). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
         return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot)
@@ -28,7 +29,8 @@ final class DownloaderHarness: Sendable {
         let client = HTTPLoader.makeClient()
         self.client = client
         // The downloader's and AsyncHTTPClient's debug lines are kept (the last few hundred) and
-        // shown only when a wait runs out, so that a stall seen once under load explains itself.
+        // shown only when a wait runs out, so that a stall explains itself (one did: an attempt
+        // "idle for 30 s" whose request had reached a connection 2.4 s before).
         let log = LogCapture()
         self.log = log
         var logger = Logger(label: "tests") { label in LogCapture.Handler(label: label, capture: log) }
