@@ -1,6 +1,6 @@
-/* Whole-buffer paths: TurboJPEG decoding, libpng's simplified read and write APIs. None of these
- * longjmp across frames: TurboJPEG and the simplified API catch libjpeg's and libpng's errors
- * themselves and return codes. */
+/* Whole-buffer paths: TurboJPEG decoding, libpng's simplified read API. None of these longjmp
+ * across frames: TurboJPEG and the simplified API catch libjpeg's and libpng's errors themselves
+ * and return codes. (PNG encoding: iw_png_encode.c.) */
 #include "iw_whole.h"
 #include <png.h>
 #include <stdio.h>
@@ -135,36 +135,5 @@ int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque
     out->width = out->image_width = image.width;
     out->height = out->image_height = image.height;
     out->channels = rgb ? 3 : 4;
-    return 0;
-}
-
-int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
-                  uint8_t **bytes, size_t *length, char error[256]) {
-    png_image image;
-    memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-    image.width = width;
-    image.height = height;
-    image.format = channels == 4 ? PNG_FORMAT_RGBA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
-    if (fast) image.flags |= PNG_IMAGE_FLAG_FAST;
-    /* One compression pass into a buffer of libpng's upper bound, then shrunk: asking libpng for
-     * the size first (a NULL buffer) compresses the whole image once more, which doubled the cost
-     * (1.4 s per pass for a 12 MP RGBA frame even with PNG_IMAGE_FLAG_FAST). The bound's pages the
-     * PNG does not reach are never touched. */
-    png_alloc_size_t capacity = PNG_IMAGE_PNG_SIZE_MAX(image), size = capacity;
-    uint8_t *buffer = malloc(capacity ? capacity : 1);
-    if (!buffer) {
-        snprintf(error, 256, "out of memory for the PNG");
-        return IW_FAILED;
-    }
-    if (!png_image_write_to_memory(&image, buffer, &size, 0, pixels, (png_int_32)stride, NULL)) {
-        snprintf(error, 256, "%s", size > capacity ? "the PNG is larger than libpng's own bound" : image.message);
-        free(buffer);
-        return IW_FAILED;
-    }
-    uint8_t *shrunk = realloc(buffer, size ? size : 1);
-    if (shrunk) buffer = shrunk;
-    *bytes = buffer;
-    *length = size;
     return 0;
 }

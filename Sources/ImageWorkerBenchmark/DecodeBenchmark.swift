@@ -101,8 +101,8 @@ enum DecodeBenchmark {
                 print(String(format: "%-24@ re-decoding every received prefix instead (what the iOS libraries do): %.1f×", "" as NSString, prefix))
             }
         }
-        // What delivering `format: png` adds: the worker PNG-encodes every partial image (fast) and
-        // the final one (default compression). One compression pass each (no sizing pass first).
+        // What delivering `format: png` adds: the worker PNG-encodes every partial image (fast: zlib
+        // level 1, Up filter) and the final one (libpng's defaults).
         if chosen("l4000_baseline.jpg"), let data = FileManager.default.contents(atPath: sizes.appendingPathComponent("l4000_baseline.jpg").path),
             let image = try? ImageDecoders.decode(Array(data))
         {

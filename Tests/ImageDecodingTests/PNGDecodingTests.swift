@@ -1,6 +1,7 @@
 import Foundation
 import ImageDecoding
 import Testing
+import TestSupport
 
 @Suite(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
 struct PNGDecodingTests {
@@ -106,6 +107,28 @@ struct PNGDecodingTests {
                     var options = DecodeOptions()
                     options.layout = layout
                     #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(path) as \(layout), fast \(fast)")
+                }
+            }
+        }
+    }
+
+    /// Noise does not compress: the PNG outgrows the encoder's first guess at its size (half the
+    /// pixels), and still holds every pixel; a tall gradient, which compresses, also round-trips.
+    @Test func encodedPNGsOfNoiseAndOfGradientsHoldEveryPixel() throws {
+        var random = SplitMix(seed: 7)
+        let (width, height) = (640, 480)
+        let noise = (0..<(width * height * 4)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let gradient = (0..<(width * height * 4)).map { UInt8(truncatingIfNeeded: ($0 / 4 / width) &+ ($0 % 4) * 60) }
+        for (name, pixels) in [("noise", noise), ("gradient", gradient)] {
+            let image = DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .png)
+            for layout in PixelLayout.allCases {
+                let converted = image.converted(to: layout)
+                for fast in [false, true] {
+                    let encoded = try ImageDecoders.encodePNG(converted, fast: fast)
+                    if name == "noise" { #expect(encoded.count > converted.pixels.count / 2 + 65536, "\(layout): the buffer had to grow") }
+                    var options = DecodeOptions()
+                    options.layout = layout
+                    #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(name) as \(layout), fast \(fast)")
                 }
             }
         }

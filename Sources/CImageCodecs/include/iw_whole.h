@@ -43,9 +43,9 @@ int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pi
 int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque_rgb, uint8_t *pixels, size_t capacity,
                                   iw_image *out);
 
-/* PNG encoding (libpng's simplified write API) of 8-bit pixels with 1 (gray), 3 (RGB) or 4 (RGBA)
- * channels; `fast` trades size for speed (PNG_IMAGE_FLAG_FAST). Returns 0 and a malloc'd buffer,
- * or IW_FAILED with a message in `error`. */
+/* PNG encoding of 8-bit pixels with 1 (gray), 3 (RGB) or 4 (RGBA) channels (iw_png_encode.c):
+ * `fast` (partial images) compresses quickly with zlib level 1 and the Up filter, otherwise
+ * libpng's defaults. Returns 0 and a malloc'd buffer, or IW_FAILED with a message in `error`. */
 int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
                   uint8_t **bytes, size_t *length, char error[256]);
 
