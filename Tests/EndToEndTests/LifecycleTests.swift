@@ -24,8 +24,9 @@ import TestSupport
             let events = worker.events(.int(Int64(i)))
             let terminals = events.filter { $0["method"] == "download/completed" }
             // On failure, the token's events and the worker's log say what happened. (Seen once: a
-            // token of this 30-second download ended `success` after EOF-cancel, when this test
-            // process's concurrency pool was held by the decoder tests for longer than the download.)
+            // token of this 30-second download ended `success` after EOF-cancel; most likely this
+            // test process's concurrency pool was held by the decoder tests, which then shared it,
+            // for longer than the download, so stdin closed after the download had finished.)
             let context: Comment = "token \(i): \(events)\nworker stderr:\n\(worker.stderr)"
             #expect(terminals.count == 1, context)
             #expect(terminals.first?["params"]?["outcome"] == "cancelled", context)
