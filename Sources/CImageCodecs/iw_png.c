@@ -2,17 +2,13 @@
  * in iw_png_feed, in this file; nothing crosses a Swift frame. */
 #include "iw_png.h"
 #include "iw_whole.h"
+#include "iw_png_failure.h"
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* What went wrong, for either reader. */
-struct iw_png_failure {
-    int kind;
-    char text[256];
-};
 
 struct iw_png {
     png_structp png;
@@ -41,9 +37,7 @@ static void set_failure(struct iw_png_failure *f, int kind, const char *message)
     snprintf(f->text, sizeof f->text, "%s", message);
 }
 
-/* libpng's error callback for both readers (their error pointer is their `failure`): the first
- * failure recorded stands. */
-static void on_error(png_structp png, png_const_charp message) {
+void iw_png_on_error(png_structp png, png_const_charp message) {
     struct iw_png_failure *f = png_get_error_ptr(png);
     if (f->kind == IW_ERR_NONE) set_failure(f, IW_ERR_CORRUPT, message);
     png_longjmp(png, 1);
@@ -54,7 +48,7 @@ static void fail_with(png_structp png, struct iw_png_failure *f, int kind, const
     png_longjmp(png, 1);
 }
 
-static void on_warning(png_structp png, png_const_charp message) {
+void iw_png_on_warning(png_structp png, png_const_charp message) {
     (void)png;
     (void)message;
 }
@@ -139,7 +133,7 @@ iw_png *iw_png_create(uint64_t max_pixels) {
     struct iw_png *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->max_pixels = max_pixels;
-    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->failure, on_error, on_warning);
+    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->failure, iw_png_on_error, iw_png_on_warning);
     if (!d->png) { free(d); return NULL; }
     d->info = png_create_info_struct(d->png);
     if (!d->info) { png_destroy_read_struct(&d->png, NULL, NULL); free(d); return NULL; }
@@ -244,7 +238,7 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
     }
     r->data = data;
     r->length = length;
-    r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r->failure, on_error, on_warning);
+    r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r->failure, iw_png_on_error, iw_png_on_warning);
     r->info = r->png ? png_create_info_struct(r->png) : NULL;
     if (!r->info) {
         png_destroy_read_struct(&r->png, NULL, NULL);

@@ -6,6 +6,7 @@
  * filters, level 6) through the simplified API. libpng's errors longjmp back to this file's frame
  * only. */
 #include "iw_whole.h"
+#include "iw_png_failure.h"
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -13,11 +14,10 @@
 #include <string.h>
 #include <zlib.h>
 
-/* Where the PNG grows, and why writing it failed. */
+/* Where the PNG grows. */
 struct png_sink {
     uint8_t *data;
     size_t length, capacity;
-    char message[256];
 };
 
 static void sink_write(png_structp png, png_bytep data, size_t length) {
@@ -39,22 +39,13 @@ static void sink_write(png_structp png, png_bytep data, size_t length) {
 
 static void sink_flush(png_structp png) { (void)png; }
 
-static void on_error(png_structp png, png_const_charp message) {
-    struct png_sink *sink = png_get_error_ptr(png);
-    snprintf(sink->message, sizeof sink->message, "%s", message);
-    png_longjmp(png, 1);
-}
-
-static void on_warning(png_structp png, png_const_charp message) {
-    (void)png;
-    (void)message;
-}
-
 static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
                        uint8_t **bytes, size_t *length, char error[256]) {
     struct png_sink sink;
+    struct iw_png_failure failure;
     memset(&sink, 0, sizeof sink);
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &sink, on_error, on_warning);
+    memset(&failure, 0, sizeof failure);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &failure, iw_png_on_error, iw_png_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(&png, NULL);
@@ -64,7 +55,7 @@ static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, i
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(sink.data);
-        snprintf(error, 256, "%s", sink.message[0] ? sink.message : "PNG encoding failed");
+        snprintf(error, 256, "%s", failure.text[0] ? failure.text : "PNG encoding failed");
         return IW_FAILED;
     }
     /* About what a photo compresses to, so that the buffer rarely grows. */
