@@ -113,6 +113,13 @@ import Testing
         #expect(try await answer(#"{"jsonrpc":"2.0","id":null,"method":"echo","params":{}}"#)?["id"] == .null)
     }
 
+    @Test(arguments: ["18446744073709551615", "1e2", "-0", "1.50", "-9223372036854775809"])
+    func numericIdsAreEchoedByteForByte(_ id: String) async throws {
+        let reply = await dispatcher.dispatch(Array(#"{"jsonrpc":"2.0","id":\#(id),"method":"echo","params":{}}"#.utf8)).reply
+        let text = try #require(reply.map { JSONWriter.encodeString($0) })
+        #expect(text.hasPrefix(#"{"jsonrpc":"2.0","id":\#(id),"#), "\(text)")
+    }
+
     @Test(arguments: [
         #"1"#, #""x""#, #"null"#, #"true"#, #"{"jsonrpc":"2.0","id":true,"method":"echo"}"#,
         #"{"jsonrpc":"2.0","id":{},"method":"echo"}"#, #"{"jsonrpc":"2.0","id":[],"method":"echo"}"#,

@@ -69,6 +69,37 @@ import Testing
         #expect(items[1] == .message(Array("{}".utf8)))
     }
 
+    /// One bad header block costs one error: the framer does not read that block's body as the
+    /// next header block (which refused every later message).
+    @Test(arguments: [
+        "Content-Length: abc\r\n\r\n{\"a\":1}",
+        "Content-Length: -4\r\n\r\n{\"a\":1}\r\n",
+        "Content-Type: x\r\n\r\n{\"jsonrpc\":\"2.0\"}\n",
+        "Content-Length: 99999999999999999999999\r\n\r\n[1,2,3]",
+    ])
+    func aBadHeaderBlockResynchronisesAtTheNextOne(_ bad: String) {
+        let good = "Content-Length: 2\r\n\r\n{}content-length: 4\r\nContent-Type: y\r\n\r\n[12]"
+        let expected: [InputFramer.Item] = [.badHeader(""), .message(Array("{}".utf8)), .message(Array("[12]".utf8))]
+        func kinds(_ items: [InputFramer.Item]) -> [InputFramer.Item] {
+            items.map { if case .badHeader = $0 { return .badHeader("") } else { return $0 } }
+        }
+        var whole = InputFramer()
+        #expect(kinds(whole.append(Array((bad + good).utf8)) + whole.finish()) == expected)
+        var byByte = InputFramer()
+        var items: [InputFramer.Item] = []
+        for byte in Array((bad + good).utf8) { items += byByte.append([byte]) }
+        #expect(kinds(items + byByte.finish()) == expected)
+    }
+
+    @Test func aMessageCutOffByTheEndOfInputIsReported() {
+        var framer = InputFramer()
+        #expect(framer.append(Array("Content-Length: 2\r\n\r\n{}Content-Length: 10\r\n\r\n{\"a\"".utf8)) == [.message(Array("{}".utf8))])
+        #expect(framer.finish() == [.badHeader("input ended after 4 of the 10 bytes of a message")])
+        var headerOnly = InputFramer()
+        #expect(headerOnly.append(Array("Content-Length: 2\r\n".utf8)) == [])
+        #expect(headerOnly.finish() == [.badHeader("input ended inside a header block")])
+    }
+
     @Test func framingWritesWholeMessages() {
         #expect(Framing.ndjson.frame(Array("{}".utf8)) == Array("{}\n".utf8))
         #expect(Framing.contentLength.frame(Array("{}".utf8)) == Array("Content-Length: 2\r\n\r\n{}".utf8))

@@ -138,7 +138,8 @@ public final class JSONSchemaValidator: Sendable {
         case ("null", .null), ("boolean", .bool), ("string", .string), ("array", .array), ("object", .object): return true
         case ("integer", .int): return true
         case ("integer", .double(let d)): return d.rounded() == d
-        case ("number", .int), ("number", .double): return true
+        case ("integer", .rawNumber): return value.integerValue != nil
+        case ("number", .int), ("number", .double), ("number", .rawNumber): return true
         default: return false
         }
     }

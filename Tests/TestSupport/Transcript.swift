@@ -82,7 +82,7 @@ public struct Transcript: Sendable, CustomStringConvertible {
                 unused.remove(at: i)
             }
             return true
-        case .int, .double:
+        case .int, .double, .rawNumber:
             return pattern.numberValue == value.numberValue && value.numberValue != nil
         default:
             return pattern == value

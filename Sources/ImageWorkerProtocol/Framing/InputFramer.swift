@@ -1,12 +1,15 @@
 /// Splits the input byte stream into messages. The framing is chosen from the first non-blank
 /// byte: `{` or `[` (or anything else) means NDJSON, `C`/`c` means LSP `Content-Length:` headers.
 /// A message over `maximumMessageBytes` is skipped whole and reported once, and reading goes on.
+/// After a header block it cannot use, the framer resynchronises at the next `Content-Length`
+/// header, so one bad block costs one error, not the rest of the stream.
 public struct InputFramer: Sendable {
     public enum Item: Sendable, Equatable {
         case message([UInt8])
         /// A message longer than the limit was skipped.
         case tooLarge(limit: Int)
-        /// The header block of a Content-Length message could not be understood.
+        /// The header block of a Content-Length message could not be understood, or the input
+        /// ended inside a message.
         case badHeader(String)
     }
 
@@ -19,6 +22,8 @@ public struct InputFramer: Sendable {
     private var discarding = false
     private var bytesToSkip = 0
     private var expectedBody: Int?
+    /// After a bad header block: looking for the next `Content-Length` header.
+    private var resynchronising = false
 
     public init(maximumMessageBytes: Int = 16 << 20) {
         self.maximumMessageBytes = maximumMessageBytes
@@ -32,10 +37,20 @@ public struct InputFramer: Sendable {
         return items
     }
 
-    /// End of input: a last line without its newline is still a message.
+    /// End of input: a last line without its newline is still a message; a Content-Length
+    /// message or header block cut off by the end is reported (never dropped silently).
     public mutating func finish() -> [Item] {
         var items: [Item] = []
         process(into: &items, atEOF: true)
+        if framing == .contentLength, !resynchronising {
+            if let length = expectedBody {
+                items.append(.badHeader("input ended after \(buffer.count - start) of the \(length) bytes of a message"))
+            } else if bytesToSkip > 0 {
+                // An over-long message, already reported, was cut off: nothing more to say.
+            } else if buffer[start...].contains(where: { !isBlank($0) }) {
+                items.append(.badHeader("input ended inside a header block"))
+            }
+        }
         buffer.removeAll()
         start = 0
         return items
@@ -121,13 +136,18 @@ public struct InputFramer: Sendable {
                 expectedBody = nil
                 continue
             }
+            if resynchronising {
+                guard resynchronise() else { return }
+            }
             while start < buffer.count, isBlank(buffer[start]) { start += 1 }
             guard start < buffer.count else { return }
             // Find the blank line that ends the header block (CRLF CRLF, or LF LF from lax clients).
             guard let (headerEnd, bodyStart) = findHeaderEnd() else {
                 if buffer.count - start > 8192 {
                     items.append(.badHeader("header block longer than 8192 bytes"))
-                    start = buffer.count
+                    start += 1
+                    resynchronising = true
+                    continue
                 }
                 return
             }
@@ -142,7 +162,10 @@ public struct InputFramer: Sendable {
                 }
             }
             guard let length, length >= 0 else {
+                // What follows may be this block's body, of unknown length: skip to the next
+                // header block rather than read the body as one.
                 items.append(.badHeader("missing or invalid Content-Length header"))
+                resynchronising = true
                 continue
             }
             if length > maximumMessageBytes {
@@ -152,6 +175,32 @@ public struct InputFramer: Sendable {
             }
             expectedBody = length
         }
+    }
+
+    /// Moves `start` to the next `Content-Length` (any case) and returns true; without one in
+    /// the buffer, drops all but a tail that may begin it, and returns false.
+    private mutating func resynchronise() -> Bool {
+        let needle = Array("content-length".utf8)
+        var i = start
+        while i + needle.count <= buffer.count {
+            var matched = true
+            for (k, byte) in needle.enumerated() where asciiLowercased(buffer[i + k]) != byte {
+                matched = false
+                break
+            }
+            if matched {
+                start = i
+                resynchronising = false
+                return true
+            }
+            i += 1
+        }
+        start = max(start, buffer.count - (needle.count - 1))
+        return false
+    }
+
+    private func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 
     private func findHeaderEnd() -> (Int, Int)? {

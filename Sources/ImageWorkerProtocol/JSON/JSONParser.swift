@@ -157,9 +157,10 @@ public struct JSONParser {
                 while index < buffer.count, isDigit(buffer[index]) { index += 1 }
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
-            if isInteger, let value = Int64(text) { return .int(value) }
+            if isInteger, let value = Int64(text), text != "-0" { return .int(value) }
             guard let value = Double(text), value.isFinite else { throw fail("number out of range") }
-            return .double(value)
+            // Kept as text when the writer would not give back the same bytes.
+            return value.description == text ? .double(value) : .rawNumber(text)
         }
 
         func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

@@ -1,10 +1,15 @@
 /// A JSON value that keeps what the wire needs and Foundation loses: integers stay integers
-/// (so a request id `1` is echoed as `1`, never `1.0`), and object keys keep their order.
+/// (so a request id `1` is echoed as `1`, never `1.0`), a number that neither would write back as
+/// it came stays text, and object keys keep their order.
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
     case double(Double)
+    /// A number kept as the text it arrived as: the parser makes one of every number that `.int`
+    /// or `.double` would not write back byte for byte (`-0`, `1e2`, `1.50`,
+    /// `18446744073709551615`), so that an id is echoed exactly as sent.
+    case rawNumber(String)
     case string(String)
     case array([JSONValue])
     case object(JSONObject)
@@ -29,6 +34,9 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .int(let i): return i
         case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: return Int64(d)
+        case .rawNumber(let text):
+            if let i = Int64(text) { return i }
+            return Double(text).flatMap { $0.rounded() == $0 && abs($0) < 9.0e15 ? Int64($0) : nil }
         default: return nil
         }
     }
@@ -37,6 +45,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .int(let i): return Double(i)
         case .double(let d): return d
+        case .rawNumber(let text): return Double(text)
         default: return nil
         }
     }
@@ -56,7 +65,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: return "null"
         case .bool: return "boolean"
-        case .int, .double: return "number"
+        case .int, .double, .rawNumber: return "number"
         case .string: return "string"
         case .array: return "array"
         case .object: return "object"

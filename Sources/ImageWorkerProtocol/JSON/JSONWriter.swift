@@ -18,6 +18,7 @@ public enum JSONWriter {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .rawNumber(let text): out.append(contentsOf: text.utf8)
         case .double(let d):
             if d.isFinite {
                 out.append(contentsOf: d.description.utf8)

@@ -4,6 +4,8 @@ public enum RPCId: Sendable, Hashable, CustomStringConvertible {
     case int(Int64)
     /// Legal in JSON-RPC though discouraged; kept so it can be echoed back as sent.
     case double(Double)
+    /// Any other number, as its text: `-0`, `1e2`, beyond 64 bits (`JSONValue.rawNumber`).
+    case rawNumber(String)
     case null
 
     public init?(_ json: JSONValue) {
@@ -11,6 +13,7 @@ public enum RPCId: Sendable, Hashable, CustomStringConvertible {
         case .string(let s): self = .string(s)
         case .int(let i): self = .int(i)
         case .double(let d): self = .double(d)
+        case .rawNumber(let text): self = .rawNumber(text)
         case .null: self = .null
         default: return nil
         }
@@ -21,6 +24,7 @@ public enum RPCId: Sendable, Hashable, CustomStringConvertible {
         case .string(let s): return .string(s)
         case .int(let i): return .int(i)
         case .double(let d): return .double(d)
+        case .rawNumber(let text): return .rawNumber(text)
         case .null: return .null
         }
     }
