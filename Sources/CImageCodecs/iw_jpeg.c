@@ -139,9 +139,10 @@ static int exif_orientation(const uint8_t *data, size_t length) {
 }
 
 /* Calls `visit` with each marker segment before a JPEG's image data (marker, payload, payload
- * size) until it returns nonzero, and returns that; 0 at the image data, at the end of the bytes,
- * or at bytes that are not a marker segment. */
-static int walk_markers(const uint8_t *data, size_t length, int (*visit)(unsigned, const uint8_t *, size_t)) {
+ * size, context) until it returns nonzero, and returns that; 0 at the image data, at the end of
+ * the bytes, or at bytes that are not a marker segment. */
+static int walk_markers(const uint8_t *data, size_t length, int (*visit)(unsigned, const uint8_t *, size_t, void *),
+                        void *context) {
     if (length < 4 || data[0] != 0xFF || data[1] != 0xD8) return 0;
     size_t at = 2;
     while (at + 4 <= length) {
@@ -151,7 +152,7 @@ static int walk_markers(const uint8_t *data, size_t length, int (*visit)(unsigne
         if (marker == 0xDA || marker == 0xD9) return 0; /* image data */
         size_t segment = (size_t)data[at + 2] << 8 | data[at + 3];
         if (segment < 2 || at + 2 + segment > length) return 0;
-        int result = visit(marker, data + at + 4, segment - 2);
+        int result = visit(marker, data + at + 4, segment - 2, context);
         if (result) return result;
         at += 2 + segment;
     }
@@ -159,27 +160,47 @@ static int walk_markers(const uint8_t *data, size_t length, int (*visit)(unsigne
 }
 
 /* An APP1 segment's EXIF orientation when it is not 1. */
-static int orientation_in(unsigned marker, const uint8_t *payload, size_t size) {
+static int orientation_in(unsigned marker, const uint8_t *payload, size_t size, void *context) {
+    (void)context;
     if (marker != JPEG_APP0 + 1) return 0;
     int o = exif_orientation(payload, size);
     return o != 1 ? o : 0;
 }
 
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length) {
-    int o = walk_markers(data, length, orientation_in);
+    int o = walk_markers(data, length, orientation_in, NULL);
     return o ? o : 1;
 }
 
 /* 1 for a progressive frame header (SOF2, 6, 10, 14), -1 for another frame header. */
-static int frame_kind(unsigned marker, const uint8_t *payload, size_t size) {
+static int frame_kind(unsigned marker, const uint8_t *payload, size_t size, void *context) {
     (void)payload;
     (void)size;
+    (void)context;
     if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return 1;
     if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) return -1;
     return 0;
 }
 
-int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length) { return walk_markers(data, length, frame_kind) == 1; }
+int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length) { return walk_markers(data, length, frame_kind, NULL) == 1; }
+
+/* A frame header's size (SOFn: precision, height, width, components) into context[0..1]. */
+static int frame_size(unsigned marker, const uint8_t *payload, size_t size, void *context) {
+    if (frame_kind(marker, payload, size, NULL) == 0) return 0;
+    if (size < 6) return -1;
+    uint32_t *out = context;
+    out[0] = (uint32_t)payload[3] << 8 | payload[4];
+    out[1] = (uint32_t)payload[1] << 8 | payload[2];
+    return 1;
+}
+
+int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height) {
+    uint32_t size[2] = {0, 0};
+    int found = walk_markers(data, length, frame_size, size) == 1;
+    *width = size[0];
+    *height = size[1];
+    return found && size[0] > 0 && size[1] > 0 ? 0 : IW_FAILED;
+}
 
 iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, int scale_denom) {
     struct iw_jpeg *volatile d = calloc(1, sizeof *d);

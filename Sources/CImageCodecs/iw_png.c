@@ -92,6 +92,50 @@ static void on_info(png_structp png, png_infop info) {
     d->pending_events |= IW_HEADER;
 }
 
+void iw_png_apply_read_limits(png_structp png) {
+    /* As the simplified API: ancillary-chunk problems are warnings; CRC errors in critical chunks
+     * stay errors. */
+    png_set_benign_errors(png, 1);
+    /* libpng's own limits guard what max_pixels does not cover: the size of one chunk's buffer
+     * (and of a decompressed zTXt/iCCP), and how many ancillary chunks are stored. */
+    png_set_user_limits(png, 1u << 24, 1u << 24);
+    png_set_chunk_cache_max(png, IW_PNG_MAX_ANCILLARY_CHUNKS);
+    png_set_chunk_malloc_max(png, IW_PNG_MAX_CHUNK_BYTES);
+    /* Chunks that libpng copies whole into a buffer the size their length claims, and that no
+     * pixel depends on, are skipped unread: libpng 1.6.39 allocates and clears that buffer even
+     * after warning that the chunk is over the limit (a 170-byte file claiming a 2 GiB tEXt
+     * made it touch 2 GiB). */
+    static const png_byte skipped[] = "tEXt\0zTXt\0iTXt\0eXIf\0pCAL\0sCAL\0sPLT\0";
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
+}
+
+int iw_png_check_chunks(const uint8_t *data, size_t length, char error[256]) {
+    static const uint8_t signature[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    error[0] = 0;
+    if (length < 8 || memcmp(data, signature, 8) != 0) {
+        snprintf(error, 256, "not a PNG signature");
+        return IW_ERR_CORRUPT;
+    }
+    size_t at = 8;
+    while (length - at >= 8) {
+        uint32_t size = (uint32_t)data[at] << 24 | (uint32_t)data[at + 1] << 16 | (uint32_t)data[at + 2] << 8 | data[at + 3];
+        const uint8_t *type = data + at + 4;
+        if (size > 0x7fffffffu) {
+            snprintf(error, 256, "chunk %.4s claims %u bytes, more than PNG allows", (const char *)type, size);
+            return IW_ERR_CORRUPT;
+        }
+        if ((uint64_t)length - at < (uint64_t)size + 12) {
+            snprintf(error, 256, "the PNG data ends inside its %.4s chunk (%u bytes claimed, %zu left)", (const char *)type, size,
+                     length - at - 8);
+            return IW_ERR_TRUNCATED;
+        }
+        if (memcmp(type, "IEND", 4) == 0) return IW_ERR_NONE;
+        at += (size_t)size + 12;
+    }
+    snprintf(error, 256, "the PNG data ends before its IEND chunk");
+    return IW_ERR_TRUNCATED;
+}
+
 static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
     struct iw_png *d = png_get_progressive_ptr(png);
     if (y >= d->height) return;
@@ -137,12 +181,7 @@ iw_png *iw_png_create(uint64_t max_pixels) {
     if (!d->png) { free(d); return NULL; }
     d->info = png_create_info_struct(d->png);
     if (!d->info) { png_destroy_read_struct(&d->png, NULL, NULL); free(d); return NULL; }
-    /* As the simplified API: ancillary-chunk problems are warnings; CRC errors in critical chunks
-     * stay errors. libpng's own limits guard what max_pixels does not cover. */
-    png_set_benign_errors(d->png, 1);
-    png_set_user_limits(d->png, 1u << 24, 1u << 24);
-    png_set_chunk_cache_max(d->png, 1000);
-    png_set_chunk_malloc_max(d->png, 16u << 20);
+    iw_png_apply_read_limits(d->png);
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
     d->keeping = 1;
     return d;
@@ -253,11 +292,7 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
         iw_png_reader_close(r);
         return NULL;
     }
-    /* The same settings as the progressive reader (and the simplified API's error behaviour). */
-    png_set_benign_errors(r->png, 1);
-    png_set_user_limits(r->png, 1u << 24, 1u << 24);
-    png_set_chunk_cache_max(r->png, 1000);
-    png_set_chunk_malloc_max(r->png, 16u << 20);
+    iw_png_apply_read_limits(r->png);
     png_set_read_fn(r->png, r, rows_read);
     png_read_info(r->png, r->info);
     int depth, color, interlace;

@@ -13,4 +13,7 @@ struct iw_png_failure {
 
 void iw_png_on_error(png_structp png, png_const_charp message);
 void iw_png_on_warning(png_structp png, png_const_charp message);
+
+/* The limits and chunk handling every reader in this module sets on its png struct. */
+void iw_png_apply_read_limits(png_structp png);
 #endif

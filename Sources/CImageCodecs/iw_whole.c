@@ -78,19 +78,6 @@ int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int 
     return 0;
 }
 
-int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height) {
-    iw_jpeg *d = iw_jpeg_create(IW_RGB, 0, 0, 1);
-    if (!d) return IW_FAILED;
-    int events = iw_jpeg_feed(d, data, length < 65536 ? length : 65536, 0);
-    /* The header is usually in the first 64 KiB; if not, read on. */
-    if (events != IW_FAILED && !(events & IW_HEADER) && length > 65536) events = iw_jpeg_feed(d, data + 65536, length - 65536, 0);
-    int ok = events != IW_FAILED && iw_jpeg_image_width(d) > 0;
-    *width = iw_jpeg_image_width(d);
-    *height = iw_jpeg_image_height(d);
-    iw_jpeg_destroy(d);
-    return ok ? 0 : IW_FAILED;
-}
-
 int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out) {
     memset(out, 0, sizeof *out);
     png_image image;

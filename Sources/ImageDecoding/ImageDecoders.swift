@@ -116,6 +116,7 @@ public enum ImageDecoders {
     /// libpng's simplified API (the reference the progressive reader matches, and faster on a whole
     /// buffer), straight into the returned array.
     static func decodePNG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
+        try checkPNGChunks(data)
         guard let (width, height) = probeSize(data), width > 0, height > 0 else {
             return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
         }
@@ -153,6 +154,7 @@ public enum ImageDecoders {
             let (w, h) = probeSize(data) ?? (0, 0)
             return DecodeError(kind: Int(kind), message: text, width: w, height: h, format: "PNG")
         }
+        try checkPNGChunks(data)
         // The reader reads from `data` in place: everything happens inside this closure.
         let result = data.withUnsafeBufferPointer { bytes -> Result<DecodedImage?, DecodeError> in
             var kind: Int32 = 0
@@ -186,6 +188,19 @@ public enum ImageDecoders {
             return .success(DecodedImage(width: width, height: height, layout: layout, pixels: resampler.output, format: .png))
         }
         return try result.get()
+    }
+
+    /// A whole PNG's chunks lie inside the buffer, up to IEND (`iw_png_check_chunks`): checked
+    /// before libpng reads from memory, which has no limit of its own on what a chunk claims.
+    static func checkPNGChunks(_ data: [UInt8]) throws(DecodeError) {
+        var message = [CChar](repeating: 0, count: 256)
+        let kind = message.withUnsafeMutableBufferPointer { text in
+            data.withUnsafeBufferPointer { iw_png_check_chunks($0.baseAddress, $0.count, text.baseAddress) }
+        }
+        guard kind == IW_ERR_NONE else {
+            let (w, h) = probeSize(data) ?? (0, 0)
+            throw DecodeError(kind: Int(kind), message: text(message), width: w, height: h, format: "PNG")
+        }
     }
 
     /// Whether a PNG has an alpha channel or a tRNS chunk (which must come before the image data).

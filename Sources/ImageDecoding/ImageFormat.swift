@@ -43,4 +43,14 @@ public enum ImageFormat: String, Sendable, CaseIterable {
         default: return rawValue
         }
     }
+
+    /// Every extension a file of this format may carry (lowercase, `fileExtension` first).
+    public var fileExtensions: [String] {
+        switch self {
+        case .jpeg: return ["jpg", "jpeg", "jpe", "jfif"]
+        case .tiff: return ["tiff", "tif"]
+        case .heic: return ["heic", "heif"]
+        default: return [rawValue]
+        }
+    }
 }

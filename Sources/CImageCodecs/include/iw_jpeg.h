@@ -55,6 +55,10 @@ void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted);
 
 /* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);
+/* A JPEG's size from its frame header, read by walking the marker segments before the image data:
+ * nothing is decoded or allocated, so a header announcing a huge image costs nothing. 0 when a
+ * frame header with a nonzero size was found, IW_FAILED otherwise. */
+int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height);
 /* Whether a JPEG's frame header (SOF2, 6, 10 or 14, before the image data) says progressive. */
 int iw_jpeg_has_progressive_frame(const uint8_t *data, size_t length);
 

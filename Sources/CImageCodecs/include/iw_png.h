@@ -6,6 +6,18 @@
 
 typedef struct iw_png iw_png;
 
+/* libpng's limits in every reader: the bytes one chunk may allocate (a larger ancillary chunk is
+ * skipped with a warning) and how many ancillary chunks are kept. */
+#define IW_PNG_MAX_CHUNK_BYTES (8u << 20)
+#define IW_PNG_MAX_ANCILLARY_CHUNKS 128
+
+/* A whole PNG buffer's chunk structure, checked before libpng reads it from memory: every chunk
+ * up to IEND lies inside the buffer. IW_ERR_NONE, or IW_ERR_TRUNCATED / IW_ERR_CORRUPT with a
+ * message: so a chunk that claims more bytes than there are allocates nothing, and a file cut
+ * anywhere before its IEND fails the same way in every path (the progressive reader needs IEND
+ * too). */
+int iw_png_check_chunks(const uint8_t *data, size_t length, char error[256]);
+
 /* Progressive PNG decoding (libpng's png_process_data) to 8-bit RGBA, with the transforms of
  * libpng's simplified API (png_image_finish_read with PNG_FORMAT_RGBA), so the result is the
  * same pixels. max_pixels: refuse larger images before allocating (0: libpng's own limits). */

@@ -31,9 +31,6 @@ int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int 
 int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
                               uint8_t *pixels, iw_image *out);
 
-/* A JPEG's size from its header (TurboJPEG, falling back to libjpeg); 0 on success. */
-int iw_jpeg_probe(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height);
-
 /* libpng's simplified API, whole buffer, to 8-bit RGBA. */
 int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out);
 
