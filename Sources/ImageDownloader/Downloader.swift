@@ -90,6 +90,7 @@ public actor Downloader<Delivered: Sendable> {
     private var failed = 0
     private var cancelled = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    private var held = false
 
     public init(
         configuration: DownloaderConfiguration,
@@ -117,7 +118,8 @@ public actor Downloader<Delivered: Sendable> {
     /// Takes `token` for a download that `start` will begin. Fails if the token is live.
     public func reserve(_ token: DownloadToken, url: String, priority: DownloadPriority) throws(TokenInUse) {
         guard tokens[token] == nil else { throw TokenInUse(token: token) }
-        tokens[token] = TokenRecord(state: .reserved(cancelled: false), url: url, priority: priority)
+        // The URL as shown (events, status, logs): without user information.
+        tokens[token] = TokenRecord(state: .reserved(cancelled: false), url: DownloadURL.redacted(url), priority: priority)
     }
 
     /// Begins the download of a reserved token. `processor` turns the fetched body into what the
@@ -134,21 +136,24 @@ public actor Downloader<Delivered: Sendable> {
         }
         let priority = record.priority
         let url: URL
+        let credentials: Credentials?
         do {
-            url = try Downloader.parseURL(request.url)
+            let parsed = try DownloadURL.parse(request.url, fileURLsEnabled: fileLoader.policy.root != nil)
+            url = parsed.url
+            credentials = request.credentials ?? parsed.credentials
             if url.isFileURL { _ = try fileLoader.policy.resolve(url) }
         } catch {
             finishToken(token, .failure(error))
             return
         }
         let now = clock()
-        if !request.retryFailed, let entry = failedURLs.blocking(request.url, now: now) {
+        if !request.retryFailed, let entry = failedURLs.blocking(record.url, now: now) {
             finishToken(token, .failure(.blocked(since: entry.reason)))
             return
         }
         let headers = effectiveHeaders(request.headers)
         let key = FetchKey(
-            url: url, headers: headers, credentials: request.credentials,
+            url: url, headers: headers, credentials: credentials,
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies)
         tokens[token]?.processor = processor
 
@@ -165,7 +170,7 @@ public actor Downloader<Delivered: Sendable> {
         let id = nextFetchID
         nextFetchID += 1
         let loadRequest = LoadRequest(
-            url: url, headers: headers, credentials: request.credentials,
+            url: url, headers: headers, credentials: credentials,
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
             maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
         fetches[id] = Fetch(
@@ -220,7 +225,26 @@ public actor Downloader<Delivered: Sendable> {
         configuration = newValue
         queue.setOrder(newValue.executionOrder)
         startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads))
-        startFetches(queue.setSuspended(newValue.suspended))
+        startFetches(queue.setSuspended(newValue.suspended || held))
+    }
+
+    /// While held, no fetch starts (running ones go on): the worker holds the queue while its
+    /// reader has fallen behind, so that output, and the memory behind it, stays bounded.
+    /// Independent of the configured `suspended`.
+    public func setHeld(_ value: Bool) {
+        guard value != held else { return }
+        held = value
+        logger.debug(value ? "holding the queue: output is backed up" : "output caught up: the queue goes on")
+        startFetches(queue.setSuspended(configuration.suspended || held))
+    }
+
+    /// Lifts `suspended` so that everything accepted can finish (stdin's end with `drain`,
+    /// `shutdown`): a suspended queue would otherwise never end its waiting tokens.
+    public func resumeToDrain() {
+        guard configuration.suspended else { return }
+        logger.info("resuming the suspended queue to finish what was accepted")
+        configuration.suspended = false
+        startFetches(queue.setSuspended(held))
     }
 
     public func clearFailedURLs() { failedURLs.removeAll() }
@@ -497,9 +521,7 @@ public actor Downloader<Delivered: Sendable> {
 
     private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, DownloadFailure>) {
         guard fetches[id] != nil else { return }
-        var failure: DownloadFailure?
-        if case .failure(let f) = result { failure = f }
-        let (live, actions) = fetches[id]!.machine.tokenProcessed(token, failure: failure)
+        let (live, actions) = fetches[id]!.machine.tokenProcessed(token)
         if live {
             switch result {
             case .success(let value): finishToken(token, .success(value))
@@ -524,20 +546,4 @@ public actor Downloader<Delivered: Sendable> {
         return result
     }
 
-    static func parseURL(_ string: String) throws(DownloadFailure) -> URL {
-        let trimmed = string.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw .invalidURL("the URL is empty") }
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased() else {
-            throw .invalidURL("cannot parse \"\(string)\"")
-        }
-        switch scheme {
-        case "http", "https":
-            guard let host = url.host, !host.isEmpty else { throw .invalidURL("no host in \"\(string)\"") }
-        case "file":
-            break
-        default:
-            throw .invalidURL("unsupported scheme \"\(scheme)\" (http, https and file are supported)")
-        }
-        return url
-    }
 }

@@ -14,13 +14,16 @@ public struct FileLoader: ResourceLoader {
         _ request: LoadRequest, onHead: @Sendable (LoadedHead) async throws -> Void, onChunk: @Sendable (ByteBuffer) async throws -> Void
     ) async throws {
         let path = try policy.resolve(request.url)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, so that opening a FIFO (or a device) returns at once instead of waiting
+        // for a writer forever; only a regular file is read.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { throw DownloadFailure.network(.io, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw DownloadFailure.invalidOperation("not a regular file: \(path)")
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         let size = Int64(info.st_size)
         var headers = [("Content-Length", String(size))]
         if let mime = FileLoader.mimeType(forExtension: (path as NSString).pathExtension) {

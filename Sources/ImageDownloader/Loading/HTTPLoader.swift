@@ -44,10 +44,11 @@ public struct HTTPLoader: ResourceLoader {
         while true {
             var outgoing = HTTPClientRequest(url: url.absoluteString)
             outgoing.method = .GET
-            for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-            if let credentials = request.credentials, HTTPLoader.origin(of: url) == origin,
-                !outgoing.headers.contains(name: "Authorization")
-            {
+            let sameOrigin = HTTPLoader.origin(of: url) == origin
+            for (name, value) in request.headers where sameOrigin || !HTTPLoader.isOriginBound(name) {
+                outgoing.headers.add(name: name, value: value)
+            }
+            if let credentials = request.credentials, sameOrigin, !outgoing.headers.contains(name: "Authorization") {
                 outgoing.headers.add(name: "Authorization", value: credentials.authorizationHeader)
             }
             if request.handleCookies, let cookie = cookies.header(for: url) {
@@ -70,11 +71,14 @@ public struct HTTPLoader: ResourceLoader {
             }
             let status = Int(response.status.code)
             if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
-                guard let next = URL(string: location, relativeTo: url)?.absoluteURL,
-                    let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https"
+                guard let resolved = URL(string: location, relativeTo: url)?.absoluteURL,
+                    let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
                 else {
-                    throw DownloadFailure.network(.redirect, "redirect to an unusable location: \(location)")
+                    throw DownloadFailure.network(.redirect, "redirect to an unusable location: \(DownloadURL.redacted(location))")
                 }
+                // Checked as a request's URL is (a port out of range is `InvalidURL`); user
+                // information in a Location is dropped, never sent on.
+                let next = try DownloadURL.parse(resolved.absoluteString, fileURLsEnabled: false).url
                 redirects += 1
                 if redirects > request.maxRedirects {
                     throw DownloadFailure.network(.redirect, "more than \(request.maxRedirects) redirects")
@@ -114,6 +118,13 @@ public struct HTTPLoader: ResourceLoader {
             seen += chunk.readableBytes
             if seen > 64 * 1024 { return }
         }
+    }
+
+    /// Headers that carry a credential meant for the request's own origin: after a redirect to
+    /// another origin (scheme, host or port) they are not sent, as curl and the Fetch standard do.
+    static func isOriginBound(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return lower == "authorization" || lower == "cookie" || lower == "proxy-authorization"
     }
 
     static func origin(of url: URL) -> String {

@@ -75,14 +75,16 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 
-    /// Failures that put the URL on the failed-URL list, as SDWebImage's manager does for
-    /// failures that are not network conditions: a 4xx status, a redirect loop, bad bytes.
-    /// (Not a TLS failure: the same URL may well succeed with `allowInvalidCertificates`.)
+    /// Failures of a fetch that put its URL on the failed-URL list, as SDWebImage's manager does
+    /// for failures that are not network conditions: a 4xx status, a redirect loop, an empty body.
+    /// (Not a TLS failure: the same URL may well succeed with `allowInvalidCertificates`. Not a
+    /// token's decode or write failure: those are not the fetch's, see
+    /// `FetchOperation.tokenProcessed`.)
     public var blocksURL: Bool {
         switch self {
         case .statusCode(let code, _): return code >= 400 && code < 500 && code != 429
         case .network(.redirect, _): return true
-        case .badData, .unsupportedFormat: return true
+        case .badData: return true
         default: return false
         }
     }

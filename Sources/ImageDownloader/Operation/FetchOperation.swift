@@ -210,12 +210,13 @@ public struct FetchOperation: Sendable {
     }
 
     /// A token's processing finished. Returns whether the token was still live (and so gets its
-    /// terminal event from the caller now), and what follows.
-    public mutating func tokenProcessed(_ token: DownloadToken, failure: DownloadFailure?) -> (live: Bool, actions: [Action]) {
+    /// terminal event from the caller now), and what follows. Whether the processing failed (a
+    /// decode, a write) does not matter here: it says nothing about the URL, whose bytes arrived
+    /// and may suit another request as they are, so it never puts the URL on the failed list.
+    public mutating func tokenProcessed(_ token: DownloadToken) -> (live: Bool, actions: [Action]) {
         guard state == .delivering, processing.remove(token) != nil else { return (false, []) }
         tokens.removeAll { $0.token == token }
         var actions: [Action] = []
-        if let failure, failure.blocksURL { actions.append(.recordFailure(failure)) }
         if processing.isEmpty {
             state = .finished
             actions.append(.finished)
