@@ -22,6 +22,8 @@ public final class WorkerServer: Sendable {
     private enum LifecycleEvent: Sendable {
         case terminate
         case clientGone
+        /// The writer's `backedUp` may have changed.
+        case outputPressure
     }
 
     public let options: WorkerOptions
@@ -43,7 +45,8 @@ public final class WorkerServer: Sendable {
         let (lifecycle, continuation) = AsyncStream<LifecycleEvent>.makeStream()
         self.lifecycle = lifecycle
         self.lifecycleContinuation = continuation
-        let writer = WireWriter(fd: wireFD, onClosed: { continuation.yield(.clientGone) })
+        let writer = WireWriter(
+            fd: wireFD, onClosed: { continuation.yield(.clientGone) }, onBackedUpChange: { continuation.yield(.outputPressure) })
         self.writer = writer
         let client = HTTPLoader.makeClient()
         self.httpClient = client
@@ -88,6 +91,7 @@ public final class WorkerServer: Sendable {
                     switch event {
                     case .terminate: return await self.stop(reason: "termination requested", exitCode: 0)
                     case .clientGone: return await self.stop(reason: "stdout closed: the client is gone", exitCode: 0)
+                    case .outputPressure: await self.downloader.setHeld(self.writer.backedUp)
                     }
                 }
                 return nil
@@ -135,13 +139,13 @@ public final class WorkerServer: Sendable {
                     await downloader.cancelAll()
                 } else {
                     logger.info("stdin closed: finishing what is in flight")
+                    await downloader.resumeToDrain()
                 }
                 await downloader.waitUntilIdle()
                 await writer.flush()
                 return 0
             case .message(let bytes, let framing):
                 writer.framing = framing
-                await writer.waitForCapacity()
                 let outcome = await dispatcher.dispatch(bytes)
                 if let reply = outcome.reply { writer.send(reply) }
                 for work in outcome.afterReply { await work() }
@@ -236,13 +240,14 @@ public final class WorkerServer: Sendable {
         let downloadRequest = params.request
         let decodes = self.decodes
         let settings = self.decodeSettings
+        let writer = self.writer
         return RPCReply(
             ["token": token.json],
             afterReply: {
                 await downloader.start(downloadRequest) { resource in
                     try await OutputDelivery.deliver(
                         resource, token: token, spec: spec, decodes: decodes, progressive: progressive,
-                        settings: settings.withLock { $0 })
+                        settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
                 }
             })
     }
@@ -322,7 +327,7 @@ public final class WorkerServer: Sendable {
         let p = try ParamReader(request, allowed: ["cancelPending"])
         let cancelPending = try p.bool("cancelPending") ?? false
         session.withLock { $0.shutdownRequested = true }
-        if cancelPending { await downloader.cancelAll() }
+        if cancelPending { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
         await downloader.waitUntilIdle()
         session.withLock { $0.shutdownCompleted = true }
         return RPCReply([:])

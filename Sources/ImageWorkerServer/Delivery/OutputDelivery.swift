@@ -9,7 +9,7 @@ import NIOCore
 enum OutputDelivery {
     static func deliver(
         _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, settings: DecodeSettings
+        progressive: ProgressiveDecodes, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DownloadFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         // Every consumer of the fetch takes from the progressive session once (none: nil).
@@ -51,6 +51,8 @@ enum OutputDelivery {
         case .none:
             break
         case .inline:
+            // No new inline payload while the reader is behind: memory stays bounded.
+            await outputCapacity()
             result["data"] = .string(Data(payload.readableBytesView).base64EncodedString())
         case .file:
             let url = resource.response.finalURL
@@ -173,7 +175,9 @@ enum OutputDelivery {
     }
 
     /// A safe ASCII file name from the URL's last path component (or the token), with an
-    /// extension that matches the bytes (or the decoded format's).
+    /// extension that matches the bytes (or the decoded format's), never one the server chose:
+    /// a name's own extension stays only when it is one of the sniffed format's (`a.jpeg` for
+    /// JPEG bytes), and bytes of no known image format get `.bin`.
     static func fileName(for url: String, token: DownloadToken, source: ImageFormat?, forcedExtension: String? = nil) -> String {
         var base = URL(string: url)?.lastPathComponent ?? ""
         if base == "/" { base = "" }
@@ -187,14 +191,12 @@ enum OutputDelivery {
             safe = String(token.description.unicodeScalars.map { $0.isASCII && (Character($0).isLetter || Character($0).isNumber) ? Character($0) : "_" }.prefix(64))
             if safe.isEmpty { safe = "download" }
         }
-        if let forcedExtension {
-            let stem = (safe as NSString).deletingPathExtension
-            return (stem.isEmpty ? "image" : stem) + "." + forcedExtension
-        }
-        if (safe as NSString).pathExtension.isEmpty, let source {
-            safe += "." + source.fileExtension
-        }
-        return safe
+        let stem = (safe as NSString).deletingPathExtension
+        let named = (stem.isEmpty ? "image" : stem)
+        if let forcedExtension { return named + "." + forcedExtension }
+        guard let source else { return named + ".bin" }
+        if source.fileExtensions.contains((safe as NSString).pathExtension.lowercased()) { return safe }
+        return named + "." + source.fileExtension
     }
 
     /// Writes to `path`, replacing it atomically.

@@ -111,7 +111,10 @@ final class ProgressiveDecodes: Sendable {
     /// On the session's queue: renders and sends a partial image for each due progressive token.
     fileprivate func partialImages(from decoder: any IncrementalImageDecoder, tokens: [DownloadToken], fetchID: Int) {
         let now = DispatchTime.now().uptimeNanoseconds
-        let due = due(tokens, now: now)
+        // While the reader is behind, no new inline payload is built: its partial images wait
+        // for the next frame after it caught up (the final image is never skipped).
+        let backedUp = writer.backedUp
+        let due = due(tokens, now: now).filter { !backedUp || $0.1.spec.delivery != .inline }
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
         let filled = decoder.filledRows
         let passes = decoder.completedPasses

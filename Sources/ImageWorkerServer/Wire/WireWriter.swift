@@ -10,8 +10,10 @@ import Synchronization
 /// The queue is bounded in what matters: under pressure (more than `pressureBytes` waiting, i.e.
 /// the reader has fallen behind by more than a pipe's buffer), a message sent with a `replaceKey`
 /// (progress, partial images) replaces the unsent older message with the same key, so a token has
-/// at most one of each waiting. Responses and terminal events are never dropped, and
-/// `waitForCapacity` lets the input side stop reading while more than `highWaterBytes` wait.
+/// at most one of each waiting. Responses and terminal events are never dropped. Above
+/// `highWaterBytes` the writer is `backedUp` until it has drained below half of that: the worker
+/// then starts no new fetch (`onBackedUpChange`) and `waitForCapacity` holds back new inline
+/// payloads, while stdin is still read, so `cancel`, `cancelAll` and `shutdown` act at once.
 public final class WireWriter: Sendable {
     private struct Pending {
         var bytes: [UInt8]
@@ -26,6 +28,7 @@ public final class WireWriter: Sendable {
         var pendingBytes = 0
         var writing = false
         var closed = false
+        var backedUp = false
         var capacityWaiters: [CheckedContinuation<Void, Never>] = []
         var flushWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -36,21 +39,32 @@ public final class WireWriter: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let fd: Int32
     private let onClosed: @Sendable () -> Void
+    private let onBackedUpChange: @Sendable () -> Void
     public let highWaterBytes: Int
     public let pressureBytes: Int
 
     /// - Parameters:
     ///   - fd: the private descriptor of the wire (a `dup` of the original stdout).
     ///   - onClosed: called once, from the writer thread, when the reader is gone (EPIPE).
-    public init(fd: Int32, highWaterBytes: Int = 8 << 20, pressureBytes: Int = 64 << 10, onClosed: @escaping @Sendable () -> Void) {
+    ///   - onBackedUpChange: called after `backedUp` may have changed (read it then: calls from
+    ///     two threads may arrive in either order, the property is always current).
+    public init(
+        fd: Int32, highWaterBytes: Int = 8 << 20, pressureBytes: Int = 64 << 10,
+        onClosed: @escaping @Sendable () -> Void, onBackedUpChange: @escaping @Sendable () -> Void = {}
+    ) {
         self.fd = fd
         self.highWaterBytes = highWaterBytes
         self.pressureBytes = pressureBytes
         self.onClosed = onClosed
+        self.onBackedUpChange = onBackedUpChange
         let thread = Thread { [self] in self.run() }
         thread.name = "image-worker wire writer"
         thread.start()
     }
+
+    /// More than `highWaterBytes` were waiting, and the reader has not yet taken them down to
+    /// half of that.
+    public var backedUp: Bool { state.withLock { $0.backedUp && !$0.closed } }
 
     public var framing: Framing {
         get { state.withLock { $0.framing } }
@@ -62,28 +76,32 @@ public final class WireWriter: Sendable {
     /// images: at most one waits per token).
     public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false) {
         let json = JSONWriter.encode(message)
-        state.withLock { s in
-            guard !s.closed else { return }
+        let becameBackedUp = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
             let bytes = s.framing.frame(json)
             if let replaceKey, alwaysReplace || s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
                 let old = s.slots[index]
             {
                 s.pendingBytes += bytes.count - old.bytes.count
                 s.slots[index] = Pending(bytes: bytes, replaceKey: replaceKey)
-                return
+            } else {
+                if let replaceKey { s.replaceIndex[replaceKey] = s.slots.count }
+                s.slots.append(Pending(bytes: bytes, replaceKey: replaceKey))
+                s.pendingBytes += bytes.count
             }
-            if let replaceKey { s.replaceIndex[replaceKey] = s.slots.count }
-            s.slots.append(Pending(bytes: bytes, replaceKey: replaceKey))
-            s.pendingBytes += bytes.count
+            guard !s.backedUp, s.pendingBytes >= highWaterBytes else { return false }
+            s.backedUp = true
+            return true
         }
         wake.signal()
+        if becameBackedUp { onBackedUpChange() }
     }
 
     /// Returns when fewer than `highWaterBytes` wait to be written (at once, usually).
     public func waitForCapacity() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { s -> Bool in
-                if s.closed || s.pendingBytes < highWaterBytes { return true }
+                if s.closed || !s.backedUp { return true }
                 s.capacityWaiters.append(continuation)
                 return false
             }
@@ -139,7 +157,8 @@ public final class WireWriter: Sendable {
     }
 
     private func finishWrite() {
-        let (capacity, flushed) = state.withLock { s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>]) in
+        let (capacity, flushed, caughtUp) = state.withLock {
+            s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>], Bool) in
             s.writing = false
             if s.head == s.slots.count {
                 s.slots.removeAll(keepingCapacity: s.slots.count < 4096)
@@ -151,7 +170,10 @@ public final class WireWriter: Sendable {
                 s.head = 0
             }
             var capacity: [CheckedContinuation<Void, Never>] = []
-            if s.pendingBytes < highWaterBytes / 2 || s.pendingBytes == 0 {
+            var caughtUp = false
+            if s.backedUp, s.pendingBytes < highWaterBytes / 2 {
+                s.backedUp = false
+                caughtUp = true
                 capacity = s.capacityWaiters
                 s.capacityWaiters = []
             }
@@ -160,10 +182,11 @@ public final class WireWriter: Sendable {
                 flushed = s.flushWaiters
                 s.flushWaiters = []
             }
-            return (capacity, flushed)
+            return (capacity, flushed, caughtUp)
         }
         capacity.forEach { $0.resume() }
         flushed.forEach { $0.resume() }
+        if caughtUp { onBackedUpChange() }
     }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
@@ -173,8 +196,12 @@ public final class WireWriter: Sendable {
                 let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
                 if n > 0 {
                     offset += n
-                } else if n < 0 && (errno == EINTR || errno == EAGAIN) {
-                    if errno == EAGAIN { usleep(1000) }
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else if n < 0 && errno == EAGAIN {
+                    // A non-blocking descriptor that is full: wait until the reader takes some.
+                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&p, 1, -1)
                 } else {
                     return false
                 }
@@ -194,9 +221,11 @@ public final class WireWriter: Sendable {
             let all = s.capacityWaiters + s.flushWaiters
             s.capacityWaiters = []
             s.flushWaiters = []
+            s.backedUp = false
             return all
         }
         waiters.forEach { $0.resume() }
         onClosed()
+        onBackedUpChange()
     }
 }

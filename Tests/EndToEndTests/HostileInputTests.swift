@@ -1,0 +1,370 @@
+import Foundation
+import ImageDecoding
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// What an attack on the worker found (a hostile server, an unlucky user), each case through the
+/// real binary: one URL must never crash, wedge or bomb it, nor leak a credential.
+@Suite struct HostileInputTests {
+    /// The worker's peak resident size so far (VmHWM), in MB.
+    static func peakMB(_ worker: WorkerProcess) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(worker.process.processIdentifier)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        let kB = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        return kB / 1024
+    }
+
+    static func errorName(_ completed: JSONValue) -> JSONValue? { completed["params"]?["error"]?["data"]?["name"] }
+
+    // MARK: Crash
+
+    @Test func aPortOutOfRangeIsAnInvalidURLAndCrashesNothing() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let urls = [
+            "http://127.0.0.1:70000/x.jpg", "http://[::1]:70000/x.jpg", "https://127.0.0.1:65536/x.jpg",
+            "http://127.0.0.1:99999999999999999999/x.jpg", "http://127.0.0.1:0/x.jpg",
+            server.url("/redirect-to?url=" + "http://127.0.0.1:70000/x.jpg".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!),
+        ]
+        // A slow download in flight meanwhile must still end normally.
+        worker.request(0, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=1000&delayMs=20")), "token": "inflight"])
+        for (i, url) in urls.enumerated() {
+            worker.request(i + 1, "download", ["url": .string(url), "token": .int(Int64(i + 1))])
+        }
+        for i in 1...urls.count {
+            let completed = try await worker.completion(.int(Int64(i)))
+            #expect(Self.errorName(completed) == "InvalidURL", "\(urls[i - 1]): \(completed)")
+        }
+        #expect(try await worker.completion("inflight")["params"]?["outcome"] == "success")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    // MARK: Memory bombs
+
+    /// A real JPEG whose frame header claims 65500×65500.
+    static func jpegClaiming(width: Int, height: Int) throws -> [UInt8] {
+        var bytes = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        var at = 2
+        while at + 9 < bytes.count {
+            let marker = bytes[at + 1]
+            let length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xC2).contains(marker) {
+                bytes[at + 5] = UInt8(height >> 8)
+                bytes[at + 6] = UInt8(height & 0xFF)
+                bytes[at + 7] = UInt8(width >> 8)
+                bytes[at + 8] = UInt8(width & 0xFF)
+                return bytes
+            }
+            at += 2 + length
+        }
+        throw CancellationError()
+    }
+
+    @Test func aJPEGHeaderClaimingBillionsOfPixelsIsRefusedWithoutMemoryForEveryPath() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("huge.jpg", try Self.jpegClaiming(width: 65500, height: 65500))
+        let worker = try WorkerProcess()
+        let outputs: [JSONValue] = [
+            ["format": "rgba"], ["format": "rgba", "maxPixelSize": 256], ["format": "png", "maxPixelCount": 10000],
+            ["format": "gray", "maxPixelSize": 64],
+        ]
+        var token = 0
+        for output in outputs {
+            for progressive in [false, true] {
+                token += 1
+                worker.request(token, "download", [
+                    "url": .string(server.url("/files/huge.jpg?n=\(token)")), "token": .int(Int64(token)), "output": output,
+                    "progressive": .bool(progressive),
+                ])
+                let completed = try await worker.completion(.int(Int64(token)))
+                #expect(Self.errorName(completed) == "LimitExceeded", "\(output) progressive \(progressive): \(completed)")
+                #expect(completed["params"]?["error"]?["data"]?["width"] == 65500)
+            }
+        }
+        // Before the fix, a scaled request decoded the header with no limit: 12 GB.
+        #expect(try Self.peakMB(worker) < 200)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    static func crc32(_ bytes: some Sequence<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = (crc >> 1) ^ (crc & 1 == 1 ? 0xEDB8_8320 : 0) }
+        }
+        return ~crc
+    }
+
+    static func chunk(_ type: String, _ data: [UInt8], claimedLength: UInt32? = nil) -> [UInt8] {
+        let length = claimedLength ?? UInt32(data.count)
+        let body = Array(type.utf8) + data
+        return withUnsafeBytes(of: length.bigEndian, Array.init) + body + withUnsafeBytes(of: crc32(body).bigEndian, Array.init)
+    }
+
+    /// A small real PNG (from the samples) with an ancillary chunk claiming 2 GiB put before its
+    /// image data.
+    static func pngWithOversizeChunk(_ type: String) throws -> [UInt8] {
+        let png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
+        let ihdrEnd = 8 + 25
+        return Array(png[..<ihdrEnd]) + chunk(type, Array("Comment\u{0}\u{0}xxxxxxxxxxxxxxxxxxxx".utf8), claimedLength: 0x7FFF_FFFF)
+            + Array(png[ihdrEnd...])
+    }
+
+    @Test(arguments: ["tEXt", "zTXt", "iTXt", "sPLT", "eXIf"])
+    func aPNGChunkClaiming2GiBAllocatesNothing(type: String) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("bomb.png", try Self.pngWithOversizeChunk(type))
+        let worker = try WorkerProcess()
+        let outputs: [JSONValue] = [["format": "rgba"], ["format": "rgba", "maxPixelSize": 8]]
+        var token = 0
+        for output in outputs {
+            for progressive in [false, true] {
+                token += 1
+                worker.request(token, "download", [
+                    "url": .string(server.url("/files/bomb.png?n=\(token)")), "token": .int(Int64(token)), "output": output,
+                    "progressive": .bool(progressive),
+                ])
+                let completed = try await worker.completion(.int(Int64(token)))
+                #expect(Self.errorName(completed) == "BadImageData", "\(output) progressive \(progressive): \(completed)")
+            }
+        }
+        // Before the fix each decode touched 2 GiB.
+        #expect(try Self.peakMB(worker) < 200)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    // MARK: Deadlocks and runaways
+
+    @Test func aBatchOfDownloadAndExitEndsTheWorker() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let download = #"{"jsonrpc":"2.0","id":1,"method":"download","params":{"token":"t","url":"\#(server.url("/files/testorig.jpg"))"}}"#
+        worker.send("[\(download),{\"jsonrpc\":\"2.0\",\"method\":\"exit\"}]\n")
+        #expect(try await worker.waitForExit(timeout: .seconds(15)) == 1)
+        #expect(worker.events("t").filter { $0["method"] == "download/completed" }.count == 1)
+    }
+
+    @Test func shutdownWithASuspendedQueueFinishesWhatWasAccepted() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["suspended": true])
+        _ = try await worker.response(1)
+        worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg")), "token": "q"])
+        _ = try await worker.response(2)
+        worker.request(3, "shutdown")
+        _ = try await worker.response(3, timeout: .seconds(15))
+        #expect(try await worker.completion("q")["params"]?["outcome"] == "success")
+        worker.notify("exit")
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    @Test func eofWithASuspendedQueueDrainsIt() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["suspended": true])
+        worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg")), "token": "q"])
+        _ = try await worker.response(2)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(15)) == 0)
+        #expect(try await worker.completion("q")["params"]?["outcome"] == "success")
+    }
+
+    @Test func aFIFOUnderTheFileRootIsRefusedAtOnce() async throws {
+        let root = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let fifo = root.appendingPathComponent("pipe.jpg").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let worker = try WorkerProcess(arguments: ["--file-root", root.path])
+        worker.request(1, "download", ["url": .string(URL(fileURLWithPath: fifo).absoluteString), "token": "f"])
+        let completed = try await worker.completion("f", timeout: .seconds(10))
+        #expect(Self.errorName(completed) == "InvalidDownloadOperation")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
+    }
+
+    /// While the reader has stopped reading, the worker still reads stdin (a `cancelAll` acts at
+    /// once) and starts no new fetch, so its output, and its memory, stay bounded.
+    @Test func aPausedReaderHoldsTheQueueButNotTheInput() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        var random = SplitMix(seed: 11)
+        server.setFile("big.bin", (0..<(1 << 20)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        let worker = try WorkerProcess(arguments: ["--max-concurrent-downloads", "2"])
+        worker.pauseReading(true)
+        let count = 150
+        for i in 0..<count {
+            worker.request(i, "download", [
+                "url": .string(server.url("/files/big.bin?n=\(i)")), "token": .int(Int64(i)), "output": ["delivery": "inline"],
+            ])
+        }
+        // About 1.4 MB of output each: past 8 MiB waiting, no new fetch may start.
+        try await Task.sleep(for: .seconds(3))
+        worker.request(1000, "cancelAll")
+        try await Task.sleep(for: .seconds(1))
+        let fetchedWhilePaused = server.hits("/files/big.bin")
+        #expect(fetchedWhilePaused < 30, "fetches while the reader was paused: \(fetchedWhilePaused)")
+        worker.pauseReading(false)
+        let answer = try await worker.response(1000)
+        #expect((answer["result"]?["cancelled"]?.integerValue ?? 0) >= Int64(count - 30), "\(answer)")
+        for i in 0..<count {
+            let terminals = worker.events(.int(Int64(i))).filter { $0["method"] == "download/completed" }
+            #expect(terminals.count <= 1)
+        }
+        #expect(server.hits("/files/big.bin") == fetchedWhilePaused)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        for i in 0..<count {
+            #expect(worker.events(.int(Int64(i))).filter { $0["method"] == "download/completed" }.count == 1)
+        }
+    }
+
+    // MARK: Leaks
+
+    @Test func credentialHeadersAreNotSentToAnotherOriginAfterARedirect() async throws {
+        let origin = try await E2E.startServer()
+        let other = try await TestHTTPServer.start()
+        defer { Task { await origin.shutdown(); await other.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["headers": ["Cookie": "default=1"]])
+        _ = try await worker.response(1)
+        let headers: JSONValue = ["Authorization": "Bearer secret", "Proxy-Authorization": "Basic c2VjcmV0", "X-Trace": "kept"]
+        let away = other.url("/echo-headers").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        worker.request(2, "download", ["url": .string(origin.url("/redirect-to?url=\(away)")), "token": "away", "headers": headers])
+        #expect(try await worker.completion("away")["params"]?["outcome"] == "success")
+        let sent = Dictionary(other.lastHeaders("/echo-headers").map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { a, _ in a })
+        #expect(sent["authorization"] == nil)
+        #expect(sent["proxy-authorization"] == nil)
+        #expect(sent["cookie"] == nil)
+        #expect(sent["x-trace"] == "kept")
+        // The same origin keeps them.
+        worker.request(3, "download", ["url": .string(origin.url("/redirect-to?url=%2Fecho-headers")), "token": "home", "headers": headers])
+        #expect(try await worker.completion("home")["params"]?["outcome"] == "success")
+        let home = Dictionary(origin.lastHeaders("/echo-headers").map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { a, _ in a })
+        #expect(home["authorization"] == "Bearer secret")
+        #expect(home["cookie"] == "default=1")
+    }
+
+    @Test func aPasswordInTheURLIsUsedButNeverShown() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess(arguments: ["--log-level", "trace"])
+        let url = server.url("/auth/testorig.jpg").replacingOccurrences(of: "http://", with: "http://user:pass@")
+        worker.request(1, "download", ["url": .string(url), "token": "a"])
+        let completed = try await worker.completion("a")
+        #expect(completed["params"]?["outcome"] == "success", "\(completed)")
+        worker.request(2, "download", ["url": "http://user:pass@127.0.0.1:70000/x.jpg", "token": "b"])
+        _ = try await worker.completion("b")
+        worker.request(3, "status")
+        _ = try await worker.response(3)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        let output = String(decoding: worker.rawOutput, as: UTF8.self)
+        #expect(!output.contains("pass"), "\(output)")
+        #expect(!worker.stderr.contains("user:pass"))
+        #expect(worker.events("a").first?["params"]?["url"] == .string(server.url("/auth/testorig.jpg")))
+    }
+
+    // MARK: Wrong results
+
+    @Test func aFileDeliveredIntoADirectoryIsNamedForItsBytesNotTheServer() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let jpeg = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        server.setFile("x.exe", jpeg)
+        server.setFile("photo.jpeg", jpeg)
+        server.setFile("y.exe", Array("MZ not an image".utf8))
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let worker = try WorkerProcess()
+        for (i, name) in ["x.exe", "photo.jpeg", "y.exe"].enumerated() {
+            worker.request(i, "download", [
+                "url": .string(server.url("/files/\(name)")), "token": .int(Int64(i)), "output": ["delivery": "file", "dir": .string(dir.path)],
+            ])
+        }
+        var names: [String] = []
+        for i in 0..<3 {
+            let path = try await worker.completion(.int(Int64(i)))["params"]?["path"]?.stringValue
+            names.append(URL(fileURLWithPath: path ?? "").lastPathComponent)
+        }
+        #expect(names == ["x.jpg", "photo.jpeg", "y.bin"])
+    }
+
+    @Test func aTruncatedPNGFailsInEveryPath() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
+        server.setFile("no-iend.png", Array(png.dropLast(12)))
+        server.setFile("half.png", Array(png.prefix(png.count / 2)))
+        let worker = try WorkerProcess()
+        var token = 0
+        for name in ["no-iend.png", "half.png"] {
+            for output: JSONValue in [["format": "rgba"], ["format": "png", "maxPixelSize": 8]] {
+                for progressive in [false, true] {
+                    token += 1
+                    worker.request(token, "download", [
+                        "url": .string(server.url("/files/\(name)?n=\(token)")), "token": .int(Int64(token)), "output": output,
+                        "progressive": .bool(progressive),
+                    ])
+                    let completed = try await worker.completion(.int(Int64(token)))
+                    #expect(Self.errorName(completed) == "BadImageData", "\(name) \(output) progressive \(progressive): \(completed)")
+                }
+            }
+        }
+    }
+
+    @Test func aDecodeFailureDoesNotBlockTheURLForOriginalBytes() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
+        server.setFile("broken.png", Array(png.prefix(40)) + Array(repeating: 0x55, count: 200))
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": .string(server.url("/files/broken.png")), "token": "d", "output": ["format": "png"]])
+        #expect(Self.errorName(try await worker.completion("d")) == "BadImageData")
+        worker.request(2, "download", ["url": .string(server.url("/files/broken.png")), "token": "o"])
+        #expect(try await worker.completion("o")["params"]?["outcome"] == "success")
+        worker.request(3, "status")
+        #expect(try await worker.response(3)["result"]?["blockedURLs"] == 0)
+    }
+
+    // MARK: Protocol
+
+    @Test func aBadContentLengthHeaderCostsOneErrorAndAMessageCutByEOFIsAnswered() async throws {
+        let worker = try WorkerProcess()
+        let status = #"{"jsonrpc":"2.0","id":7,"method":"status"}"#
+        worker.send("Content-Length: nope\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}")
+        worker.send("Content-Length: \(status.utf8.count)\r\n\r\n\(status)")
+        worker.send("Content-Length: 100\r\n\r\n{\"jsonrpc\"")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        // The answers, in Content-Length framing: the bad block's error, status 7, the cut message's.
+        let raw = String(decoding: worker.rawOutput, as: UTF8.self)
+        let bodies = raw.components(separatedBy: "\r\n\r\n").dropFirst().map { $0.components(separatedBy: "Content-Length:")[0] }
+        let answers = try bodies.map { try JSONParser.parse($0) }
+        #expect(answers.count == 3, "\(raw)")
+        #expect(answers.filter { $0["error"]?["code"] == -32700 }.count == 2, "\(raw)")
+        #expect(answers.contains { $0["id"] == 7 && $0["result"] != nil }, "\(raw)")
+    }
+
+    @Test func numericIdsAreEchoedAsSent() async throws {
+        let worker = try WorkerProcess()
+        for id in ["18446744073709551615", "1e2", "-0", "2.50"] {
+            worker.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"status"}"# + "\n")
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        let lines = worker.rawLines.map { String(decoding: $0, as: UTF8.self) }
+        for id in ["18446744073709551615", "1e2", "-0", "2.50"] {
+            #expect(lines.contains { $0.hasPrefix(#"{"jsonrpc":"2.0","id":\#(id),"result""#) }, "\(id): \(lines)")
+        }
+    }
+}
