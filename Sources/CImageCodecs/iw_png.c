@@ -27,6 +27,11 @@ struct iw_png {
     uint8_t *kept;
     size_t kept_len, kept_cap;
     int pass, passes_done;
+    /* Rows handed to `sink` as they are decoded, instead of kept in a full-size frame (set before
+     * the header; used only for non-interlaced files). */
+    iw_png_row_sink sink;
+    void *sink_context;
+    int streaming, have_header;
     int stage; /* 0 running, 1 complete, -1 failed */
     int pending_events;
     struct iw_png_failure failure;
@@ -84,12 +89,17 @@ static void on_info(png_structp png, png_infop info) {
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_with(d->png, &d->failure, IW_ERR_CORRUPT, "unexpected row layout");
+    d->have_header = 1;
+    d->pending_events |= IW_HEADER;
+    if (d->sink && !d->interlaced) {
+        d->streaming = 1;
+        return;
+    }
     size_t size = (size_t)d->width * d->height * 4;
     d->pixels = calloc(size ? size : 1, 1);
     d->rows = malloc(sizeof(png_bytep) * (d->height ? d->height : 1));
     if (!d->pixels || !d->rows) fail_with(d->png, &d->failure, IW_ERR_MEMORY, "out of memory for the pixel buffer");
     for (png_uint_32 y = 0; y < d->height; y++) d->rows[y] = d->pixels + (size_t)y * d->width * 4;
-    d->pending_events |= IW_HEADER;
 }
 
 void iw_png_apply_read_limits(png_structp png) {
@@ -147,6 +157,10 @@ static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
             d->pending_events |= IW_PIXELS;
         }
         if (row) png_progressive_combine_row(png, d->rows[y], row);
+    } else if (d->streaming) {
+        if (row) d->sink(d->sink_context, row, y);
+        d->rows_done = y + 1;
+        d->pending_events |= IW_PIXELS;
     } else {
         if (row) png_progressive_combine_row(png, d->rows[y], row);
         d->rows_done = y + 1;
@@ -224,7 +238,7 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
         return IW_FAILED;
     }
     if (length > 0) png_process_data(d->png, d->info, (png_bytep)data, length);
-    if (d->keeping && d->pixels && !d->whole_only) {
+    if (d->keeping && d->have_header && !d->whole_only) {
         d->keeping = 0;
         free(d->kept);
         d->kept = NULL;
@@ -238,6 +252,13 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
     }
     return events;
 }
+
+void iw_png_stream_rows(iw_png *d, iw_png_row_sink sink, void *context) {
+    d->sink = sink;
+    d->sink_context = context;
+}
+
+int iw_png_rows_streamed(const iw_png *d) { return d->streaming; }
 
 int iw_png_error_kind(const iw_png *d) { return d->failure.kind; }
 const char *iw_png_error(const iw_png *d) { return d->failure.text; }

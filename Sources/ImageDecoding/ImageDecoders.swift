@@ -13,6 +13,40 @@ public enum ImageDecoders {
         }
     }
 
+    /// An incremental decoder whose frame is at least `target` (of an image of `source` size) and
+    /// as small as the format allows: JPEG at libjpeg's DCT scale (as the whole-buffer path
+    /// chooses it), a non-interlaced PNG scaled row by row to `target` exactly; otherwise full
+    /// size. The pixel limit is checked against `source` first, before anything is allocated.
+    public static func makeIncremental(
+        for format: ImageFormat, options: DecodeOptions, source: (width: Int, height: Int), target: (width: Int, height: Int)
+    ) throws(DecodeError) -> any IncrementalImageDecoder {
+        if UInt64(source.width) * UInt64(source.height) > options.maxPixels {
+            throw tooLarge(source.width, source.height, options)
+        }
+        guard target.width < source.width || target.height < source.height else { return try makeIncremental(for: format, options: options) }
+        switch format {
+        case .jpeg:
+            var scaled = options
+            scaled.scaleDenominator = jpegScaleDenominator(source: source, target: target)
+            return try JPEGDecoder(options: scaled)
+        case .png:
+            return try PNGDecoder(options: options, scaledTo: target)
+        default:
+            return try makeIncremental(for: format, options: options)
+        }
+    }
+
+    /// libjpeg's DCT scale for a target: the smallest at or above it (output is ceil(size / d)).
+    static func jpegScaleDenominator(source: (width: Int, height: Int), target: (width: Int, height: Int)) -> Int {
+        [8, 4, 2, 1].first { d in
+            (source.width + d - 1) / d >= target.width && (source.height + d - 1) / d >= target.height
+        } ?? 1
+    }
+
+    static func tooLarge(_ width: Int, _ height: Int, _ options: DecodeOptions) -> DecodeError {
+        .limit("image of \(width)x\(height) pixels exceeds the limit of \(options.maxPixels) pixels", width: width, height: height)
+    }
+
     static func unsupported(_ format: ImageFormat) -> DecodeError {
         .unsupported("\(format.rawValue.uppercased()) images are not decoded by this worker (JPEG and PNG are)")
     }
@@ -60,9 +94,7 @@ public enum ImageDecoders {
         guard maxPixelSize != nil || maxPixelCount != nil, let (w, h) = probeSize(data), w > 0, h > 0 else {
             return try decode(data, options: options)
         }
-        if UInt64(w) * UInt64(h) > options.maxPixels {
-            throw .limit("image of \(w)x\(h) pixels exceeds the limit of \(options.maxPixels) pixels", width: w, height: h)
-        }
+        if UInt64(w) * UInt64(h) > options.maxPixels { throw tooLarge(w, h, options) }
         let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         if ImageFormat.detect(data) == .png, (target.width, target.height) != (w, h),
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
@@ -71,9 +103,7 @@ public enum ImageDecoders {
         }
         var scaled = options
         if ImageFormat.detect(data) == .jpeg {
-            scaled.scaleDenominator = [8, 4, 2, 1].first { d in
-                (w + d - 1) / d >= target.width && (h + d - 1) / d >= target.height
-            } ?? 1
+            scaled.scaleDenominator = jpegScaleDenominator(source: (w, h), target: target)
         }
         let image = try decode(data, options: scaled)
         return ImageResampler.resize(image, width: target.width, height: target.height)
@@ -120,9 +150,7 @@ public enum ImageDecoders {
         guard let (width, height) = probeSize(data), width > 0, height > 0 else {
             return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
         }
-        if UInt64(width) * UInt64(height) > options.maxPixels {
-            throw .limit("image of \(width)x\(height) pixels exceeds the limit of \(options.maxPixels) pixels", width: width, height: height)
-        }
+        if UInt64(width) * UInt64(height) > options.maxPixels { throw tooLarge(width, height, options) }
         // Exactly what the simplified API will write: RGB for an opaque file asked as RGB.
         let capacity = width * height * (options.layout == .rgb && !pngMayHaveAlpha(data) ? 3 : 4)
         var failure: DecodeError?

@@ -127,6 +127,8 @@ struct RowResampler {
     }
 
     var isComplete: Bool { nextInputRow == inHeight }
+    /// Output rows from the top that are final.
+    var completedRows: Int { firstOpenRow }
 
     /// Takes the next input row (`inWidth * channels` bytes).
     mutating func push(_ row: UnsafeBufferPointer<UInt8>) {

@@ -4,18 +4,52 @@ internal import CImageCodecs
 /// colour types, palettes with tRNS, 16-bit and Adam7 (a partial image per pass), with the
 /// transforms of libpng's simplified API, so the pixels equal `png_image_finish_read`'s.
 /// CRC errors in critical chunks are errors; libpng's user limits are set.
+///
+/// With `scaledTo`, a non-interlaced file is scaled down row by row as it is decoded (the same
+/// pixels as decoding it whole and then `ImageResampler.resize`, without the full-size image):
+/// its frame is then the scaled one, in the options' layout. Interlaced files are decoded at full
+/// size either way (their rows come pass by pass).
 public final class PNGDecoder: IncrementalImageDecoder {
     private let handle: OpaquePointer
     private let options: DecodeOptions
+    private let target: (width: Int, height: Int)?
+    private var resampler: RowResampler?
+    private var converted: [UInt8] = []
     private var failed = false
     public private(set) var isComplete = false
 
     public var format: ImageFormat { .png }
 
-    public init(options: DecodeOptions = DecodeOptions()) throws(DecodeError) {
+    public init(options: DecodeOptions = DecodeOptions(), scaledTo target: (width: Int, height: Int)? = nil) throws(DecodeError) {
         guard let handle = iw_png_create(options.maxPixels) else { throw .outOfMemory("cannot create a PNG decoder") }
         self.handle = handle
         self.options = options
+        self.target = target
+        if target != nil {
+            iw_png_stream_rows(handle, { context, row, _ in
+                guard let context, let row else { return }
+                Unmanaged<PNGDecoder>.fromOpaque(context).takeUnretainedValue().take(row)
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+    }
+
+    /// One decoded RGBA row (streaming), into the resampler; called from inside `iw_png_feed`.
+    private func take(_ row: UnsafePointer<UInt8>) {
+        let width = Int(iw_png_width(handle))
+        if resampler == nil, let target {
+            let height = Int(iw_png_height(handle))
+            resampler = RowResampler(
+                inWidth: width, inHeight: height, outWidth: min(target.width, width), outHeight: min(target.height, height),
+                channels: options.layout.channels)
+            converted = [UInt8](repeating: 0, count: width * options.layout.channels)
+        }
+        let rgba = UnsafeBufferPointer(start: row, count: width * 4)
+        if options.layout == .rgba {
+            resampler?.push(rgba)
+        } else {
+            DecodedImage.convertRow(Array(rgba), from: .rgba, into: &converted, options.layout)
+            converted.withUnsafeBufferPointer { resampler?.push($0) }
+        }
     }
 
     deinit { iw_png_destroy(handle) }
@@ -39,12 +73,13 @@ public final class PNGDecoder: IncrementalImageDecoder {
     }
 
     public var size: (width: Int, height: Int)? {
+        if let resampler { return (resampler.outWidth, resampler.outHeight) }
         let w = Int(iw_png_width(handle))
         let h = Int(iw_png_height(handle))
         return w > 0 && h > 0 ? (w, h) : nil
     }
 
-    public var filledRows: Int { Int(iw_png_rows(handle)) }
+    public var filledRows: Int { resampler?.completedRows ?? Int(iw_png_rows(handle)) }
     public var completedPasses: Int { Int(iw_png_passes(handle)) }
     /// Ignored: rows and passes cost nothing more than their decoding.
     public var wantsPartialFrames = true
@@ -52,13 +87,22 @@ public final class PNGDecoder: IncrementalImageDecoder {
     public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
 
     public func currentImage() -> DecodedImage? {
-        withCurrentPixels { frame in
+        if let resampler {
+            return DecodedImage(
+                width: resampler.outWidth, height: resampler.outHeight, layout: options.layout, pixels: resampler.output, format: .png)
+        }
+        return withCurrentPixels { frame in
             DecodedImage(width: frame.width, height: frame.height, layout: .rgba, pixels: Array(frame.bytes), format: .png)
                 .converted(to: options.layout)
         }
     }
 
     public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
+        if let resampler {
+            return try resampler.output.withUnsafeBufferPointer { pixels in
+                try body(BorrowedPixels(width: resampler.outWidth, height: resampler.outHeight, layout: options.layout, bytes: pixels))
+            }
+        }
         guard let (w, h) = size, let pixels = iw_png_pixels(handle) else { return nil }
         return try body(BorrowedPixels(width: w, height: h, layout: .rgba, bytes: UnsafeBufferPointer(start: pixels, count: w * h * 4)))
     }

@@ -322,6 +322,75 @@ import TestSupport
         }
     }
 
+    /// A 5000×5000 PNG that compresses to little: a gradient with a pattern.
+    static func largePNG(interlaced: Bool = false) throws -> [UInt8] {
+        let (w, h) = (5000, 5000)
+        var pixels = [UInt8](repeating: 0, count: w * h * 3)
+        for y in 0..<h {
+            for x in 0..<w {
+                let i = (y * w + x) * 3
+                pixels[i] = UInt8(truncatingIfNeeded: x / 20)
+                pixels[i + 1] = UInt8(truncatingIfNeeded: y / 20)
+                pixels[i + 2] = UInt8(truncatingIfNeeded: (x ^ y) & 0x3F)
+            }
+        }
+        return try ImageDecoders.encodePNG(DecodedImage(width: w, height: h, layout: .rgb, pixels: pixels, format: .png))
+    }
+
+    /// With `maxPixelSize`, a progressive decode no longer holds (and copies, for each partial
+    /// image) the full-size image: 5000×5000 is 100 MB of RGBA.
+    @Test func aProgressiveThumbnailNeverHoldsTheFullSizeImage() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("large.png", try Self.largePNG())
+        let worker = try WorkerProcess()
+        worker.request(1, "download", [
+            "url": .string(server.url("/files/large.png?chunk=65536")), "token": "p", "progressive": true,
+            "output": ["format": "png", "maxPixelSize": 256, "partialIntervalMs": 0],
+        ])
+        let completed = try await worker.completion("p", timeout: .seconds(120))
+        #expect(completed["params"]?["width"] == 256, "\(completed)")
+        let partials = worker.events("p").filter { $0["method"] == "download/partialImage" }
+        #expect(partials.count >= 2)
+        #expect(partials.allSatisfy { $0["params"]?["width"] == 256 })
+        #expect(try Self.peakMB(worker) < 90)
+    }
+
+    /// The scaled progressive decode gives the pixels of the whole-buffer path, for every token
+    /// size; a token that joins later asking more than the decode holds still gets its size.
+    @Test(arguments: ["basn2c08.png", "testimgp.jpg", "testorig.jpg", "basi6a08.png"])
+    func aScaledProgressiveDecodeMatchesTheWholeDecode(name: String) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        for (i, output) in ([["format": "rgba", "maxPixelSize": 20], ["format": "gray", "maxPixelCount": 500]] as [JSONValue]).enumerated() {
+            for progressive in [true, false] {
+                let token = "\(i)-\(progressive)"
+                worker.request(0, "download", [
+                    "url": .string(server.url("/files/\(name)?chunk=50&token=\(token)")), "token": .string(token),
+                    "progressive": .bool(progressive), "output": output.objectValue.map { var o = $0; o["delivery"] = "inline"; return .object(o) }!,
+                ])
+            }
+            let p = try await worker.completion(.string("\(i)-true"))["params"]
+            let w = try await worker.completion(.string("\(i)-false"))["params"]
+            #expect(p?["outcome"] == "success" && p?["data"] != nil, "\(String(describing: p))")
+            #expect(p?["data"] == w?["data"] && p?["width"] == w?["width"] && p?["height"] == w?["height"], "\(name) \(output)")
+        }
+        // A late joiner asking the full size, while a thumbnail decode is under way.
+        let url = JSONValue.string(server.url("/files/\(name)?chunk=50&pauseAt=60&gate=late"))
+        worker.request(1, "download", ["url": url, "token": "thumb", "progressive": true, "output": ["format": "rgba", "maxPixelSize": 8]])
+        try await worker.waitFor("thumb's response") { $0["method"] == "download/response" && $0["params"]?["token"] == "thumb" }
+        worker.request(2, "download", ["url": url, "token": "full", "output": ["format": "rgba", "delivery": "inline"]])
+        _ = try await worker.response(2)
+        server.openGate("late")
+        let full = try await worker.completion("full")["params"]
+        let reference = try ImageDecoders.decode(Array(try Data(contentsOf: E2E.samples.appendingPathComponent(name))))
+        #expect(full?["width"] == .int(Int64(reference.width)), "\(String(describing: full))")
+        #expect(full?["data"] == .string(Data(reference.pixels).base64EncodedString()))
+        #expect(try await worker.completion("thumb")["params"]?["outcome"] == "success")
+        #expect(server.hits("/files/\(name)") == 5, "the late joiner shared the fetch")
+    }
+
     @Test func aDecodeFailureDoesNotBlockTheURLForOriginalBytes() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

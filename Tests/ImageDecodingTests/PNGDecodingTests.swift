@@ -31,6 +31,38 @@ struct PNGDecodingTests {
         }
     }
 
+    /// Scaled while rows arrive (the progressive path with `maxPixelSize`): the pixels of the
+    /// whole-buffer scaled decode, in every layout, fed in odd chunk sizes; interlaced files keep
+    /// their full-size frame (their rows come pass by pass).
+    @Test(arguments: valid)
+    func scaledIncrementalDecodingMatchesTheWholeScaledDecode(_ path: String) throws {
+        let data = try Corpora.bytes(path)
+        let full = try ImageDecoders.decode(data)
+        for layout in [PixelLayout.rgba, .gray] {
+            var options = DecodeOptions()
+            options.layout = layout
+            let target = ImageResampler.fittedSize(width: full.width, height: full.height, maxPixelSize: 11, maxPixelCount: nil)
+            let whole = try ImageDecoders.decode(data, options: options, maxPixelSize: 11, maxPixelCount: nil)
+            let decoder = try ImageDecoders.makeIncremental(
+                for: .png, options: options, source: (full.width, full.height), target: target)
+            var offset = 0
+            var chunk = 1
+            while offset < data.count {
+                let end = min(data.count, offset + chunk)
+                _ = try decoder.feed(Array(data[offset..<end]), isLast: end == data.count)
+                offset = end
+                chunk = chunk * 3 % 97 + 1
+            }
+            let image = try #require(decoder.currentImage())
+            if data[28] == 0 {
+                #expect(image == whole, "\(path) \(layout)")
+                #expect(decoder.filledRows == target.height)
+            } else {
+                #expect((image.width, image.height) == (full.width, full.height), "\(path): interlaced, full size")
+            }
+        }
+    }
+
     @Test(arguments: corrupt)
     func corruptImagesEndWithAnError(_ path: String) throws {
         let data = try Corpora.bytes(path)

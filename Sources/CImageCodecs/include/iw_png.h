@@ -36,6 +36,15 @@ uint32_t iw_png_rows(const iw_png *d);
 /* Interlaced: Adam7 passes complete (0..7). */
 int iw_png_passes(const iw_png *d);
 
+/* Rows as they are decoded, for a scale-down that never holds the full-size image: called with
+ * each RGBA row (width * 4 bytes, valid during the call) and its index, from inside iw_png_feed.
+ * Set before the first feed; it applies to non-interlaced files only (iw_png_rows_streamed says
+ * so once the header is in), which then have no frame (iw_png_pixels is NULL). The sink must not
+ * call back into this decoder. */
+typedef void (*iw_png_row_sink)(void *context, const uint8_t *row, uint32_t y);
+void iw_png_stream_rows(iw_png *d, iw_png_row_sink sink, void *context);
+int iw_png_rows_streamed(const iw_png *d);
+
 /* Row by row, for non-interlaced files in a whole buffer (libpng's sequential reader, the same
  * transforms, so the same RGBA rows): a scale-down that never holds the full-size image.
  * iw_png_reader_open returns NULL with *kind == IW_ERR_NONE for an interlaced file (decode it whole),

@@ -24,13 +24,15 @@ enum OutputDelivery {
         let fileExtension: String?
         if spec.format.needsDecoding {
             let image: DecodedImage
-            if let progressiveResult {
+            if case .success(let frame)? = progressiveResult, let fitted = fitted(frame, spec: spec) {
                 await decodes.finished(resource.fetchID)
-                switch progressiveResult {
-                case .success(let decoded): image = fitted(decoded, spec: spec)
-                case .failure(let error): throw failure(error, settings: settings)
-                }
+                image = fitted
+            } else if case .failure(let error)? = progressiveResult {
+                await decodes.finished(resource.fetchID)
+                throw failure(error, settings: settings)
             } else {
+                // No progressive decode, or one scaled for other tokens below what this one asks
+                // (a token that joined the fetch after its decode began): decoded whole.
                 image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
             }
             let rendered = try await render(image, spec: spec)
@@ -82,12 +84,18 @@ enum OutputDelivery {
         var fileExtension: String
     }
 
-    /// Scaled (the progressive path decodes at full size) to what the token asked.
-    static func fitted(_ image: DecodedImage, spec: OutputSpec) -> DecodedImage {
-        let layout: PixelLayout = spec.format == .rgb ? .rgb : spec.format == .gray ? .gray : .rgba
+    /// A progressive decode's image at what the token asked of the file's image, or nil when the
+    /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
+    static func fitted(_ frame: ProgressiveDecodes.Frame, spec: OutputSpec) -> DecodedImage? {
         let target = ImageResampler.fittedSize(
-            width: image.width, height: image.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
-        return ImageResampler.resize(image.converted(to: layout), width: target.width, height: target.height)
+            width: frame.source.width, height: frame.source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
+        return resized(frame.image, to: target, spec: spec)
+    }
+
+    /// In the token's layout, at `target`.
+    static func resized(_ image: DecodedImage, to target: (width: Int, height: Int), spec: OutputSpec) -> DecodedImage {
+        ImageResampler.resize(image.converted(to: spec.format.layout), width: target.width, height: target.height)
     }
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
@@ -144,7 +152,7 @@ enum OutputDelivery {
         let body = resource.body
         let result = await decodes.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
-            options.layout = spec.format == .rgb ? .rgb : spec.format == .gray ? .gray : .rgba
+            options.layout = spec.format.layout
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             return try ImageDecoders.decode(

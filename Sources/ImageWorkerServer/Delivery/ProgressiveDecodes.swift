@@ -12,7 +12,17 @@ import NIOCore
 /// atomically, or inline), and sent under the lock that also sends the token's terminal event, so
 /// no partial image can follow it. Partial files are written on the fetch's queue before the
 /// final result is handed out, so a late partial never overwrites the final file.
+///
+/// The decoder starts once the image's header is in, at the smallest size that serves the
+/// fetch's progressive tokens (`maxPixelSize`, `maxPixelCount`): JPEG at libjpeg's DCT scale, a
+/// non-interlaced PNG scaled row by row, so a thumbnail never holds the full-size image.
 final class ProgressiveDecodes: Sendable {
+    /// A fetch's progressively decoded image, and the size it has in the file.
+    struct Frame: Sendable {
+        var image: DecodedImage
+        var source: (width: Int, height: Int)
+    }
+
     struct Registration: Sendable {
         var spec: OutputSpec
         /// The URL the token asked for, which names its file in a `dir`.
@@ -71,7 +81,7 @@ final class ProgressiveDecodes: Sendable {
             session.queue.async { session.feed(offset: offset, bytes: bytes, tokens: tokens, settings: settings, owner: self) }
         case .end(let fetchID):
             guard let session = sessions.withLock({ $0[fetchID] }) else { return }
-            session.queue.async { session.end() }
+            session.queue.async { session.end(owner: self) }
         case .abort(let fetchID):
             guard let session = sessions.withLock({ $0.removeValue(forKey: fetchID) }) else { return }
             session.queue.async { session.abandon() }
@@ -80,9 +90,9 @@ final class ProgressiveDecodes: Sendable {
 
     /// The fetch's progressively decoded final image (nil when the fetch had no progressive
     /// token). Each of the fetch's consumers calls this once; the last one frees the session.
-    func take(_ resource: FetchedResource) async -> Result<DecodedImage, DecodeError>? {
+    func take(_ resource: FetchedResource) async -> Result<Frame, DecodeError>? {
         guard let session = sessions.withLock({ $0[resource.fetchID] }) else { return nil }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DecodedImage, DecodeError>?, Never>) in
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
             session.queue.async { continuation.resume(returning: session.result) }
         }
         let last = session.consumed(of: resource.consumers)
@@ -102,6 +112,23 @@ final class ProgressiveDecodes: Sendable {
         }
     }
 
+    /// How to decode for `tokens`: the smallest size that gives each what its spec asks of an
+    /// image of `source` size (the largest of their fitted sizes; the full size when one asks no
+    /// scaling), in their layout when they share one (so that the pixels are the whole-buffer
+    /// path's), else RGBA.
+    fileprivate func decodePlan(for tokens: [DownloadToken], source: (width: Int, height: Int)) -> (
+        target: (width: Int, height: Int), layout: PixelLayout
+    ) {
+        let specs = registry.withLock { r in tokens.compactMap { r.tokens[$0]?.spec } }
+        let fitted = specs.map {
+            ImageResampler.fittedSize(width: source.width, height: source.height, maxPixelSize: $0.maxPixelSize, maxPixelCount: $0.maxPixelCount)
+        }
+        let layouts = Set(specs.map(\.format.layout))
+        let layout = layouts.count == 1 ? layouts.first! : .rgba
+        guard let widest = fitted.map(\.width).max(), let tallest = fitted.map(\.height).max() else { return (source, layout) }
+        return ((widest, tallest), layout)
+    }
+
     /// Whether a frame decoded now would be sent to any of `tokens`: when not, the decoder skips
     /// rendering it (a progressive JPEG's output pass over the whole image).
     fileprivate func wantsPartialImage(_ tokens: [DownloadToken]) -> Bool {
@@ -109,7 +136,9 @@ final class ProgressiveDecodes: Sendable {
     }
 
     /// On the session's queue: renders and sends a partial image for each due progressive token.
-    fileprivate func partialImages(from decoder: any IncrementalImageDecoder, tokens: [DownloadToken], fetchID: Int) {
+    fileprivate func partialImages(
+        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken], fetchID: Int
+    ) {
         let now = DispatchTime.now().uptimeNanoseconds
         // While the reader is behind, no new inline payload is built: its partial images wait
         // for the next frame after it caught up (the final image is never skipped).
@@ -126,8 +155,10 @@ final class ProgressiveDecodes: Sendable {
         for (token, registration) in due {
             let spec = registration.spec
             let key = RenderKey(spec)
-            let target = ImageResampler.fittedSize(
-                width: frameWidth, height: frameHeight, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            // What the token asks of the image, within the frame (a late joiner may ask more).
+            let asked = ImageResampler.fittedSize(
+                width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            let target = (width: min(asked.width, frameWidth), height: min(asked.height, frameHeight))
             if renders[key] == nil {
                 if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                     renders[key] = decoder.withCurrentPixels { frame in
@@ -135,7 +166,10 @@ final class ProgressiveDecodes: Sendable {
                     } ?? nil
                 } else {
                     if copy == nil { copy = decoder.currentImage() }
-                    if let copy { renders[key] = try? OutputDelivery.renderNow(OutputDelivery.fitted(copy, spec: spec), spec: spec, partial: true) }
+                    if let copy {
+                        renders[key] = try? OutputDelivery.renderNow(
+                            OutputDelivery.resized(copy, to: target, spec: spec), spec: spec, partial: true)
+                    }
                 }
             }
             guard let rendered = renders[key] else { continue }
@@ -200,9 +234,15 @@ final class ProgressiveDecodes: Sendable {
         let fetchID: Int
         let queue: DispatchQueue
         private var decoder: (any IncrementalImageDecoder)?
+        /// The image's size in the file, once its header was read.
+        private var source: (width: Int, height: Int)?
         private var pending: [UInt8] = []
         private var received: Int64 = 0
-        private(set) var result: Result<DecodedImage, DecodeError>?
+        private var settings = DecodeSettings()
+        private var tokens: [DownloadToken] = []
+        private(set) var result: Result<Frame, DecodeError>?
+        /// How far to look for a JPEG's frame header before decoding at full size without it.
+        static let headerSearchLimit = 1 << 20
         private let taken = LockedState(0)
 
         init(fetchID: Int) {
@@ -223,23 +263,31 @@ final class ProgressiveDecodes: Sendable {
                 return
             }
             received += Int64(chunk.count)
+            (self.settings, self.tokens) = (settings, tokens)
             if decoder == nil {
                 pending += chunk
                 guard pending.count >= ImageFormat.signatureLength else { return }
-                guard start(settings: settings) else { return }
+                // The decode's size is chosen from the header: wait for it (a JPEG's frame header
+                // may follow large metadata), up to a limit.
+                let format = ImageFormat.detect(pending)
+                let probed = ImageDecoders.probeSize(pending)
+                guard probed != nil || (format != .jpeg && format != .png) || pending.count >= Session.headerSearchLimit else { return }
+                guard start(owner: owner) else { return }
                 chunk = pending
                 pending = []
             }
             do {
                 decoder!.wantsPartialFrames = owner.wantsPartialImage(tokens)
                 let progress = try decoder!.feed(chunk, isLast: false)
-                if progress.contains(.pixels) { owner.partialImages(from: decoder!, tokens: tokens, fetchID: fetchID) }
+                if progress.contains(.pixels), let source = source ?? decoder!.size {
+                    owner.partialImages(from: decoder!, source: source, tokens: tokens, fetchID: fetchID)
+                }
             } catch {
                 result = .failure(error)
             }
         }
 
-        private func start(settings: DecodeSettings) -> Bool {
+        private func start(owner: ProgressiveDecodes) -> Bool {
             guard let format = ImageFormat.detect(pending) else {
                 result = .failure(.unsupported("unknown image format (no known signature)"))
                 return false
@@ -248,7 +296,14 @@ final class ProgressiveDecodes: Sendable {
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             do {
-                decoder = try ImageDecoders.makeIncremental(for: format, options: options)
+                if let (width, height) = ImageDecoders.probeSize(pending), width > 0, height > 0 {
+                    source = (width, height)
+                    let plan = owner.decodePlan(for: tokens, source: (width, height))
+                    options.layout = plan.layout
+                    decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
+                } else {
+                    decoder = try ImageDecoders.makeIncremental(for: format, options: options)
+                }
                 return true
             } catch {
                 result = .failure(error)
@@ -256,10 +311,10 @@ final class ProgressiveDecodes: Sendable {
             }
         }
 
-        func end() {
+        func end(owner: ProgressiveDecodes) {
             guard result == nil else { return }
             if decoder == nil {
-                guard !pending.isEmpty, start(settings: DecodeSettings()) else {
+                guard !pending.isEmpty, start(owner: owner) else {
                     if result == nil { result = .failure(.corrupt("no image data")) }
                     return
                 }
@@ -271,7 +326,7 @@ final class ProgressiveDecodes: Sendable {
             do {
                 _ = try decoder!.feed([], isLast: true)
                 if decoder!.isComplete, let image = decoder!.currentImage() {
-                    result = .success(image)
+                    result = .success(Frame(image: image, source: source ?? (image.width, image.height)))
                 } else {
                     result = .failure(.corrupt("no image decoded"))
                 }

@@ -1,3 +1,4 @@
+import ImageDecoding
 import ImageDownloader
 import ImageWorkerProtocol
 
@@ -21,6 +22,15 @@ public struct OutputSpec: Sendable, Equatable {
         case rgba, rgb, gray
 
         public var needsDecoding: Bool { self != .original }
+
+        /// The pixels a decoded format is made from (PNG: RGBA).
+        public var layout: PixelLayout {
+            switch self {
+            case .rgb: return .rgb
+            case .gray: return .gray
+            case .original, .png, .rgba: return .rgba
+            }
+        }
     }
 
     public enum Target: Sendable, Equatable {
