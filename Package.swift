@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .executable(name: "image-worker", targets: ["ImageWorkerCLI"]),
         .executable(name: "image-worker-bench", targets: ["ImageWorkerBenchmark"]),
+        // For the fuzzers in Fuzz/ (a package of their own, built with libFuzzer): the modules that
+        // read untrusted bytes, without the network stack.
+        .library(name: "ImageWorkerFuzzable", targets: ["ImageWorkerProtocol", "ImageDecoding", "InputValidation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -25,10 +28,14 @@ let package = Package(
             name: "ImageWorkerProtocol",
             dependencies: []
         ),
+        // Checks of untrusted text shared by the protocol and the downloader: URLs (scheme, host,
+        // port, user information) and header fields. Foundation only, so the fuzzers build it alone.
+        .target(name: "InputValidation"),
         // The operation-queue downloader: queue, operation life, HTTP and file loading, policies.
         .target(
             name: "ImageDownloader",
             dependencies: [
+                "InputValidation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -60,6 +67,7 @@ let package = Package(
                 "ImageWorkerProtocol",
                 "ImageDownloader",
                 "ImageDecoding",
+                "InputValidation",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -108,6 +116,10 @@ let package = Package(
             name: "ImageWorkerProtocolTests",
             dependencies: ["ImageWorkerProtocol"],
             exclude: ["Vectors"]
+        ),
+        .testTarget(
+            name: "InputValidationTests",
+            dependencies: ["InputValidation"]
         ),
         .testTarget(
             name: "ImageDownloaderTests",

@@ -1,4 +1,5 @@
 import Foundation
+import InputValidation
 import Logging
 import NIOCore
 
@@ -138,9 +139,9 @@ public actor Downloader<Delivered: Sendable> {
         let url: URL
         let credentials: Credentials?
         do {
-            let parsed = try DownloadURL.parse(request.url, fileURLsEnabled: fileLoader.policy.root != nil)
+            let parsed = try DownloadURL.checked(request.url, fileURLsEnabled: fileLoader.policy.root != nil)
             url = parsed.url
-            credentials = request.credentials ?? parsed.credentials
+            credentials = request.credentials ?? parsed.userInfo.map { Credentials(user: $0.user, password: $0.password) }
             if url.isFileURL { _ = try fileLoader.policy.resolve(url) }
         } catch {
             finishToken(token, .failure(error))

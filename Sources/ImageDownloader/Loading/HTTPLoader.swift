@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import InputValidation
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -78,7 +79,7 @@ public struct HTTPLoader: ResourceLoader {
                 }
                 // Checked as a request's URL is (a port out of range is `InvalidURL`); user
                 // information in a Location is dropped, never sent on.
-                let next = try DownloadURL.parse(resolved.absoluteString, fileURLsEnabled: false).url
+                let next = try DownloadURL.checked(resolved.absoluteString, fileURLsEnabled: false).url
                 redirects += 1
                 if redirects > request.maxRedirects {
                     throw DownloadFailure.network(.redirect, "more than \(request.maxRedirects) redirects")

@@ -1,4 +1,5 @@
 import ImageWorkerProtocol
+import InputValidation
 
 /// Reads a method's params object field by field, turning every mistake into a -32602 that says
 /// which field is wrong and why, and refusing unknown fields (a typo should not pass silently).
@@ -89,23 +90,14 @@ enum HeaderValidation {
             guard case .string(let text) = value else {
                 throw .invalidParams("\(field): the value of header \"\(name)\" must be a string")
             }
-            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+            guard HTTPHeaderField.isValidName(name) else {
                 throw .invalidParams("\(field): \"\(name)\" is not a valid header name")
             }
-            guard !text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+            guard HTTPHeaderField.isValidValue(text) else {
                 throw .invalidParams("\(field): the value of header \"\(name)\" contains CR, LF or NUL")
             }
             result.append((name, text))
         }
         return result
-    }
-
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
     }
 }

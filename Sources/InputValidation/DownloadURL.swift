@@ -1,55 +1,73 @@
 import Foundation
 
 /// A URL the worker may fetch, checked where it enters: a request's URL and every redirect target.
+/// (Fuzzed: `Fuzz/Sources/FuzzURLs`.)
 ///
 /// - The scheme is `http` or `https` (or `file` where the worker allows it), an http(s) URL names
 ///   a host, and a port, when given, is 1…65535 (a larger one would reach the socket layer, which
 ///   cannot represent it).
 /// - User information (`http://user:password@host/`) never travels with the URL: it is removed
-///   from the URL that is fetched and logged, and returned as basic-auth `credentials`, which, like
-///   a request's own, go to the URL's origin only. `redacted` removes it from any URL text that is
-///   shown (events, logs).
+///   from the URL that is fetched and logged, and returned as `userInfo` (the downloader sends it
+///   as basic-auth credentials to the URL's origin only). `redacted` removes it from any URL text
+///   that is shown (events, logs).
 public struct DownloadURL: Sendable, Equatable {
+    public struct UserInfo: Sendable, Equatable {
+        public var user: String
+        public var password: String
+
+        public init(user: String, password: String) {
+            (self.user, self.password) = (user, password)
+        }
+    }
+
+    /// Why a URL is refused; `reason` names the problem (without any user information).
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+
+        public init(reason: String) { self.reason = reason }
+    }
+
     /// The URL to fetch, without user information.
     public let url: URL
     /// From the URL's user information, percent-decoded; nil when it had none.
-    public let credentials: Credentials?
+    public let userInfo: UserInfo?
 
     public static let portRange = 1...65535
 
     /// `file` URLs pass (the `FileURLPolicy` decides about them); `fileURLsEnabled` only says
     /// whether an unsupported scheme's message lists them.
-    public static func parse(_ string: String, fileURLsEnabled: Bool) throws(DownloadFailure) -> DownloadURL {
+    public static func parse(_ string: String, fileURLsEnabled: Bool) throws(Invalid) -> DownloadURL {
         let trimmed = string.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw .invalidURL("the URL is empty") }
+        guard !trimmed.isEmpty else { throw Invalid(reason: "the URL is empty") }
         guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased() else {
-            throw .invalidURL("cannot parse \"\(redacted(string))\"")
+            throw Invalid(reason: "cannot parse \"\(redacted(string))\"")
         }
         switch scheme {
         case "http", "https":
-            guard let host = parsed.host, !host.isEmpty else { throw .invalidURL("no host in \"\(redacted(string))\"") }
+            guard let host = parsed.host, !host.isEmpty else { throw Invalid(reason: "no host in \"\(redacted(string))\"") }
         case "file":
             break
         default:
             let supported = fileURLsEnabled ? "http, https and file are supported" : "http and https are supported"
-            throw .invalidURL("unsupported scheme \"\(scheme)\" (\(supported))")
+            throw Invalid(reason: "unsupported scheme \"\(scheme)\" (\(supported))")
         }
         if let port = parsed.port, !portRange.contains(port) {
-            throw .invalidURL("port \(port) is out of range (1-65535) in \"\(redacted(string))\"")
+            throw Invalid(reason: "port \(port) is out of range (1-65535) in \"\(redacted(string))\"")
         }
         if hasEmptyOrUnparsedPort(trimmed), parsed.port == nil, scheme != "file" {
             // Foundation drops a port it cannot represent rather than failing.
-            throw .invalidURL("invalid port in \"\(redacted(string))\"")
+            throw Invalid(reason: "invalid port in \"\(redacted(string))\"")
         }
-        guard parsed.user != nil || parsed.password != nil else { return DownloadURL(url: parsed, credentials: nil) }
+        guard parsed.user != nil || parsed.password != nil else { return DownloadURL(url: parsed, userInfo: nil) }
         guard var components = URLComponents(url: parsed, resolvingAgainstBaseURL: false) else {
-            throw .invalidURL("cannot parse \"\(redacted(string))\"")
+            throw Invalid(reason: "cannot parse \"\(redacted(string))\"")
         }
-        let credentials = Credentials(user: components.user ?? "", password: components.password ?? "")
+        let userInfo = UserInfo(user: components.user ?? "", password: components.password ?? "")
         components.user = nil
         components.password = nil
-        guard let stripped = components.url else { throw .invalidURL("cannot parse \"\(redacted(string))\"") }
-        return DownloadURL(url: stripped, credentials: credentials)
+        guard let stripped = components.url else { throw Invalid(reason: "cannot parse \"\(redacted(string))\"") }
+        return DownloadURL(url: stripped, userInfo: userInfo)
     }
 
     /// `string` with any user information in its authority removed, and nothing else changed.
