@@ -20,9 +20,7 @@ public enum ImageDecoders {
     public static func makeIncremental(
         for format: ImageFormat, options: DecodeOptions, source: (width: Int, height: Int), target: (width: Int, height: Int)
     ) throws(DecodeError) -> any IncrementalImageDecoder {
-        if UInt64(source.width) * UInt64(source.height) > options.maxPixels {
-            throw tooLarge(source.width, source.height, options)
-        }
+        try checkPixelLimit(source, options)
         guard target.width < source.width || target.height < source.height else { return try makeIncremental(for: format, options: options) }
         switch format {
         case .jpeg:
@@ -41,6 +39,12 @@ public enum ImageDecoders {
         [8, 4, 2, 1].first { d in
             (source.width + d - 1) / d >= target.width && (source.height + d - 1) / d >= target.height
         } ?? 1
+    }
+
+    /// Refuses an image whose header announces more than `options.maxPixels`: checked before any
+    /// scaling decision or pixel buffer.
+    public static func checkPixelLimit(_ size: (width: Int, height: Int), _ options: DecodeOptions) throws(DecodeError) {
+        if UInt64(max(0, size.width)) * UInt64(max(0, size.height)) > options.maxPixels { throw tooLarge(size.width, size.height, options) }
     }
 
     static func tooLarge(_ width: Int, _ height: Int, _ options: DecodeOptions) -> DecodeError {
@@ -71,9 +75,10 @@ public enum ImageDecoders {
     public static func probeSize(_ data: [UInt8]) -> (width: Int, height: Int)? {
         switch ImageFormat.detect(data) {
         case .png?:
-            guard data.count >= 24 else { return nil }
+            guard data.count >= 24, data[12..<16].elementsEqual("IHDR".utf8) else { return nil }
             func be32(_ i: Int) -> Int { Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3]) }
-            return (be32(16), be32(20))
+            let (width, height) = (be32(16), be32(20))
+            return width <= 0x7FFF_FFFF && height <= 0x7FFF_FFFF ? (width, height) : nil
         case .jpeg?:
             var w: UInt32 = 0
             var h: UInt32 = 0
@@ -94,7 +99,7 @@ public enum ImageDecoders {
         guard maxPixelSize != nil || maxPixelCount != nil, let (w, h) = probeSize(data), w > 0, h > 0 else {
             return try decode(data, options: options)
         }
-        if UInt64(w) * UInt64(h) > options.maxPixels { throw tooLarge(w, h, options) }
+        try checkPixelLimit((w, h), options)
         let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         if ImageFormat.detect(data) == .png, (target.width, target.height) != (w, h),
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
@@ -150,7 +155,7 @@ public enum ImageDecoders {
         guard let (width, height) = probeSize(data), width > 0, height > 0 else {
             return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
         }
-        if UInt64(width) * UInt64(height) > options.maxPixels { throw tooLarge(width, height, options) }
+        try checkPixelLimit((width, height), options)
         // Exactly what the simplified API will write: RGB for an opaque file asked as RGB.
         let capacity = width * height * (options.layout == .rgb && !pngMayHaveAlpha(data) ? 3 : 4)
         var failure: DecodeError?

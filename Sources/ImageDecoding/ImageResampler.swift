@@ -9,7 +9,8 @@ public enum ImageResampler {
             scale = min(scale, Double(maxPixelSize) / Double(max(width, height)))
         }
         if let maxPixelCount, maxPixelCount > 0 {
-            scale = min(scale, (Double(maxPixelCount) / Double(width * height)).squareRoot())
+            // In doubles: a header's size may be anything up to 2^31 per side.
+            scale = min(scale, (Double(maxPixelCount) / (Double(width) * Double(height))).squareRoot())
         }
         guard scale < 1 else { return (width, height) }
         var w = max(1, Int((Double(width) * scale).rounded(.down)))

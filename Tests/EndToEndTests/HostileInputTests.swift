@@ -140,6 +140,30 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// Found by FuzzDecoders: a PNG header's size was turned into a scaling plan before the pixel
+    /// limit was checked, and the pixel count overflowed: the worker crashed.
+    @Test func aPNGHeaderAtTheLimitsOfItsFieldsFailsOnlyItsToken() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        var png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
+        png.replaceSubrange(16..<24, with: [0xFF, 0xFF, 0xFF, 0xF7, 0xF5, 0x00, 0x00, 0x00])
+        png.replaceSubrange(29..<33, with: withUnsafeBytes(of: Self.crc32(png[12..<29]).bigEndian, Array.init))
+        server.setFile("wide.png", png)
+        let worker = try WorkerProcess()
+        for (i, output) in ([["format": "png", "maxPixelCount": 100], ["format": "rgba", "maxPixelSize": 8], ["format": "rgba"]] as [JSONValue]).enumerated() {
+            for progressive in [false, true] {
+                let token = JSONValue.string("\(i)-\(progressive)")
+                worker.request(i, "download", [
+                    "url": .string(server.url("/files/wide.png?\(token)")), "token": token, "output": output, "progressive": .bool(progressive),
+                ])
+                // libpng refuses a side over 2^31 - 1 ("Invalid IHDR data").
+                #expect(Self.errorName(try await worker.completion(token)) == "BadImageData")
+            }
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     // MARK: Deadlocks and runaways
 
     @Test func aBatchOfDownloadAndExitEndsTheWorker() async throws {

@@ -16,6 +16,12 @@ import Testing
         #expect(w * h <= 1_000_000 && w >= 1150 && h >= 860)
     }
 
+    /// Found by FuzzDecoders: a header's size (up to 2^31 a side) overflowed the pixel count.
+    @Test func fittingAHugeHeaderSizeDoesNotOverflow() {
+        let (w, h) = ImageResampler.fittedSize(width: 2_147_483_647, height: 2_147_483_647, maxPixelSize: nil, maxPixelCount: 10_000)
+        #expect(w * h <= 10_000 && w >= 90)
+    }
+
     @Test func halvingAveragesEachTwoByTwoBlock() {
         let source = image(4, 2) { x, y, _ in UInt8(x * 10 + y * 100) }
         let half = ImageResampler.resize(source, width: 2, height: 1)

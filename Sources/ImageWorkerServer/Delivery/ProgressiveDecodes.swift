@@ -298,6 +298,7 @@ final class ProgressiveDecodes: Sendable {
             do {
                 if let (width, height) = ImageDecoders.probeSize(pending), width > 0, height > 0 {
                     source = (width, height)
+                    try ImageDecoders.checkPixelLimit((width, height), options)
                     let plan = owner.decodePlan(for: tokens, source: (width, height))
                     options.layout = plan.layout
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
