@@ -1,0 +1,55 @@
+import ImageDecoding
+
+/// Image bytes from a hostile server. The last four bytes of the input choose the variation (so
+/// that real files are good seeds as they are): scaling (none, maxPixelSize or maxPixelCount), the
+/// layout, and the chunk sizes the incremental decoders are fed in. Each input goes through the
+/// whole-buffer decode (scaled or not), the incremental decoder at full size, and the incremental
+/// decoder scaled to the target, reading every frame they lend. Checked: no crash, leak or
+/// runaway allocation (libFuzzer's limits), and every image has the bytes its size says.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let control = bytes.suffix(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    var options = DecodeOptions()
+    options.maxPixels = 1 << 22  // keeps each run quick; the limit's own path is fuzzed too
+    options.maxScans = 200
+    options.layout = [PixelLayout.rgba, .rgb, .gray][Int(control % 3)]
+    let scaling = Int(control >> 2 % 3)
+    let maxPixelSize = scaling == 1 ? Int(control >> 4 % 300) + 1 : nil
+    let maxPixelCount = scaling == 2 ? Int(control >> 4 % 20_000) + 1 : nil
+
+    if let image = try? ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount) {
+        check(image)
+    }
+    guard let format = ImageFormat.detect(bytes), format == .jpeg || format == .png else { return 0 }
+    var seed = control
+    feed(bytes, into: try? ImageDecoders.makeIncremental(for: format, options: options), seed: &seed)
+    if let (width, height) = ImageDecoders.probeSize(bytes), width > 0, height > 0 {
+        let target = ImageResampler.fittedSize(width: width, height: height, maxPixelSize: maxPixelSize ?? 64, maxPixelCount: maxPixelCount)
+        let decoder = try? ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: target)
+        feed(bytes, into: decoder, seed: &seed)
+    }
+    return 0
+}
+
+func feed(_ bytes: [UInt8], into decoder: (any IncrementalImageDecoder)?, seed: inout UInt64) {
+    guard let decoder else { return }
+    var offset = 0
+    repeat {
+        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        let end = min(bytes.count, offset + Int(seed >> 33 % 4096) + 1)
+        decoder.wantsPartialFrames = seed & 1 == 0
+        guard (try? decoder.feed(Array(bytes[offset..<end]), isLast: end == bytes.count)) != nil else { break }
+        _ = decoder.withCurrentPixels { frame -> Int in
+            precondition(frame.bytes.count == frame.width * frame.height * frame.layout.channels, "a lent frame of the wrong size")
+            return Int(frame.bytes.first ?? 0) + Int(frame.bytes.last ?? 0)
+        }
+        offset = end
+    } while offset < bytes.count
+    if let image = decoder.currentImage() { check(image) }
+}
+
+func check(_ image: DecodedImage) {
+    precondition(image.width > 0 && image.height > 0, "an image without pixels")
+    precondition(image.pixels.count == image.width * image.height * image.layout.channels, "pixels do not match the size")
+}
