@@ -254,7 +254,7 @@ def run(args):
     server.bodies = bodies
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    binary = args.binary or os.environ.get("IMAGE_WORKER") or os.path.join(ROOT, ".build", "debug", "image-worker")
+    binary = os.path.abspath(args.binary or os.environ.get("IMAGE_WORKER") or os.path.join(ROOT, ".build", "debug", "image-worker"))
     sandbox = tempfile.mkdtemp(prefix="image-worker-soak-")
     out = os.path.join(sandbox, "out")
     os.makedirs(out)
