@@ -17,6 +17,28 @@ import TestSupport
 
     static func errorName(_ completed: JSONValue) -> JSONValue? { completed["params"]?["error"]?["data"]?["name"] }
 
+    /// Downloads `/files/NAME` once for each output, whole and progressive (a fetch each), and
+    /// expects every token to fail with `error`; returns the terminal events.
+    @discardableResult
+    static func expectEveryPathFails(
+        _ worker: WorkerProcess, _ server: TestHTTPServer, _ name: String, outputs: [JSONValue], with error: JSONValue
+    ) async throws -> [JSONValue] {
+        var completions: [JSONValue] = []
+        for output in outputs {
+            for progressive in [false, true] {
+                let token = JSONValue.string("\(name)-\(completions.count)")
+                worker.request(completions.count, "download", [
+                    "url": .string(server.url("/files/\(name)?n=\(completions.count)")), "token": token, "output": output,
+                    "progressive": .bool(progressive),
+                ])
+                let completed = try await worker.completion(token)
+                #expect(errorName(completed) == error, "\(name) \(output) progressive \(progressive): \(completed)")
+                completions.append(completed)
+            }
+        }
+        return completions
+    }
+
     // MARK: Crash
 
     @Test func aPortOutOfRangeIsAnInvalidURLAndCrashesNothing() async throws {
@@ -72,19 +94,8 @@ import TestSupport
             ["format": "rgba"], ["format": "rgba", "maxPixelSize": 256], ["format": "png", "maxPixelCount": 10000],
             ["format": "gray", "maxPixelSize": 64],
         ]
-        var token = 0
-        for output in outputs {
-            for progressive in [false, true] {
-                token += 1
-                worker.request(token, "download", [
-                    "url": .string(server.url("/files/huge.jpg?n=\(token)")), "token": .int(Int64(token)), "output": output,
-                    "progressive": .bool(progressive),
-                ])
-                let completed = try await worker.completion(.int(Int64(token)))
-                #expect(Self.errorName(completed) == "LimitExceeded", "\(output) progressive \(progressive): \(completed)")
-                #expect(completed["params"]?["error"]?["data"]?["width"] == 65500)
-            }
-        }
+        let completions = try await Self.expectEveryPathFails(worker, server, "huge.jpg", outputs: outputs, with: "LimitExceeded")
+        #expect(completions.allSatisfy { $0["params"]?["error"]?["data"]?["width"] == 65500 })
         // Before the fix, a scaled request decoded the header with no limit: 12 GB.
         #expect(try Self.peakMB(worker) < 200)
         worker.closeStdin()
@@ -122,18 +133,7 @@ import TestSupport
         server.setFile("bomb.png", try Self.pngWithOversizeChunk(type))
         let worker = try WorkerProcess()
         let outputs: [JSONValue] = [["format": "rgba"], ["format": "rgba", "maxPixelSize": 8]]
-        var token = 0
-        for output in outputs {
-            for progressive in [false, true] {
-                token += 1
-                worker.request(token, "download", [
-                    "url": .string(server.url("/files/bomb.png?n=\(token)")), "token": .int(Int64(token)), "output": output,
-                    "progressive": .bool(progressive),
-                ])
-                let completed = try await worker.completion(.int(Int64(token)))
-                #expect(Self.errorName(completed) == "BadImageData", "\(output) progressive \(progressive): \(completed)")
-            }
-        }
+        try await Self.expectEveryPathFails(worker, server, "bomb.png", outputs: outputs, with: "BadImageData")
         // Before the fix each decode touched 2 GiB.
         #expect(try Self.peakMB(worker) < 200)
         worker.closeStdin()
@@ -150,16 +150,9 @@ import TestSupport
         png.replaceSubrange(29..<33, with: withUnsafeBytes(of: Self.crc32(png[12..<29]).bigEndian, Array.init))
         server.setFile("wide.png", png)
         let worker = try WorkerProcess()
-        for (i, output) in ([["format": "png", "maxPixelCount": 100], ["format": "rgba", "maxPixelSize": 8], ["format": "rgba"]] as [JSONValue]).enumerated() {
-            for progressive in [false, true] {
-                let token = JSONValue.string("\(i)-\(progressive)")
-                worker.request(i, "download", [
-                    "url": .string(server.url("/files/wide.png?\(token)")), "token": token, "output": output, "progressive": .bool(progressive),
-                ])
-                // libpng refuses a side over 2^31 - 1 ("Invalid IHDR data").
-                #expect(Self.errorName(try await worker.completion(token)) == "BadImageData")
-            }
-        }
+        // libpng refuses a side over 2^31 - 1 ("Invalid IHDR data").
+        let outputs: [JSONValue] = [["format": "png", "maxPixelCount": 100], ["format": "rgba", "maxPixelSize": 8], ["format": "rgba"]]
+        try await Self.expectEveryPathFails(worker, server, "wide.png", outputs: outputs, with: "BadImageData")
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
     }
@@ -330,19 +323,9 @@ import TestSupport
         server.setFile("no-iend.png", Array(png.dropLast(12)))
         server.setFile("half.png", Array(png.prefix(png.count / 2)))
         let worker = try WorkerProcess()
-        var token = 0
         for name in ["no-iend.png", "half.png"] {
-            for output: JSONValue in [["format": "rgba"], ["format": "png", "maxPixelSize": 8]] {
-                for progressive in [false, true] {
-                    token += 1
-                    worker.request(token, "download", [
-                        "url": .string(server.url("/files/\(name)?n=\(token)")), "token": .int(Int64(token)), "output": output,
-                        "progressive": .bool(progressive),
-                    ])
-                    let completed = try await worker.completion(.int(Int64(token)))
-                    #expect(Self.errorName(completed) == "BadImageData", "\(name) \(output) progressive \(progressive): \(completed)")
-                }
-            }
+            let outputs: [JSONValue] = [["format": "rgba"], ["format": "png", "maxPixelSize": 8]]
+            try await Self.expectEveryPathFails(worker, server, name, outputs: outputs, with: "BadImageData")
         }
     }
 

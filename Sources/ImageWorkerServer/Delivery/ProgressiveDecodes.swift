@@ -272,7 +272,7 @@ final class ProgressiveDecodes: Sendable {
                 let format = ImageFormat.detect(pending)
                 let probed = ImageDecoders.probeSize(pending)
                 guard probed != nil || (format != .jpeg && format != .png) || pending.count >= Session.headerSearchLimit else { return }
-                guard start(owner: owner) else { return }
+                guard start(source: probed, owner: owner) else { return }
                 chunk = pending
                 pending = []
             }
@@ -287,7 +287,8 @@ final class ProgressiveDecodes: Sendable {
             }
         }
 
-        private func start(owner: ProgressiveDecodes) -> Bool {
+        /// Creates the decoder, for an image of `source` size when its header was read.
+        private func start(source probed: (width: Int, height: Int)?, owner: ProgressiveDecodes) -> Bool {
             guard let format = ImageFormat.detect(pending) else {
                 result = .failure(.unsupported("unknown image format (no known signature)"))
                 return false
@@ -296,7 +297,7 @@ final class ProgressiveDecodes: Sendable {
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             do {
-                if let (width, height) = ImageDecoders.probeSize(pending), width > 0, height > 0 {
+                if let (width, height) = probed, width > 0, height > 0 {
                     source = (width, height)
                     try ImageDecoders.checkPixelLimit((width, height), options)
                     let plan = owner.decodePlan(for: tokens, source: (width, height))
@@ -315,7 +316,7 @@ final class ProgressiveDecodes: Sendable {
         func end(owner: ProgressiveDecodes) {
             guard result == nil else { return }
             if decoder == nil {
-                guard !pending.isEmpty, start(owner: owner) else {
+                guard !pending.isEmpty, start(source: ImageDecoders.probeSize(pending), owner: owner) else {
                     if result == nil { result = .failure(.corrupt("no image data")) }
                     return
                 }
