@@ -55,7 +55,7 @@ public struct DownloadURL: Sendable, Equatable {
         if let port = parsed.port, !portRange.contains(port) {
             throw Invalid(reason: "port \(port) is out of range (1-65535) in \"\(redacted(string))\"")
         }
-        if hasEmptyOrUnparsedPort(trimmed), parsed.port == nil, scheme != "file" {
+        if namesAPort(trimmed), parsed.port == nil, scheme != "file" {
             // Foundation drops a port it cannot represent rather than failing.
             throw Invalid(reason: "invalid port in \"\(redacted(string))\"")
         }
@@ -80,9 +80,10 @@ public struct DownloadURL: Sendable, Equatable {
         return String(string[..<authorityStart]) + String(string[string.index(after: at)...])
     }
 
-    /// Whether the authority ends in `:` followed by something (digits or not) that should be a
-    /// port: Foundation returns nil for a port that overflows, which must not read as "no port".
-    private static func hasEmptyOrUnparsedPort(_ string: String) -> Bool {
+    /// Whether the authority ends in `:` and at least one character (digits or not) meant as a
+    /// port (`host:` alone names none): Foundation returns nil for a port that overflows, which
+    /// must not read as "no port".
+    private static func namesAPort(_ string: String) -> Bool {
         guard let schemeEnd = string.range(of: "://") else { return false }
         let rest = string[schemeEnd.upperBound...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
