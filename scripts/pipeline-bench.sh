@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl; a
+# venv with aiohttp, Pillow, numpy, scikit-image and PyTurboJPEG under .build-bench/), makes the
+# corpus from ../shared/bench/make_corpus.py (once), builds the release worker, serves the corpus
+# with nginx on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g.
+# --rounds 5 or --jobs decode,thumb-png).
+#   scripts/pipeline-bench.sh [--rounds N] [--jobs LIST]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench="$root/../shared/bench"
+work="$root/.build-bench"
+[ -f "$bench/make_corpus.py" ] || { echo "pipeline-bench: ../shared/bench is not beside the repository" >&2; exit 1; }
+missing=()
+for tool in nginx curl; do command -v "$tool" >/dev/null || missing+=("$tool")
+done
+dpkg-query -W -f='${Status}' libturbojpeg0-dev 2>/dev/null | grep -q "install ok installed" || missing+=(libturbojpeg0-dev)
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+    echo "pipeline-bench: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ! -x "$work/venv/bin/python" ]; then
+    python3 -m venv "$work/venv"
+fi
+"$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg" 2>/dev/null ||
+    "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2"
+if [ ! -f "$work/corpus/web_urls.txt" ]; then
+    echo "pipeline-bench: making the corpus (once)" >&2
+    "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2
+fi
+(cd "$root" && swift build -c release --product image-worker >&2)
+export STATE="$work/serve"
+"$bench/serve.sh" stop >/dev/null 2>&1 || true
+"$bench/serve.sh" start "$work/corpus" >&2
+trap '"$bench/serve.sh" stop >/dev/null 2>&1 || true' EXIT
+"$work/venv/bin/python" "$root/scripts/pipeline_bench.py" --corpus "$work/corpus" --base http://127.0.0.1:8081 \
+    --python "$work/venv/bin/python" "$@"

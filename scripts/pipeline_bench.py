@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The whole pipeline, side by side: image-worker against the Python script a user would write.
+
+    scripts/pipeline-bench.sh                 (sets up what it needs, then runs this)
+    scripts/pipeline_bench.py --corpus DIR --base URL [--rounds 3] [--jobs decode,thumb-png]
+
+Over the corpus's web set (1,000 files served by nginx on loopback, listed in web_urls.txt), at 6
+downloads in flight on this machine, each job is run by the release worker (fed every download at
+once on stdin, ended by EOF) and by ../shared/bench/pipeline_anchor.py (aiohttp + Pillow, 2 decode
+threads), taking turns in every round (the order alternates), plus the from-memory decode ceiling
+(TurboJPEG + Pillow, every file already in memory) and `curl --parallel --parallel-max 6`:
+
+    decode          decode to RGBA, delivered nowhere (`delivery: none`)
+    rgba-files      decode to RGBA, written as raw files
+    thumb-png       256-pixel thumbnails as PNG files
+    original-files  the bytes as they came, written as files
+
+It prints, per job, the medians over rounds of files/s, CPU seconds per 1,000 files and peak RSS
+for each side, and the median of each round's worker/Python ratio (files/s and CPU), then the
+ceiling and curl rows. Wall time and CPU are the whole process's (the worker's from wait4), from
+start to exit.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
+JOBS = ["decode", "rgba-files", "thumb-png", "original-files"]
+
+
+def worker_output(job, out, n):
+    if job == "decode":
+        return {"format": "rgba", "delivery": "none"}
+    if job == "rgba-files":
+        return {"format": "rgba", "delivery": "file", "path": os.path.join(out, f"{n}.rgba")}
+    if job == "thumb-png":
+        return {"format": "png", "maxPixelSize": 256, "delivery": "file", "path": os.path.join(out, f"{n}.png")}
+    return {"delivery": "file", "path": os.path.join(out, str(n))}
+
+
+def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
+    """Runs argv to its end; returns (wall s, CPU s, peak RSS MB, stdout bytes or None)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+                            stdout=stdout, stderr=subprocess.DEVNULL)
+    if stdin_bytes is not None:
+        def feed():
+            proc.stdin.write(stdin_bytes)
+            proc.stdin.close()
+        threading.Thread(target=feed, daemon=True).start()
+    output = proc.stdout.read() if stdout == subprocess.PIPE else None
+    # wait4 rather than Popen.wait: it also gives the child's CPU time and peak RSS.
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} exited {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
+
+
+def run_worker(binary, job, urls, out):
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "configure", "params": {"maxConcurrentDownloads": 6}})]
+    for n, url in enumerate(urls):
+        lines.append(json.dumps({"jsonrpc": "2.0", "method": "download",
+                                 "params": {"token": n, "url": url, "output": worker_output(job, out, n)}}))
+    wall, cpu, rss, output = run_measured([binary], ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
+    ok = sum(1 for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line)
+    return dict(files=len(urls), ok=ok, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
+def run_python(python, job, url_list, out):
+    wall, cpu, rss, output = run_measured(
+        [python, ANCHOR, job, "--list", url_list, "--out", out, "--conc", "6", "--threads", "2"], stdout=subprocess.PIPE)
+    reported = json.loads(output.decode().strip().splitlines()[-1])
+    return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
+def run_ceiling(python, corpus):
+    _, _, _, output = run_measured([python, ANCHOR, "ceiling", "--corpus", corpus, "--threads", "2"], stdout=subprocess.PIPE)
+    reported = json.loads(output.decode().strip().splitlines()[-1])
+    return dict(files=reported["files"], ok=reported["ok"], wall_s=reported["wall_s"], cpu_s=reported["cpu_s"],
+                peak_rss_mb=reported["peak_rss_mb"])
+
+
+def run_curl(urls, out):
+    config = os.path.join(out, "curl.cfg")
+    with open(config, "w") as f:
+        for n, url in enumerate(urls):
+            f.write(f'url = "{url}"\noutput = "{os.path.join(out, str(n))}"\n')
+    wall, cpu, rss, _ = run_measured(["curl", "--silent", "--fail", "--parallel", "--parallel-max", "6", "--config", config])
+    return dict(files=len(urls), ok=len(urls), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
+def fresh(directory):
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    return directory
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", required=True, help="make_corpus.py's output (with web/ and web_urls.txt)")
+    ap.add_argument("--base", default="http://127.0.0.1:8081", help="where nginx serves the corpus")
+    ap.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "image-worker"))
+    ap.add_argument("--python", default=sys.executable, help="a Python with aiohttp, Pillow and PyTurboJPEG")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--jobs", default=",".join(JOBS))
+    a = ap.parse_args()
+    with open(os.path.join(a.corpus, "web_urls.txt")) as f:
+        paths = [line.strip() for line in f if line.strip()]
+    # web_urls.txt holds paths relative to the corpus root, which --base serves.
+    urls = [a.base.rstrip("/") + "/" + p.lstrip("/") for p in paths]
+    scratch = tempfile.mkdtemp(prefix="pipeline-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    url_list = os.path.join(scratch, "urls.txt")
+    with open(url_list, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    jobs = [j for j in a.jobs.split(",") if j]
+    results = {job: {"worker": [], "python": []} for job in jobs}
+    ceiling, curl = [], []
+    print(f"pipeline: {len(urls)} files from {a.base}, {a.rounds} rounds, worker {a.binary}", file=sys.stderr)
+    for r in range(a.rounds):
+        for job in jobs:
+            order = ["worker", "python"] if r % 2 == 0 else ["python", "worker"]
+            for side in order:
+                out = fresh(os.path.join(scratch, "out"))
+                result = run_worker(a.binary, job, urls, out) if side == "worker" else run_python(a.python, job, url_list, out)
+                if result["ok"] != len(urls):
+                    print(f"pipeline: {side} {job}: only {result['ok']} of {len(urls)} succeeded", file=sys.stderr)
+                results[job][side].append(result)
+                print(f"pipeline: round {r + 1} {job:14} {side:6} {len(urls) / result['wall_s']:8.1f} files/s "
+                      f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB", file=sys.stderr)
+        ceiling.append(run_ceiling(a.python, a.corpus))
+        curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    def med(values):
+        return statistics.median(values)
+
+    print("| job | worker files/s | Python files/s | worker ÷ Python files/s | worker ÷ Python CPU "
+          "| worker CPU s / 1,000 files | Python CPU s / 1,000 files | worker peak RSS MB | Python peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for job in jobs:
+        w, p = results[job]["worker"], results[job]["python"]
+        speed = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(w, p)])
+        cpu = med([x["cpu_s"] / y["cpu_s"] for x, y in zip(w, p)])
+        print(f"| {job} | {med([len(urls) / x['wall_s'] for x in w]):.0f} | {med([len(urls) / y['wall_s'] for y in p]):.0f} "
+              f"| {speed:.2f} | {cpu:.2f} | {med([x['cpu_s'] for x in w]) * 1000 / len(urls):.2f} "
+              f"| {med([y['cpu_s'] for y in p]) * 1000 / len(urls):.2f} | {med([x['peak_rss_mb'] for x in w]):.0f} "
+              f"| {med([y['peak_rss_mb'] for y in p]):.0f} |")
+    c = med([x["files"] / x["wall_s"] for x in ceiling])
+    print(f"\nfrom-memory ceiling (TurboJPEG + Pillow, 2 threads): {c:.0f} files/s")
+    if "decode" in results:
+        ratio = med([(len(urls) / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(results["decode"]["worker"], ceiling)])
+        print(f"worker decode ÷ ceiling: {ratio:.2f}")
+    k = med([len(urls) / x["wall_s"] for x in curl])
+    print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
+    if "original-files" in results:
+        ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results["original-files"]["worker"], curl)])
+        print(f"worker original-files ÷ curl: {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
