@@ -206,17 +206,11 @@ public enum ImageDecoders {
             var resampler = RowResampler(
                 inWidth: inWidth, inHeight: inHeight, outWidth: width, outHeight: height, channels: layout.channels)
             var row = [UInt8](repeating: 0, count: inWidth * 4)
-            var converted = [UInt8](repeating: 0, count: inWidth * layout.channels)
             for _ in 0..<inHeight {
                 guard row.withUnsafeMutableBufferPointer({ iw_png_reader_next(reader, $0.baseAddress) }) == 0 else {
                     return .failure(failure(iw_png_reader_error_kind(reader), String(cString: iw_png_reader_error(reader))))
                 }
-                if layout == .rgba {
-                    row.withUnsafeBufferPointer { resampler.push($0) }
-                } else {
-                    DecodedImage.convertRow(row, from: .rgba, into: &converted, layout)
-                    converted.withUnsafeBufferPointer { resampler.push($0) }
-                }
+                row.withUnsafeBufferPointer { resampler.push(rgba: $0, as: layout) }
             }
             return .success(DecodedImage(width: width, height: height, layout: layout, pixels: resampler.output, format: .png))
         }

@@ -117,6 +117,8 @@ struct RowResampler {
     private var firstOpenRow = 0
     private var sums: [Int: [Double]] = [:]
     private var resampled: [UInt8]
+    /// `push(rgba:as:)`'s row in the output layout.
+    private var converted: [UInt8] = []
     private(set) var output: [UInt8]
 
     init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int) {
@@ -130,6 +132,19 @@ struct RowResampler {
     var isComplete: Bool { nextInputRow == inHeight }
     /// Output rows from the top that are final.
     var completedRows: Int { firstOpenRow }
+
+    /// Takes the next input row as 8-bit RGBA (`inWidth * 4` bytes, as libpng's readers give
+    /// rows), converted to `layout` (of this resampler's channels) first.
+    mutating func push(rgba row: UnsafeBufferPointer<UInt8>, as layout: PixelLayout) {
+        guard layout != .rgba else { return push(row) }
+        if converted.isEmpty { converted = [UInt8](repeating: 0, count: inWidth * layout.channels) }
+        DecodedImage.convertRow(row, from: .rgba, into: &converted, layout)
+        // Moved out for the push (which mutates self) and back: no copy.
+        var rowInLayout: [UInt8] = []
+        swap(&rowInLayout, &converted)
+        rowInLayout.withUnsafeBufferPointer { push($0) }
+        swap(&rowInLayout, &converted)
+    }
 
     /// Takes the next input row (`inWidth * channels` bytes).
     mutating func push(_ row: UnsafeBufferPointer<UInt8>) {

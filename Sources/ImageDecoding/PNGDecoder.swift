@@ -14,7 +14,6 @@ public final class PNGDecoder: IncrementalImageDecoder {
     private let options: DecodeOptions
     private let target: (width: Int, height: Int)?
     private var resampler: RowResampler?
-    private var converted: [UInt8] = []
     private var failed = false
     public private(set) var isComplete = false
 
@@ -41,15 +40,8 @@ public final class PNGDecoder: IncrementalImageDecoder {
             resampler = RowResampler(
                 inWidth: width, inHeight: height, outWidth: min(target.width, width), outHeight: min(target.height, height),
                 channels: options.layout.channels)
-            converted = [UInt8](repeating: 0, count: width * options.layout.channels)
         }
-        let rgba = UnsafeBufferPointer(start: row, count: width * 4)
-        if options.layout == .rgba {
-            resampler?.push(rgba)
-        } else {
-            DecodedImage.convertRow(Array(rgba), from: .rgba, into: &converted, options.layout)
-            converted.withUnsafeBufferPointer { resampler?.push($0) }
-        }
+        resampler?.push(rgba: UnsafeBufferPointer(start: row, count: width * 4), as: options.layout)
     }
 
     deinit { iw_png_destroy(handle) }
