@@ -203,14 +203,14 @@ public enum ImageDecoders {
             let inWidth = Int(iw_png_reader_width(reader))
             let inHeight = Int(iw_png_reader_height(reader))
             let layout = options.layout
-            var resampler = RowResampler(
+            let resampler = RowResampler(
                 inWidth: inWidth, inHeight: inHeight, outWidth: width, outHeight: height, channels: layout.channels)
             var row = [UInt8](repeating: 0, count: inWidth * 4)
             for _ in 0..<inHeight {
                 guard row.withUnsafeMutableBufferPointer({ iw_png_reader_next(reader, $0.baseAddress) }) == 0 else {
                     return .failure(failure(iw_png_reader_error_kind(reader), String(cString: iw_png_reader_error(reader))))
                 }
-                row.withUnsafeBufferPointer { resampler.push(rgba: $0, as: layout) }
+                row.withUnsafeBufferPointer { resampler.push(rgba: $0.baseAddress!) }
             }
             return .success(DecodedImage(width: width, height: height, layout: layout, pixels: resampler.output, format: .png))
         }

@@ -41,7 +41,7 @@ public final class PNGDecoder: IncrementalImageDecoder {
                 inWidth: width, inHeight: height, outWidth: min(target.width, width), outHeight: min(target.height, height),
                 channels: options.layout.channels)
         }
-        resampler?.push(rgba: UnsafeBufferPointer(start: row, count: width * 4), as: options.layout)
+        resampler?.push(rgba: row)
     }
 
     deinit { iw_png_destroy(handle) }
@@ -91,7 +91,7 @@ public final class PNGDecoder: IncrementalImageDecoder {
 
     public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
         if let resampler {
-            return try resampler.output.withUnsafeBufferPointer { pixels in
+            return try resampler.withOutput { pixels in
                 try body(BorrowedPixels(width: resampler.outWidth, height: resampler.outHeight, layout: options.layout, bytes: pixels))
             }
         }

@@ -37,6 +37,54 @@ import Testing
         }
     }
 
+    /// The exact area average of each output pixel's footprint, in doubles, with no rounding
+    /// between the axes: what the fixed-point resampler approximates.
+    func exactAreaAverage(_ image: DecodedImage, _ w: Int, _ h: Int) -> [Double] {
+        func weights(_ inLength: Int, _ outLength: Int, _ o: Int) -> [(Int, Double)] {
+            let scale = Double(inLength) / Double(outLength)
+            let start = Double(o) * scale, end = start + scale
+            return (Int(start)..<min(inLength, Int(end.rounded(.up)))).map { i in
+                (i, max(0, min(end, Double(i + 1)) - max(start, Double(i))) / scale)
+            }
+        }
+        let c = image.layout.channels
+        var out: [Double] = []
+        for oy in 0..<h {
+            for ox in 0..<w {
+                for ch in 0..<c {
+                    var sum = 0.0
+                    for (y, wy) in weights(image.height, h, oy) {
+                        for (x, wx) in weights(image.width, w, ox) { sum += Double(image.pixels[(y * image.width + x) * c + ch]) * wx * wy }
+                    }
+                    out.append(sum)
+                }
+            }
+        }
+        return out
+    }
+
+    @Test func resamplingIsWithinOneLevelOfTheExactAreaAverage() {
+        var generator = SystemRandomNumberGenerator()
+        for layout in [PixelLayout.gray, .rgb, .rgba] {
+            let source = image(97, 61, layout) { _, _, _ in UInt8.random(in: 0...255, using: &generator) }
+            for (w, h) in [(96, 60), (48, 30), (33, 17), (10, 61), (97, 7), (1, 1), (13, 60)] {
+                let scaled = ImageResampler.resize(source, width: w, height: h)
+                let exact = exactAreaAverage(source, w, h)
+                let worst = zip(scaled.pixels, exact).map { abs(Double($0) - $1) }.max() ?? 0
+                #expect(worst <= 1.0, "\(layout) \(w)x\(h): off by \(worst)")
+            }
+        }
+    }
+
+    @Test func enlargingAnAxisKeepsEveryPixelInRange() {
+        // fittedSize never enlarges, but resize takes any size.
+        let source = image(3, 2, .rgb) { x, y, c in UInt8(x * 60 + y * 30 + c) }
+        let big = ImageResampler.resize(source, width: 7, height: 5)
+        #expect(big.width == 7 && big.height == 5)
+        let exact = exactAreaAverage(source, 7, 5)
+        #expect(zip(big.pixels, exact).allSatisfy { abs(Double($0) - $1) <= 1.0 })
+    }
+
     @Test func orientationsTurnTheImageUpright() {
         // 2×1: left pixel 1, right pixel 2.
         let source = image(2, 1) { x, _, _ in UInt8(x + 1) }
