@@ -1,9 +1,9 @@
 /* PNG encoding of 8-bit pixels for delivery (`format: png`).
  *
- * Partial images (`fast`) use libpng's full write API with zlib level 1 and the Up filter on every
+ * The worker encodes every PNG it delivers with `fast`, which uses libpng's full write API with zlib level 1 and the Up filter on every
  * row: on a 12 MP photo 0.7–0.8 s and 17.7 MB, where the simplified API's PNG_IMAGE_FLAG_FAST
- * (level 3, no filter) takes 1.3–1.9 s for 25.5 MB. Final images keep libpng's defaults (adaptive
- * filters, level 6) through the simplified API. libpng's errors longjmp back to this file's frame
+ * (level 3, no filter) takes 1.3–1.9 s for 25.5 MB. Without `fast`: libpng's defaults (adaptive
+ * filters, level 6) through the simplified API, for callers who want the smallest file. libpng's errors longjmp back to this file's frame
  * only. */
 #include "iw_whole.h"
 #include "iw_png_failure.h"

@@ -34,6 +34,7 @@ public final class WorkerServer: Sendable {
     private let session = LockedState(SessionState())
     private let decodeSettings: LockedState<DecodeSettings>
     private let decodes = SharedDecodes()
+    private let slots = DecodeSlots()
     private let progressive: ProgressiveDecodes
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
@@ -239,6 +240,7 @@ public final class WorkerServer: Sendable {
         let downloader = self.downloader
         let downloadRequest = params.request
         let decodes = self.decodes
+        let slots = self.slots
         let settings = self.decodeSettings
         let writer = self.writer
         return RPCReply(
@@ -246,7 +248,7 @@ public final class WorkerServer: Sendable {
             afterReply: {
                 await downloader.start(downloadRequest) { resource in
                     try await OutputDelivery.deliver(
-                        resource, token: token, spec: spec, decodes: decodes, progressive: progressive,
+                        resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
                         settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
                 }
             })

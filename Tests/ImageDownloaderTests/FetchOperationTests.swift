@@ -19,11 +19,13 @@ import Testing
         #expect(op.responseReceived(info(), now: 0) == [.emitResponse(a, info()), .emitProgress(a, received: 0, expected: 100)])
         #expect(op.bodyReceived(total: 40, now: 1, throttle: noThrottle) == [.emitProgress(a, received: 40, expected: 100)])
         #expect(op.bodyReceived(total: 100, now: 2, throttle: noThrottle) == [.emitProgress(a, received: 100, expected: 100)])
-        #expect(op.attemptSucceeded(now: 3) == [.leaveQueue, .recordSuccess, .process(a)])
+        // The slot is held while the body is processed (decoded, written): the running limit
+        // bounds what is in memory.
+        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .process(a)])
         #expect(op.state == .delivering)
         #expect(!op.acceptsTokens)
         let (live, actions) = op.tokenProcessed(a)
-        #expect(live && actions == [.finished])
+        #expect(live && actions == [.leaveQueue, .finished])
         #expect(op.state == .finished)
     }
 
@@ -46,7 +48,7 @@ import Testing
         #expect(op.bodyReceived(total: 100, now: 2, throttle: noThrottle) == [
             .emitProgress(a, received: 100, expected: 100), .emitProgress(b, received: 100, expected: 100),
         ])
-        #expect(op.attemptSucceeded(now: 3) == [.leaveQueue, .recordSuccess, .process(a), .process(b)])
+        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .process(a), .process(b)])
     }
 
     @Test func queuedPriorityIsTheHighestOfLiveTokensAndFollowsCancelsAndChanges() {
@@ -130,7 +132,7 @@ import Testing
         let (live, actions) = op.tokenProcessed(b)
         #expect(live)
         // However b's processing ended (its decode may have failed), the URL is not blocked.
-        #expect(actions == [.finished])
+        #expect(actions == [.leaveQueue, .finished])
     }
 
     @Test func lateEventsAfterFinishDoNothing() {
@@ -154,9 +156,12 @@ import Testing
         var processing: Set<DownloadToken> = []
         var nextToken: Int64 = 1
         var total: Int64 = 0
+        var left = 0
         func apply(_ actions: [FetchOperation.Action]) {
             for action in actions {
                 switch action {
+                case .leaveQueue:
+                    left += 1
                 case .emitCancelled(let t), .emitFailure(let t, _):
                     ended[t, default: 0] += 1
                 case .emitStarted(let t), .emitResponse(let t, _), .emitProgress(let t, _, _):
@@ -203,5 +208,6 @@ import Testing
         #expect(Set(ended.keys) == joined)
         #expect(ended.values.allSatisfy { $0 == 1 })
         #expect(op.state == .finished)
+        #expect(left == 1, "a fetch leaves the queue once, when nothing of it is left")
     }
 }

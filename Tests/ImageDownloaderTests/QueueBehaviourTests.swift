@@ -88,6 +88,30 @@ import TestSupport
         #expect(startOrder(h) == ["blocker", "raised", "high", "normal", "low"].map { .string($0) })
     }
 
+    /// SDWebImage's operation finishes after its decode: a fetch keeps its slot while its tokens
+    /// process the body, so the running limit also bounds bodies and images held in memory.
+    @Test func aFetchKeepsItsSlotUntilItsTokensAreProcessed() async throws {
+        let h = try await DownloaderHarness.make { $0.maxConcurrentDownloads = 1 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("first", bytes(10))
+        h.server.setFile("second", bytes(20))
+        let gate = AsyncStream<Void>.makeStream()
+        try await h.downloader.reserve(.string("first"), url: h.server.url("/files/first"), priority: .normal)
+        await h.downloader.start(DownloadRequest(token: .string("first"), url: h.server.url("/files/first"))) { resource in
+            for await _ in gate.stream { break }  // processing until the test lets it end
+            return resource.byteCount
+        }
+        try await h.start(.string("second"), h.server.url("/files/second"))
+        try await h.until("the first body arrived") { h.server.hits("/files/first") == 1 && h.events(.string("first")).count >= 3 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!h.started(.string("second")), "the second fetch started while the first was still being processed")
+        #expect(await h.downloader.status().runningFetches == 1)
+        gate.continuation.yield()
+        #expect(try await h.outcome(.string("first")).value == 10)
+        #expect(try await h.outcome(.string("second")).value == 20)
+        #expect(startOrder(h) == [.string("first"), .string("second")])
+    }
+
     @Test func aCoalescedFetchTakesItsHighestTokenPriority() async throws {
         let h = try await DownloaderHarness.make { $0.maxConcurrentDownloads = 1 }
         defer { Task { await h.shutdown() } }

@@ -3,13 +3,17 @@
 /// (The model is AsyncHTTPClient's `RequestBag+StateMachine`.) It never does I/O itself.
 ///
 ///     queued ──start──▶ running(1) ──head, chunks, end──▶ delivering ──last token processed──▶ finished
-///                        │  ▲                                  (each token's own processing)
+///                        │  ▲                                  (each token's own processing,
+///                        │  │                                   still in its queue slot)
 ///           transient    │  │ retry timer
 ///           failure      ▼  │
 ///                     waitingToRetry(2)        any other failure / last token cancelled ──▶ finished
 ///
 /// Tokens can join until the body is complete; a late joiner is brought up to date (started,
 /// response, current progress). The fetch's priority is the highest among its live tokens.
+/// Its queue slot is held until every token's processing (decode, write) is over, as
+/// SDWebImage's operation finishes after decoding: the running limit also bounds the bodies and
+/// images in memory, however many fetches are queued.
 public struct FetchOperation: Sendable {
     public enum State: Sendable, Equatable {
         case queued
@@ -131,7 +135,6 @@ public struct FetchOperation: Sendable {
         }
         state = .delivering
         processing = Set(tokens.map(\.token))
-        actions.append(.leaveQueue)
         actions.append(.recordSuccess)
         actions += tokens.map { .process($0.token) }
         return actions
@@ -191,7 +194,7 @@ public struct FetchOperation: Sendable {
             processing.remove(token)
             if processing.isEmpty {
                 state = .finished
-                actions.append(.finished)
+                actions += [.leaveQueue, .finished]
             }
         case .finished:
             break
@@ -219,7 +222,7 @@ public struct FetchOperation: Sendable {
         var actions: [Action] = []
         if processing.isEmpty {
             state = .finished
-            actions.append(.finished)
+            actions += [.leaveQueue, .finished]
         }
         return (true, actions)
     }

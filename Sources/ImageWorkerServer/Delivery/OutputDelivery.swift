@@ -9,20 +9,25 @@ import NIOCore
 enum OutputDelivery {
     static func deliver(
         _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
+        progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DownloadFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
-        // Every consumer of the fetch takes from the progressive session once (none: nil).
-        let progressiveResult = await progressive.take(resource)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
             "url": .string(resource.response.finalURL),
             "status": JSONValue(resource.response.status),
         ]
-        let payload: ByteBuffer
-        let mime: String?
+        let payload: Payload
         let fileExtension: String?
+        // A decoding token holds a slot from its decode to its delivery (not while it waits for
+        // the reader): the bitmaps alive at once are bounded by the slots.
+        var holdsSlot = false
+        defer { if holdsSlot { slots.release() } }
         if spec.format.needsDecoding {
+            await slots.acquire()
+            holdsSlot = true
+            // Every consumer of the fetch takes from the progressive session once (none: nil).
+            let progressiveResult = await progressive.take(resource)
             let image: DecodedImage
             if case .success(let frame)? = progressiveResult, let fitted = fitted(frame, spec: spec) {
                 await decodes.finished(resource.fetchID)
@@ -35,16 +40,17 @@ enum OutputDelivery {
                 // (a token that joined the fetch after its decode began): decoded whole.
                 image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
             }
-            let rendered = try await render(image, spec: spec)
+            // Nothing delivered: the image's description is all there is to make.
+            let rendered = try await render(image, spec: spec, encode: spec.delivery != .none)
             for (key, value) in rendered.fields { result[key] = value }
             payload = rendered.payload
-            mime = rendered.mimeType
             fileExtension = rendered.fileExtension
         } else {
+            _ = await progressive.take(resource)
             await decodes.finished(resource.fetchID)
-            payload = resource.body
-            mime = source?.mimeType ?? resource.response.mimeType
+            payload = Payload(resource.body)
             fileExtension = nil
+            let mime = source?.mimeType ?? resource.response.mimeType
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
@@ -54,8 +60,12 @@ enum OutputDelivery {
             break
         case .inline:
             // No new inline payload while the reader is behind: memory stays bounded.
+            if holdsSlot {
+                slots.release()
+                holdsSlot = false
+            }
             await outputCapacity()
-            result["data"] = .string(Data(payload.readableBytesView).base64EncodedString())
+            result["data"] = .string(payload.base64())
         case .file:
             let url = resource.response.finalURL
             let path = try await BlockingWork.run { () throws(DownloadFailure) -> String in
@@ -79,7 +89,9 @@ enum OutputDelivery {
     /// What a decoded image is delivered as: the event's fields, the bytes, their type.
     struct Rendered: Sendable {
         var fields: JSONObject
-        var payload: ByteBuffer
+        var payload: Payload
+        /// The payload's size (for a raw image described but not made, the size it would have).
+        var byteLength: Int
         var mimeType: String
         var fileExtension: String
     }
@@ -99,9 +111,16 @@ enum OutputDelivery {
     }
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
-    /// (encoding on the blocking pool).
-    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DownloadFailure) -> Rendered {
-        try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
+    /// (encoding on the blocking pool); without `encode` (a token that delivers nothing) only
+    /// described.
+    static func render(_ image: DecodedImage, spec: OutputSpec, encode: Bool = true) async throws(DownloadFailure) -> Rendered {
+        if !encode {
+            let turned = spec.applyOrientation && image.orientation >= 5 && image.orientation <= 8
+            return described(
+                width: turned ? image.height : image.width, height: turned ? image.width : image.height, orientation: image.orientation,
+                source: image.format, spec: spec)
+        }
+        return try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
     /// A partial image as PNG, encoded from the decoder's frame where it lies (full size, upright
@@ -115,30 +134,46 @@ enum OutputDelivery {
             "width": JSONValue(frame.width), "height": JSONValue(frame.height), "sourceFormat": .string(source.rawValue),
             "orientation": JSONValue(orientation), "mimeType": "image/png",
         ]
-        return Rendered(fields: fields, payload: ByteBuffer(bytes: png), mimeType: "image/png", fileExtension: "png")
+        return Rendered(fields: fields, payload: Payload(png), byteLength: png.count, mimeType: "image/png", fileExtension: "png")
     }
 
-    /// `render`, on the calling thread (already off the network and cooperative threads). Partial
-    /// images (`partial`) are compressed less: the next one replaces them.
-    static func renderNow(_ image: DecodedImage, spec: OutputSpec, partial: Bool = false) throws(DownloadFailure) -> Rendered {
+    /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
+    /// final and partial alike, use the encoder's fast settings (zlib level 1, the Up filter):
+    /// several times faster than libpng's defaults for slightly larger files (figures: README).
+    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
-        var fields: JSONObject = [
-            "width": JSONValue(upright.width), "height": JSONValue(upright.height),
-            "sourceFormat": .string(image.format.rawValue), "orientation": JSONValue(image.orientation),
-        ]
+        var rendered = described(width: upright.width, height: upright.height, orientation: image.orientation, source: image.format, spec: spec)
         if spec.format == .png {
             let png: [UInt8]
-            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright, fast: partial) } catch {
+            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright, fast: true) } catch {
                 throw .output(error.description, path: nil)
             }
-            fields["mimeType"] = "image/png"
-            return Rendered(fields: fields, payload: ByteBuffer(bytes: png), mimeType: "image/png", fileExtension: "png")
+            rendered.payload = Payload(png)
+            rendered.byteLength = png.count
+            return rendered
         }
+        rendered.payload = Payload(upright.pixels)
+        return rendered
+    }
+
+    /// What `renderNow` says of an image of this size as the token receives it (upright if
+    /// asked: `width` and `height` are the upright ones), without its bytes: `byteLength` is the
+    /// raw formats' size, 0 for PNG until encoded.
+    static func described(width: Int, height: Int, orientation: Int, source: ImageFormat, spec: OutputSpec) -> Rendered {
+        var fields: JSONObject = [
+            "width": JSONValue(width), "height": JSONValue(height),
+            "sourceFormat": .string(source.rawValue), "orientation": JSONValue(orientation),
+        ]
+        if spec.format == .png {
+            fields["mimeType"] = "image/png"
+            return Rendered(fields: fields, payload: Payload([]), byteLength: 0, mimeType: "image/png", fileExtension: "png")
+        }
+        let stride = width * spec.format.layout.channels
         fields["pixelFormat"] = .string(spec.format.rawValue)
-        fields["stride"] = JSONValue(upright.stride)
+        fields["stride"] = JSONValue(stride)
         fields["mimeType"] = "application/octet-stream"
         return Rendered(
-            fields: fields, payload: ByteBuffer(bytes: upright.pixels), mimeType: "application/octet-stream",
+            fields: fields, payload: Payload([]), byteLength: stride * height, mimeType: "application/octet-stream",
             fileExtension: spec.format.rawValue)
     }
 
@@ -208,7 +243,7 @@ enum OutputDelivery {
     }
 
     /// Writes to `path`, replacing it atomically.
-    static func write(_ body: ByteBuffer, to path: String) throws(DownloadFailure) -> String {
+    static func write(_ body: Payload, to path: String) throws(DownloadFailure) -> String {
         let dir = (path as NSString).deletingLastPathComponent
         try makeDirectory(dir, for: path)
         let temp = try writeTemporary(body, in: dir, for: path)
@@ -222,7 +257,7 @@ enum OutputDelivery {
 
     /// Writes into `dir` under `name`, or, when that exists and `overwrite` is off, under the
     /// first free `name-1.ext`, `name-2.ext`…; never replaces another file by accident.
-    static func write(_ body: ByteBuffer, into dir: String, name: String, overwrite: Bool) throws(DownloadFailure) -> String {
+    static func write(_ body: Payload, into dir: String, name: String, overwrite: Bool) throws(DownloadFailure) -> String {
         let first = (dir as NSString).appendingPathComponent(name)
         try makeDirectory(dir, for: first)
         if overwrite { return try write(body, to: first) }
@@ -247,12 +282,12 @@ enum OutputDelivery {
         }
     }
 
-    private static func writeTemporary(_ body: ByteBuffer, in dir: String, for path: String) throws(DownloadFailure) -> String {
+    private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DownloadFailure) -> String {
         let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .output("cannot write \(path): \(errnoText())", path: path) }
-        let ok = body.withUnsafeReadableBytes { raw -> Bool in
+        let ok = body.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
                 let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)

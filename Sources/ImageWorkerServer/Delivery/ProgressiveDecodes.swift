@@ -160,7 +160,13 @@ final class ProgressiveDecodes: Sendable {
                 width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
             let target = (width: min(asked.width, frameWidth), height: min(asked.height, frameHeight))
             if renders[key] == nil {
-                if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                if spec.delivery == .none, spec.format != .png {
+                    // Delivered nowhere: described, never copied out of the decoder.
+                    let turned = spec.applyOrientation && orientation >= 5
+                    renders[key] = OutputDelivery.described(
+                        width: turned ? target.height : target.width, height: turned ? target.width : target.height,
+                        orientation: orientation, source: decoder.format, spec: spec)
+                } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                     renders[key] = decoder.withCurrentPixels { frame in
                         try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
                     } ?? nil
@@ -168,7 +174,7 @@ final class ProgressiveDecodes: Sendable {
                     if copy == nil { copy = decoder.currentImage() }
                     if let copy {
                         renders[key] = try? OutputDelivery.renderNow(
-                            OutputDelivery.resized(copy, to: target, spec: spec), spec: spec, partial: true)
+                            OutputDelivery.resized(copy, to: target, spec: spec), spec: spec)
                     }
                 }
             }
@@ -177,13 +183,13 @@ final class ProgressiveDecodes: Sendable {
             for (key, value) in rendered.fields { params[key] = value }
             params["filledRows"] = JSONValue(frameHeight > 0 ? filled * target.height / frameHeight : 0)
             params["passes"] = JSONValue(passes)
-            params["byteLength"] = JSONValue(rendered.payload.readableBytes)
+            params["byteLength"] = JSONValue(rendered.byteLength)
             var path = registration.reservedPath
             switch spec.delivery {
             case .none:
                 break
             case .inline:
-                params["data"] = .string(Data(rendered.payload.readableBytesView).base64EncodedString())
+                params["data"] = .string(rendered.payload.base64())
             case .file:
                 do throws(DownloadFailure) {
                     if let reserved = path {

@@ -44,7 +44,8 @@ actor SharedDecodes {
         guard let count = remaining[fetchID] else { return }
         if count <= 1 {
             remaining[fetchID] = nil
-            tasks = tasks.filter { $0.key.fetchID != fetchID }
+            // Removed in place: rebuilding the dictionary for every fetch showed in profiles.
+            for key in tasks.keys.filter({ $0.fetchID == fetchID }) { tasks[key] = nil }
         } else {
             remaining[fetchID] = count - 1
         }
