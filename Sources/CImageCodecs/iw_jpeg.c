@@ -33,6 +33,21 @@ struct iw_jpeg {
     /* Arithmetic-coded files: libjpeg-turbo's arithmetic decoder cannot suspend, so their image
      * data is decoded once all bytes are in (no partial images for them). */
     int whole_only;
+    /* Completed scans, rendered or not. */
+    int scans_seen;
+    /* The coefficient arrays of a progressive file, one per component (captured when libjpeg's
+     * coefficient controller asks for them), for previews. */
+    jvirt_barray_ptr coef[MAX_COMPONENTS];
+    int coef_count, preview_ok;
+    /* Counts the feeds that consumed DC coefficients (a scan with Ss 0); the preview, made of DC
+     * coefficients alone, is made again only when it changed (AC scans leave it as it is). */
+    unsigned dc_generation, preview_generation;
+    uint8_t *preview;
+    /* A progressive file's final output pass waits until the image is asked for
+     * (iw_jpeg_final_into), to be written straight into the caller's memory; then `pixels` no
+     * longer holds the current image. */
+    int final_pending, final_elsewhere;
+    jvirt_barray_ptr (*request_barray)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
     uint8_t *pixels;
     JSAMPROW *rows;
     uint8_t *cmyk_row;
@@ -237,6 +252,7 @@ void iw_jpeg_destroy(iw_jpeg *d) {
     free(d->pixels);
     free(d->rows);
     free(d->cmyk_row);
+    free(d->preview);
     free(d);
 }
 
@@ -303,6 +319,16 @@ static int header(struct iw_jpeg *d) {
     return 1;
 }
 
+/* libjpeg's request_virt_barray, recording the arrays (the coefficient controller asks for one per
+ * component, in component order). */
+static jvirt_barray_ptr record_barray(j_common_ptr cinfo, int pool, boolean pre_zero, JDIMENSION blocks, JDIMENSION rows,
+                                      JDIMENSION access) {
+    struct iw_jpeg *d = (struct iw_jpeg *)cinfo->client_data;
+    jvirt_barray_ptr array = d->request_barray(cinfo, pool, pre_zero, blocks, rows, access);
+    if (d->coef_count < MAX_COMPONENTS) d->coef[d->coef_count++] = array;
+    return array;
+}
+
 static int allocate(struct iw_jpeg *d) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     size_t stride = (size_t)c->output_width * (size_t)d->channels;
@@ -348,7 +374,19 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
     }
     if (d->stage >= 1 && d->whole_only && !d->last) return events;
     if (d->stage == 1) {
+        /* Previews read a progressive file's coefficients (pre-zeroed by libjpeg, so rows no scan
+         * reached read as zero): only YCbCr, RGB and grayscale files. */
+        if (d->multi && c->progressive_mode && !d->request_barray && !d->cmyk
+            && ((c->num_components == 3 && (c->jpeg_color_space == JCS_YCbCr || c->jpeg_color_space == JCS_RGB))
+                || (c->num_components == 1 && c->jpeg_color_space == JCS_GRAYSCALE))) {
+            d->request_barray = c->mem->request_virt_barray;
+            c->mem->request_virt_barray = record_barray;
+        }
         if (!jpeg_start_decompress(c)) goto suspended;
+        if (d->request_barray) {
+            c->mem->request_virt_barray = d->request_barray;
+            d->preview_ok = d->coef_count == c->num_components;
+        }
         if (!allocate(d)) return IW_FAILED;
         d->stage = 2;
     }
@@ -365,7 +403,9 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         } else {
             int r;
             do {
+                int dc = c->Ss == 0;
                 r = jpeg_consume_input(c);
+                if (dc || c->Ss == 0) d->dc_generation++;
                 if (d->max_scans && c->input_scan_number > d->max_scans) {
                     char message[96];
                     snprintf(message, sizeof message, "more than %d progressive scans", d->max_scans);
@@ -375,14 +415,22 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
             } while (r != JPEG_SUSPENDED && r != JPEG_REACHED_EOI);
             int complete = jpeg_input_complete(c);
             int target = complete ? c->input_scan_number : c->input_scan_number - 1;
-            if (target >= 1 && target > d->last_target && (complete || d->partial_frames)) {
+            if (target > d->scans_seen) {
+                d->scans_seen = target;
+                events |= IW_SCAN;
+            }
+            if (complete && target >= 1 && target > d->last_target) {
+                /* The final frame: rendered when asked for, into the caller's memory. */
+                d->final_pending = 1;
+                d->last_target = target;
+                events |= IW_PIXELS;
+            } else if (target >= 1 && target > d->last_target && d->partial_frames) {
                 /* Partial images are previews: they skip libjpeg's block smoothing (about a tenth of a
                  * whole decode per pass on a large image; early scans look blockier) and use the fast
-                 * integer IDCT (libjpeg lets both change between output passes). The final pass uses
-                 * the accurate IDCT, as a whole-buffer decode does, and has every coefficient, where
-                 * smoothing does nothing: the final image is a whole decode's pixels. */
-                c->do_block_smoothing = complete ? TRUE : FALSE;
-                c->dct_method = complete ? JDCT_ISLOW : JDCT_IFAST;
+                 * integer IDCT (libjpeg lets both change between output passes). The final pass
+                 * (iw_jpeg_final_into) uses the accurate IDCT, as a whole-buffer decode does. */
+                c->do_block_smoothing = FALSE;
+                c->dct_method = JDCT_IFAST;
                 jpeg_start_output(c, target);
                 read_rows(d);
                 jpeg_finish_output(c);
@@ -390,7 +438,9 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
                 events |= IW_PIXELS;
             }
             if (complete) {
-                jpeg_finish_decompress(c);
+                /* jpeg_finish_decompress frees the coefficient arrays with the image's pool. */
+                d->preview_ok = 0;
+                if (!d->final_pending) jpeg_finish_decompress(c);
                 d->stage = 3;
                 events |= IW_COMPLETE;
             }
@@ -413,7 +463,142 @@ uint32_t iw_jpeg_height(const iw_jpeg *d) { return d->cinfo.output_height; }
 int iw_jpeg_channels(const iw_jpeg *d) { return d->channels; }
 int iw_jpeg_is_progressive(const iw_jpeg *d) { return d->multi; }
 int iw_jpeg_orientation(const iw_jpeg *d) { return d->orientation; }
-const uint8_t *iw_jpeg_pixels(const iw_jpeg *d) { return d->pixels; }
+const uint8_t *iw_jpeg_pixels(const iw_jpeg *d) { return d->final_pending || d->final_elsewhere ? NULL : d->pixels; }
 uint32_t iw_jpeg_rows(const iw_jpeg *d) { return d->multi ? (d->last_target ? d->cinfo.output_height : 0) : d->cinfo.output_scanline; }
 int iw_jpeg_scans(const iw_jpeg *d) { return d->last_target; }
 void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted) { d->partial_frames = wanted; }
+int iw_jpeg_completed_scans(const iw_jpeg *d) { return d->scans_seen; }
+
+int iw_jpeg_preview_size(const iw_jpeg *d, uint32_t *width, uint32_t *height) {
+    if (!d->preview_ok || d->stage < 2) return IW_FAILED;
+    *width = (d->cinfo.image_width + 7) / 8;
+    *height = (d->cinfo.image_height + 7) / 8;
+    return 0;
+}
+
+static inline uint8_t clamp8(int v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
+
+static int make_preview(iw_jpeg *d, uint8_t *out, uint32_t width, uint32_t height);
+
+int iw_jpeg_preview(iw_jpeg *d, uint8_t *out) {
+    uint32_t width, height;
+    if (iw_jpeg_preview_size(d, &width, &height) != 0 || d->scans_seen < 1) return IW_FAILED;
+    const size_t size = (size_t)width * height * d->channels;
+    if (!d->preview || d->preview_generation != d->dc_generation) {
+        if (!d->preview) d->preview = malloc(size);
+        if (!d->preview || make_preview(d, d->preview, width, height) != 0) return IW_FAILED;
+        d->preview_generation = d->dc_generation;
+    }
+    memcpy(out, d->preview, size);
+    return 0;
+}
+
+/* Reads each block's DC coefficient: memory-bound (one cache line per block). */
+static int make_preview(iw_jpeg *d, uint8_t *out, uint32_t width, uint32_t height) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    const int components = c->num_components, channels = d->channels;
+    /* Row buffers for each component's block averages, then colour conversion; each component's
+     * block column for each preview column (no division per pixel). */
+    uint8_t *planes = malloc((size_t)width * components);
+    JDIMENSION *columns = malloc(sizeof(JDIMENSION) * width * components);
+    if (!planes || !columns) {
+        free(planes);
+        free(columns);
+        return IW_FAILED;
+    }
+    for (int ci = 0; ci < components; ci++) {
+        const jpeg_component_info *comp = &c->comp_info[ci];
+        for (uint32_t x = 0; x < width; x++) {
+            JDIMENSION bx = (JDIMENSION)((uint64_t)x * comp->h_samp_factor / c->max_h_samp_factor);
+            columns[(size_t)ci * width + x] = bx < comp->width_in_blocks ? bx : comp->width_in_blocks - 1;
+        }
+    }
+    if (setjmp(d->err.jump)) {
+        /* A refused array access: no preview from now on; the decoder itself is unharmed (the
+         * access is checked before anything changes). */
+        d->preview_ok = 0;
+        free(planes);
+        free(columns);
+        return IW_FAILED;
+    }
+    for (uint32_t y = 0; y < height; y++) {
+        for (int ci = 0; ci < components; ci++) {
+            const jpeg_component_info *comp = &c->comp_info[ci];
+            uint8_t *plane = planes + (size_t)ci * width;
+            JDIMENSION by = (JDIMENSION)((uint64_t)y * comp->v_samp_factor / c->max_v_samp_factor);
+            if (by >= comp->height_in_blocks) by = comp->height_in_blocks - 1;
+            const JQUANT_TBL *quant = comp->quant_table; /* NULL until the component's first scan */
+            if (!quant) {
+                memset(plane, 128, width);
+                continue;
+            }
+            JBLOCKARRAY rows = (*c->mem->access_virt_barray)((j_common_ptr)c, d->coef[ci], by, 1, FALSE);
+            const int q = quant->quantval[0];
+            const JDIMENSION *column = columns + (size_t)ci * width;
+            const JBLOCKROW blocks = rows[0];
+            for (uint32_t x = 0; x < width; x++) {
+                /* libjpeg's 1x1 IDCT: the dequantized DC over 8, rounded, around the centre. */
+                plane[x] = clamp8(((blocks[column[x]][0] * q + 4) >> 3) + 128);
+            }
+        }
+        uint8_t *o = out + (size_t)y * width * channels;
+        const uint8_t *p0 = planes, *p1 = planes + width, *p2 = planes + 2 * (size_t)width;
+        for (uint32_t x = 0; x < width; x++) {
+            int r, g, b;
+            if (components == 1) {
+                r = g = b = p0[x];
+            } else if (c->jpeg_color_space == JCS_RGB) {
+                r = p0[x], g = p1[x], b = p2[x];
+            } else {
+                /* jdcolor.c's YCbCr to RGB, in its fixed point (16 bits). */
+                const int yy = p0[x], cb = p1[x] - 128, cr = p2[x] - 128;
+                r = yy + ((91881 * cr + 32768) >> 16);
+                g = yy + ((-22554 * cb - 46802 * cr + 32768) >> 16);
+                b = yy + ((116130 * cb + 32768) >> 16);
+            }
+            if (channels == 1) {
+                /* Gray output of a colour file is its luma (Y itself for YCbCr, as libjpeg). */
+                *o++ = components == 1 || c->jpeg_color_space == JCS_YCbCr
+                    ? p0[x] : (uint8_t)((clamp8(r) * 19595u + clamp8(g) * 38470u + clamp8(b) * 7471u + 32768u) >> 16);
+            } else {
+                *o++ = clamp8(r), *o++ = clamp8(g), *o++ = clamp8(b);
+                if (channels == 4) *o++ = 255;
+            }
+        }
+    }
+    free(planes);
+    free(columns);
+    return 0;
+}
+
+int iw_jpeg_final_pending(const iw_jpeg *d) { return d->final_pending; }
+
+int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out) {
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    const size_t stride = (size_t)c->output_width * (size_t)d->channels;
+    if (d->stage != 3 || d->final_elsewhere) return IW_FAILED;
+    if (!d->final_pending) {
+        memcpy(out, d->pixels, stride * c->output_height);
+        return 0;
+    }
+    if (setjmp(d->err.jump)) {
+        char message[JMSG_LENGTH_MAX];
+        (*c->err->format_message)((j_common_ptr)c, message);
+        d->final_pending = 0;
+        d->final_elsewhere = 1;
+        fail(d, IW_ERR_CORRUPT, message);
+        return IW_FAILED;
+    }
+    /* The final pass uses the accurate IDCT and block smoothing, as a whole-buffer decode does,
+     * and has every coefficient: the pixels are a whole decode's. */
+    for (JDIMENSION y = 0; y < c->output_height; y++) d->rows[y] = out + (size_t)y * stride;
+    d->final_pending = 0;
+    d->final_elsewhere = 1;
+    c->do_block_smoothing = TRUE;
+    c->dct_method = JDCT_ISLOW;
+    jpeg_start_output(c, c->input_scan_number);
+    read_rows(d);
+    jpeg_finish_output(c);
+    jpeg_finish_decompress(c);
+    return 0;
+}

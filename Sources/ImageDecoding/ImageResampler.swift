@@ -27,18 +27,27 @@ public enum ImageResampler {
 
     public static func resize(_ image: DecodedImage, width: Int, height: Int) -> DecodedImage {
         guard width != image.width || height != image.height else { return image }
+        return image.pixels.withUnsafeBufferPointer { pixels in
+            resize(
+                BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), width: width, height: height,
+                orientation: image.orientation, format: image.format)
+        }
+    }
+
+    /// `resize` of pixels lent by a decoder (no copy of them first).
+    public static func resize(
+        _ frame: BorrowedPixels, width: Int, height: Int, orientation: Int = 1, format: ImageFormat
+    ) -> DecodedImage {
         precondition(width > 0 && height > 0, "resize to an empty image")
-        let count = width * height * image.layout.channels
+        let count = width * height * frame.layout.channels
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let status = image.pixels.withUnsafeBufferPointer {
-                iw_resize(
-                    $0.baseAddress, UInt32(image.width), UInt32(image.height), Int32(image.layout.channels), buffer.baseAddress,
-                    UInt32(width), UInt32(height))
-            }
+            let status = iw_resize(
+                frame.bytes.baseAddress, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), buffer.baseAddress,
+                UInt32(width), UInt32(height))
             precondition(status == 0, "out of memory while resampling")
             initialized = count
         }
-        return DecodedImage(width: width, height: height, layout: image.layout, pixels: pixels, orientation: image.orientation, format: image.format)
+        return DecodedImage(width: width, height: height, layout: frame.layout, pixels: pixels, orientation: orientation, format: format)
     }
 }
 

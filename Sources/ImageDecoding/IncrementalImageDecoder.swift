@@ -8,6 +8,8 @@ public struct DecodeProgress: OptionSet, Sendable {
     public static let pixels = DecodeProgress(rawValue: 2)
     /// The whole image is decoded.
     public static let complete = DecodeProgress(rawValue: 4)
+    /// A progressive JPEG scan completed, whether or not the frame shows it (`wantsPartialFrames`).
+    public static let scan = DecodeProgress(rawValue: 8)
 }
 
 /// The decoder's current frame, borrowed: valid only inside `withCurrentPixels`, and only until
@@ -50,6 +52,18 @@ public protocol IncrementalImageDecoder: AnyObject {
     /// The pixels as they are now, without a copy, in the decoder's own layout (`layout` of the
     /// options for JPEG; RGBA for PNG); nil before any pixel.
     func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R?
+    /// The size of `preview()`'s image, when this decoder can make one (known after its first
+    /// `feed`); nil otherwise.
+    var previewSize: (width: Int, height: Int)? { get }
+    /// A small image of what has been decoded so far, made without a partial frame, in the
+    /// requested layout with the number of passes it shows; nil when there is none. A progressive
+    /// JPEG's is an eighth of the stored size, from its coefficients (`JPEGDecoder`).
+    func preview() -> (image: DecodedImage, passes: Int)?
+}
+
+extension IncrementalImageDecoder {
+    public var previewSize: (width: Int, height: Int)? { nil }
+    public func preview() -> (image: DecodedImage, passes: Int)? { nil }
 }
 
 extension IncrementalImageDecoder {

@@ -57,13 +57,62 @@ public final class JPEGDecoder: IncrementalImageDecoder {
         didSet { iw_jpeg_want_partial_frames(handle, wantsPartialFrames ? 1 : 0) }
     }
 
+    /// A progressive file's preview: each 8x8 block's average (its DC coefficient), 1/8 of the
+    /// stored size, colour from the block covering each pixel, made from the coefficients without an
+    /// output pass (`iw_jpeg_preview`). Available for progressive YCbCr, RGB and grayscale files
+    /// from the first scan until the image is complete (then its coefficients are gone; the final
+    /// frame is decoded).
+    public var previewSize: (width: Int, height: Int)? {
+        var w: UInt32 = 0
+        var h: UInt32 = 0
+        guard iw_jpeg_preview_size(handle, &w, &h) == 0 else { return nil }
+        return (Int(w), Int(h))
+    }
+
+    public func preview() -> (image: DecodedImage, passes: Int)? {
+        guard let (w, h) = previewSize else { return nil }
+        let count = w * h * options.layout.channels
+        var ok = false
+        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            ok = iw_jpeg_preview(handle, buffer.baseAddress) == 0
+            initialized = ok ? count : 0
+        }
+        guard ok else { return nil }
+        let image = DecodedImage(width: w, height: h, layout: options.layout, pixels: pixels, orientation: orientation, format: .jpeg)
+        return (image, Int(iw_jpeg_completed_scans(handle)))
+    }
+
+    /// A progressive file's final image, rendered by its last output pass straight into this array
+    /// when first asked for (`iw_jpeg_final_into`: no frame buffer, no copy), then kept.
+    private var final: DecodedImage?
+
+    private func finalImage() -> DecodedImage? {
+        if let final { return final }
+        guard isComplete, iw_jpeg_final_pending(handle) != 0, let (w, h) = size else { return nil }
+        let count = w * h * options.layout.channels
+        var ok = false
+        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            ok = iw_jpeg_final_into(handle, buffer.baseAddress) == 0
+            initialized = ok ? count : 0
+        }
+        guard ok else { return nil }
+        final = DecodedImage(width: w, height: h, layout: options.layout, pixels: pixels, orientation: orientation, format: .jpeg)
+        return final
+    }
+
     public func currentImage() -> DecodedImage? {
-        withCurrentPixels { frame in
+        if let final = finalImage() { return final }
+        return withCurrentPixels { frame in
             DecodedImage(width: frame.width, height: frame.height, layout: frame.layout, pixels: Array(frame.bytes), orientation: orientation, format: .jpeg)
         }
     }
 
     public func withCurrentPixels<R>(_ body: (BorrowedPixels) throws -> R) rethrows -> R? {
+        if let final = finalImage() {
+            return try final.pixels.withUnsafeBufferPointer {
+                try body(BorrowedPixels(width: final.width, height: final.height, layout: final.layout, bytes: $0))
+            }
+        }
         guard let (w, h) = size, filledRows > 0, let pixels = iw_jpeg_pixels(handle) else { return nil }
         let count = w * h * options.layout.channels
         return try body(BorrowedPixels(width: w, height: h, layout: options.layout, bytes: UnsafeBufferPointer(start: pixels, count: count)))

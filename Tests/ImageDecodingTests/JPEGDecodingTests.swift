@@ -255,6 +255,93 @@ struct JPEGDecodingTests {
         }
     }
 
+    /// A progressive file's preview (`partialMaxPixelSize`) is made from its coefficients, without
+    /// an output pass: after each scan, the image at 1/8 scale as far as the scans go; once all
+    /// are in, what libjpeg gives at 1/8 scale (exactly for grey; for colour, chroma is taken from
+    /// its block instead of libjpeg's smooth upsampling).
+    @Test(
+        .enabled(if: Corpora.hasCjpeg, "cjpeg and djpeg (Debian: libjpeg-turbo-progs) are not installed"),
+        arguments: [["-grayscale"], ["-sample", "2x2"], ["-sample", "1x1"], ["-sample", "2x1"]])
+    func progressivePreviewsComeFromTheCoefficients(_ sampling: [String]) throws {
+        let (width, height) = (403, 251)
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 3
+                // Smooth colour, sharp grey edges (a checker in luma only): block-sized chroma
+                // samples are then close to libjpeg's smoother chroma.
+                let checker = (x / 40 + y / 40) % 2 == 0 ? 60 : 0
+                pixels[i] = UInt8(x * 180 / width + checker)
+                pixels[i + 1] = UInt8(y * 180 / height + checker)
+                pixels[i + 2] = UInt8((x + y) * 180 / (width + height) + checker)
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iw-preview-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("source.ppm")
+        try Data(Corpora.pnmBytes(DecodedImage(width: width, height: height, layout: .rgb, pixels: pixels, format: .jpeg))).write(to: source)
+        let data = try #require(try Corpora.output(of: "cjpeg", ["-progressive", "-quality", "90"] + sampling + [source.path]))
+        let file = directory.appendingPathComponent("p.jpg")
+        try Data(data).write(to: file)
+        let grey = sampling == ["-grayscale"]
+
+        var options = DecodeOptions()
+        options.layout = grey ? .gray : .rgb
+        let decoder = try JPEGDecoder(options: options)
+        decoder.wantsPartialFrames = false
+        var previews: [(image: DecodedImage, passes: Int)] = []
+        var offset = 0
+        while offset < data.count {
+            let end = min(data.count, offset + 512)
+            let progress = try decoder.feed(Array(data[offset..<end]), isLast: end == data.count)
+            if end < data.count {
+                #expect(!progress.contains(.pixels), "no frame is rendered while none is wanted")
+            }
+            if offset == 0 { #expect(decoder.preview() == nil || progress.contains(.scan), "no preview before the first scan") }
+            if progress.contains(.scan), let preview = decoder.preview() { previews.append(preview) }
+            offset = end
+        }
+        #expect(decoder.isComplete)
+        #expect(decoder.previewSize == nil && decoder.preview() == nil, "the coefficients are gone with the complete image")
+        #expect(previews.count >= 3, "a preview after each of several scans")
+        #expect(previews.allSatisfy { ($0.image.width, $0.image.height) == ((width + 7) / 8, (height + 7) / 8) })
+        #expect(previews.map(\.passes) == previews.map(\.passes).sorted() && Set(previews.map(\.passes)).count == previews.count)
+        // The last preview before the end: the DC coefficients are complete by then (cjpeg's
+        // scripts refine the DC before the last AC scans).
+        let final = try #require(previews.last).image
+        let reference = try #require(try Corpora.djpeg(file: file, ["-scale", "1/8"]))
+        #expect((final.width, final.height) == (reference.width, reference.height))
+        let differences = zip(final.pixels, reference.pixels).map { abs(Int($0) - Int($1)) }
+        let mean = Double(differences.reduce(0, +)) / Double(differences.count)
+        if grey {
+            #expect(final.pixels == reference.pixels)
+        } else {
+            #expect(mean < 2, "mean difference \(mean)")
+            // Luma is exact: a colour file's grey preview is its Y blocks' averages.
+            var greyOptions = DecodeOptions()
+            greyOptions.layout = .gray
+            let greyDecoder = try JPEGDecoder(options: greyOptions)
+            _ = try greyDecoder.feed(Array(data.dropLast(2)), isLast: false)
+            let luma = try #require(try Corpora.djpeg(file: file, ["-scale", "1/8", "-grayscale"]))
+            #expect(try #require(greyDecoder.preview()).image.pixels == luma.pixels)
+        }
+        // In RGBA: the same colours, opaque.
+        var rgba = DecodeOptions()
+        rgba.layout = .rgba
+        let decoder4 = try JPEGDecoder(options: rgba)
+        _ = try decoder4.feed(Array(data.dropLast(2)), isLast: false)  // all but the end marker
+        let preview4 = try #require(decoder4.preview()).image
+        #expect(preview4.converted(to: final.layout).pixels == final.pixels)
+        #expect(stride(from: 3, to: preview4.pixels.count, by: 4).allSatisfy { preview4.pixels[$0] == 255 })
+    }
+
+    @Test func baselineFilesHaveNoPreview() throws {
+        let data = try Corpora.bytes("jpeg/testorig.jpg")
+        let (decoder, _) = try Corpora.feed(data, format: .jpeg, chunk: 1024)
+        #expect(decoder.isComplete && decoder.previewSize == nil && decoder.preview() == nil)
+    }
+
     @Test func aProgressiveFileShowsNoFrameBeforeItsFirstScan() throws {
         // Its frame is not zeroed in advance (the first scan's output pass writes all of it), so
         // nothing may be read before that pass, not even after the file is cut short.

@@ -11,6 +11,7 @@ enum {
     IW_HEADER = 1,    /* width and height are known (reported once) */
     IW_PIXELS = 2,    /* more of the image is available: rows, or a completed scan */
     IW_COMPLETE = 4,  /* the whole image is decoded */
+    IW_SCAN = 8,      /* progressive: a scan completed (rendered into the frame or not) */
     IW_FAILED = -1    /* see iw_jpeg_error(); the decoder can do nothing more */
 };
 
@@ -52,6 +53,26 @@ int iw_jpeg_scans(const iw_jpeg *d);
  * scans are absorbed without their output pass, the costly part of a partial frame; the next
  * wanted frame shows all of them, and the final frame is always rendered. */
 void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted);
+
+/* Progressive: the scans completed so far, whether or not a frame shows them. */
+int iw_jpeg_completed_scans(const iw_jpeg *d);
+/* A preview of a progressive JPEG as its coefficients are now, without an output pass: each 8x8
+ * block's average (its DC coefficient, as libjpeg's 1/8-scale IDCT computes it), chroma taken from
+ * the block that covers the pixel, in the decoder's layout: ceil(width / 8) x ceil(height / 8)
+ * pixels of the stored image (whatever the decoder's own scale). iw_jpeg_preview_size gives the
+ * size from the decoder's start to the end of the image data (when the coefficients are freed), or
+ * IW_FAILED when it can have none (not progressive, CMYK or YCCK); iw_jpeg_preview writes size * channels bytes into `out` once a scan is complete; 0 or
+ * IW_FAILED. */
+int iw_jpeg_preview_size(const iw_jpeg *d, uint32_t *width, uint32_t *height);
+int iw_jpeg_preview(iw_jpeg *d, uint8_t *out);
+
+/* A progressive file's final frame is not rendered by iw_jpeg_feed: once IW_COMPLETE, the final
+ * image is written into `out` (width * height * channels bytes) by iw_jpeg_final_into, once (the
+ * frame buffer is not used for it, so iw_jpeg_pixels is NULL from completion on); for other
+ * files it copies the frame. iw_jpeg_final_pending says whether that pass is still to come.
+ * 0 or IW_FAILED (error set). */
+int iw_jpeg_final_pending(const iw_jpeg *d);
+int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out);
 
 /* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);
