@@ -43,6 +43,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Decoded formats: scale down so the longest side is at most this many pixels.")
     var maxPixelSize: Int?
 
+    @Option(help: "With --progressive: partial images no larger than this many pixels on their longest side (the final image keeps its size).")
+    var partialMaxPixelSize: Int?
+
     @Flag(help: "Replace files of the same name (default: name-1.ext, name-2.ext, …).")
     var overwrite = false
 
@@ -78,6 +81,12 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("--max-pixel-size needs a decoded --format (png, rgba, rgb or gray)")
         }
         if let m = maxPixelSize, m < 1 { throw ValidationError("--max-pixel-size must be positive") }
+        if partialMaxPixelSize != nil, !progressive {
+            throw ValidationError("--partial-max-pixel-size goes with --progressive")
+        }
+        if let m = partialMaxPixelSize, m < 1 || m > 1_000_000 {
+            throw ValidationError("--partial-max-pixel-size must be between 1 and 1000000")
+        }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let r = maxRetries, r < 0 || r > 100 { throw ValidationError("--max-retries must be between 0 and 100") }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -102,6 +111,7 @@ struct Get: AsyncParsableCommand {
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
         options.overwrite = overwrite
         options.maxPixelSize = maxPixelSize
+        options.partialMaxPixelSize = partialMaxPixelSize
         options.timeoutMs = timeoutMs
         options.maxRetries = maxRetries
         let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))

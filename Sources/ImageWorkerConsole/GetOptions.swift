@@ -16,6 +16,8 @@ public struct GetOptions: Sendable {
     public var progressBars = false
     public var overwrite = false
     public var maxPixelSize: Int?
+    /// With `progressive`: partial images at most this many pixels on their longest side.
+    public var partialMaxPixelSize: Int?
     public var timeoutMs: Int64?
     public var maxRetries: Int?
 
@@ -33,6 +35,7 @@ public struct GetOptions: Sendable {
             "delivery": "file", "dir": .string(directory), "format": .string(format), "overwrite": .bool(overwrite),
         ]
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
+        if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         var params: JSONObject = [
             "token": .string(GetOptions.token(index)), "url": .string(urls[index]), "priority": .string(priority),
             "output": .object(output),

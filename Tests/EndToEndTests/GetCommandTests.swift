@@ -138,10 +138,30 @@ import TestSupport
         #expect(run.lines == ["cancelled \(url)"])
     }
 
+    @Test func partialImagesAtAPreviewSize() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let run = try await Self.run([
+            "get", "--json", "--progressive", "--partial-max-pixel-size", "20", "--format", "rgba", "-o", out.path,
+            server.url("/files/testimgp.jpg?chunk=600&delayMs=10"),
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let messages = run.lines.compactMap { try? JSONParser.parse($0) }
+        let partials = messages.filter { $0["method"] == .string(WorkerEvent.partialImage) }
+        #expect(!partials.isEmpty)
+        #expect(partials.allSatisfy { $0["params"]?["width"] == 20 && $0["params"]?["height"] == 13 }, "\(partials)")
+        let completed = try #require(messages.first { $0["method"] == .string(WorkerEvent.completed) })
+        #expect(completed["params"]?["width"] == 227 && completed["params"]?["height"] == 149)
+    }
+
     @Test func badArgumentsAreRefusedWithAReason() async throws {
         let run = try await Self.run(["get", "--progressive", "--format", "original", "http://127.0.0.1:9/a.jpg"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("--progressive needs a decoded --format"), "\(run.stderr)")
+        let alone = try await Self.run(["get", "--partial-max-pixel-size", "64", "http://127.0.0.1:9/a.jpg"])
+        #expect(alone.status != 0 && alone.stderr.contains("--partial-max-pixel-size goes with --progressive"), "\(alone.stderr)")
         let none = try await Self.run(["get"])
         #expect(none.status != 0 && none.stderr.contains("URL"), "\(none.stderr)")
         let help = try await Self.run(["--help"])

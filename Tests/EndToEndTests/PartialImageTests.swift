@@ -46,6 +46,65 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// `partialMaxPixelSize`: each token's partial images at most that size (a progressive JPEG's
+    /// from its coefficients when an eighth of the image covers them, else from the frame; an
+    /// interlaced PNG's pass frames scaled down), the final image at the size asked, one decode.
+    @Test(arguments: [("testimgp.jpg", 200), ("basi6a08.png", 24)])
+    func partialImagesAtAPreviewSize(file: String, chunk: Int) async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let url = JSONValue.string(server.url("/files/\(file)?chunk=\(chunk)&delayMs=40"))
+        worker.request(1, "download", [
+            "url": url, "token": "tiny", "progressive": true,
+            "output": ["format": "rgba", "delivery": "inline", "partialIntervalMs": 0, "partialMaxPixelSize": 16],
+        ])
+        worker.request(2, "download", [
+            "url": url, "token": "mid", "progressive": true,
+            "output": ["format": "png", "delivery": "inline", "partialIntervalMs": 0, "partialMaxPixelSize": 24, "maxPixelSize": 100],
+        ])
+        worker.request(3, "download", [
+            "url": url, "token": "full", "progressive": true, "output": ["format": "rgb", "delivery": "none", "partialIntervalMs": 0],
+        ])
+        let whole = try ImageDecoders.decode(try sample(file))
+        func fitted(_ limit: Int?, within: (width: Int, height: Int)? = nil) -> (width: Int, height: Int) {
+            let base = within ?? (whole.width, whole.height)
+            return ImageResampler.fittedSize(width: base.width, height: base.height, maxPixelSize: limit, maxPixelCount: nil)
+        }
+        let expected: [(token: JSONValue, partial: (width: Int, height: Int), final: (width: Int, height: Int))] = [
+            ("tiny", fitted(16), (whole.width, whole.height)),
+            ("mid", fitted(24, within: fitted(100)), fitted(100)),
+            ("full", (whole.width, whole.height), (whole.width, whole.height)),
+        ]
+        for (token, partial, final) in expected {
+            let completed = try await worker.completion(token)["params"]
+            #expect(completed?["outcome"] == "success")
+            #expect(completed?["width"]?.integerValue == Int64(final.width) && completed?["height"]?.integerValue == Int64(final.height))
+            let list = partials(worker, token)
+            #expect(!list.isEmpty, "\(file) \(token): no partial image")
+            for event in list {
+                #expect(event["width"]?.integerValue == Int64(partial.width) && event["height"]?.integerValue == Int64(partial.height),
+                    "\(file) \(token): \(event["width"] ?? .null)x\(event["height"] ?? .null), not \(partial)")
+                #expect(event["filledRows"]?.integerValue ?? -1 <= Int64(partial.height))
+            }
+            let passes = list.map { $0["passes"]?.integerValue ?? -1 }
+            #expect(passes == passes.sorted(), "scans/passes never go back")
+        }
+        // The tiny token's last partial image looks like the whole image at that size.
+        let last = try #require(partials(worker, "tiny").last)
+        let bytes = Array(try #require(last["data"]?.stringValue.flatMap { Data(base64Encoded: $0) }))
+        let reference = ImageResampler.resize(whole.converted(to: .rgba), width: fitted(16).width, height: fitted(16).height)
+        #expect(bytes.count == reference.pixels.count)
+        if last["passes"]?.integerValue ?? 0 >= 2 {
+            let mean = Double(zip(bytes, reference.pixels).map { abs(Int($0) - Int($1)) }.reduce(0, +)) / Double(bytes.count)
+            #expect(mean < 24, "\(file): the preview is far from the image (mean difference \(mean))")
+        }
+        worker.request(4, "status")
+        #expect(try await worker.response(4)["result"]?["decodes"] == 1, "one progressive decode served every token")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func partialFilesAreReplacedInPlaceByTheFinalImage() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

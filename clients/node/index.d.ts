@@ -133,6 +133,8 @@ export interface DownloadOptions {
   applyOrientation?: boolean;
   overwrite?: boolean;
   partialIntervalMs?: number;
+  /** With `progressive`: partial images no larger than this on their longest side (the final image keeps its size). */
+  partialMaxPixelSize?: number;
   /** Your own token (otherwise one is made). */
   token?: Token;
   /** Cancels the download when aborted. */

@@ -193,11 +193,11 @@ export function downloadParams(url, token, options = {}) {
   const {
     dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, credentials,
     allowInvalidCertificates, handleCookies, retryFailed, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
-    partialIntervalMs,
+    partialIntervalMs, partialMaxPixelSize,
   } = options;
   const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
     'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'maxPixelSize', 'maxPixelCount',
-    'applyOrientation', 'overwrite', 'partialIntervalMs', 'token', 'signal']);
+    'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'token', 'signal']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new TypeError(`unknown download option ${JSON.stringify(key)}`);
   }
@@ -210,7 +210,9 @@ export function downloadParams(url, token, options = {}) {
   if (dir != null) Object.assign(output, { delivery: 'file', dir: String(dir) });
   else if (path != null) Object.assign(output, { delivery: 'file', path: String(path) });
   else if (inline) output.delivery = 'inline';
-  for (const [key, value] of Object.entries({ format: chosenFormat, overwrite, maxPixelSize, maxPixelCount, applyOrientation, partialIntervalMs })) {
+  for (const [key, value] of Object.entries({
+    format: chosenFormat, overwrite, maxPixelSize, maxPixelCount, applyOrientation, partialIntervalMs, partialMaxPixelSize,
+  })) {
     if (value != null) output[key] = value;
   }
   const params = { url, token };

@@ -129,15 +129,41 @@ final class ProgressiveDecodes: Sendable {
         return ((widest, tallest), layout)
     }
 
-    /// Whether a frame decoded now would be sent to any of `tokens`: when not, the decoder skips
-    /// rendering it (a progressive JPEG's output pass over the whole image).
-    fileprivate func wantsPartialImage(_ tokens: [DownloadToken]) -> Bool {
-        !due(tokens, now: DispatchTime.now().uptimeNanoseconds).isEmpty
+    /// Whether a frame decoded now would be used for any of `tokens`: when not, the decoder skips
+    /// rendering it (a progressive JPEG's output pass over the whole image). Tokens served by the
+    /// decoder's preview need no frame.
+    fileprivate func wantsPartialFrame(_ tokens: [DownloadToken], decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)?) -> Bool {
+        due(tokens, now: DispatchTime.now().uptimeNanoseconds).contains { _, registration in
+            guard let source else { return true }
+            return !Self.previewServes(registration.spec, decoder, source: source)
+        }
     }
 
-    /// On the session's queue: renders and sends a partial image for each due progressive token.
+    /// The size of a token's partial images for an image of `source` size: its final size, fitted
+    /// into `partialMaxPixelSize` when it has one.
+    static func partialSize(_ spec: OutputSpec, source: (width: Int, height: Int)) -> (width: Int, height: Int) {
+        let asked = ImageResampler.fittedSize(
+            width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        guard let limit = spec.partialMaxPixelSize else { return asked }
+        return ImageResampler.fittedSize(width: asked.width, height: asked.height, maxPixelSize: limit, maxPixelCount: nil)
+    }
+
+    /// Whether the decoder's preview (a progressive JPEG's block averages, an eighth of the image)
+    /// serves the token's partial images: when it is at least 90% of their size on both sides
+    /// (enlarged by at most a ninth, a difference the eye does not see in a preview: 500 pixels
+    /// for 512 from a 4000-pixel photo). Then they need no partial frame.
+    static func previewServes(_ spec: OutputSpec, _ decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)) -> Bool {
+        guard spec.partialMaxPixelSize != nil, let preview = decoder.previewSize else { return false }
+        let size = partialSize(spec, source: source)
+        return preview.width * 10 >= size.width * 9 && preview.height * 10 >= size.height * 9
+    }
+
+    /// On the session's queue: renders and sends a partial image for each due progressive token,
+    /// from the decoder's frame when this feed updated it (`frameUpdated`), or from its preview
+    /// for tokens whose `partialMaxPixelSize` the preview covers.
     fileprivate func partialImages(
-        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken], fetchID: Int
+        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken], fetchID: Int,
+        frameUpdated: Bool
     ) {
         let now = DispatchTime.now().uptimeNanoseconds
         // While the reader is behind, no new inline payload is built: its partial images wait
@@ -146,42 +172,63 @@ final class ProgressiveDecodes: Sendable {
         let due = due(tokens, now: now).filter { !backedUp || $0.1.spec.delivery != .inline }
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
         let filled = decoder.filledRows
-        let passes = decoder.completedPasses
         let orientation = decoder.orientation
         // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
         // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
         var copy: DecodedImage?
-        var renders: [RenderKey: OutputDelivery.Rendered] = [:]
+        var preview: (image: DecodedImage, passes: Int)??
+        var renders: [RenderKey: (rendered: OutputDelivery.Rendered, passes: Int, filledRows: Int)] = [:]
         for (token, registration) in due {
             let spec = registration.spec
             let key = RenderKey(spec)
-            // What the token asks of the image, within the frame (a late joiner may ask more).
-            let asked = ImageResampler.fittedSize(
-                width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
-            let target = (width: min(asked.width, frameWidth), height: min(asked.height, frameHeight))
             if renders[key] == nil {
-                if spec.delivery == .none, spec.format != .png {
-                    // Delivered nowhere: described, never copied out of the decoder.
-                    let turned = spec.applyOrientation && orientation >= 5
-                    renders[key] = OutputDelivery.described(
-                        width: turned ? target.height : target.width, height: turned ? target.width : target.height,
-                        orientation: orientation, source: decoder.format, spec: spec)
-                } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
-                    renders[key] = decoder.withCurrentPixels { frame in
-                        try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
-                    } ?? nil
+                let size = Self.partialSize(spec, source: source)
+                if Self.previewServes(spec, decoder, source: source) {
+                    if preview == nil { preview = decoder.preview() }
+                    guard let (image, passes) = preview ?? nil,
+                        let rendered = try? OutputDelivery.renderNow(OutputDelivery.resized(image, to: size, spec: spec), spec: spec)
+                    else { continue }
+                    renders[key] = (rendered, passes, size.height)
                 } else {
-                    if copy == nil { copy = decoder.currentImage() }
-                    if let copy {
-                        renders[key] = try? OutputDelivery.renderNow(
-                            OutputDelivery.resized(copy, to: target, spec: spec), spec: spec)
+                    guard frameUpdated else { continue }  // no new frame for this token
+                    // Within the frame (a late joiner may ask more than it holds).
+                    let target = (width: min(size.width, frameWidth), height: min(size.height, frameHeight))
+                    let rows = frameHeight > 0 ? filled * target.height / frameHeight : 0
+                    var rendered: OutputDelivery.Rendered?
+                    if spec.delivery == .none, spec.format != .png {
+                        // Delivered nowhere: described, never copied out of the decoder.
+                        let turned = spec.applyOrientation && orientation >= 5
+                        rendered = OutputDelivery.described(
+                            width: turned ? target.height : target.width, height: turned ? target.width : target.height,
+                            orientation: orientation, source: decoder.format, spec: spec)
+                    } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                        rendered = decoder.withCurrentPixels { frame in
+                            try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
+                        } ?? nil
+                    } else if target != (frameWidth, frameHeight) {
+                        // Scaled down from the frame where it lies (no full-size copy), then in
+                        // the token's layout.
+                        let scaled = decoder.withCurrentPixels { frame in
+                            ImageResampler.resize(
+                                frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
+                        }
+                        if let scaled {
+                            rendered = try? OutputDelivery.renderNow(scaled.converted(to: spec.format.layout), spec: spec)
+                        }
+                    } else {
+                        if copy == nil { copy = decoder.currentImage() }
+                        if let copy {
+                            rendered = try? OutputDelivery.renderNow(OutputDelivery.resized(copy, to: target, spec: spec), spec: spec)
+                        }
                     }
+                    guard let rendered else { continue }
+                    renders[key] = (rendered, decoder.completedPasses, rows)
                 }
             }
-            guard let rendered = renders[key] else { continue }
+            guard let (rendered, passes, rows) = renders[key] else { continue }
             var params: JSONObject = ["token": token.json, "sequence": JSONValue(registration.sequence + 1)]
             for (key, value) in rendered.fields { params[key] = value }
-            params["filledRows"] = JSONValue(frameHeight > 0 ? filled * target.height / frameHeight : 0)
+            params["filledRows"] = JSONValue(rows)
             params["passes"] = JSONValue(passes)
             params["byteLength"] = JSONValue(rendered.byteLength)
             var path = registration.reservedPath
@@ -228,10 +275,15 @@ final class ProgressiveDecodes: Sendable {
         var format: OutputSpec.Format
         var maxPixelSize: Int?
         var maxPixelCount: Int?
+        var partialMaxPixelSize: Int?
         var applyOrientation: Bool
+        /// Described only (raw pixels delivered nowhere) or made.
+        var described: Bool
 
         init(_ spec: OutputSpec) {
-            (format, maxPixelSize, maxPixelCount, applyOrientation) = (spec.format, spec.maxPixelSize, spec.maxPixelCount, spec.applyOrientation)
+            (format, maxPixelSize, maxPixelCount, partialMaxPixelSize, applyOrientation) =
+                (spec.format, spec.maxPixelSize, spec.maxPixelCount, spec.partialMaxPixelSize, spec.applyOrientation)
+            described = spec.delivery == .none && spec.format != .png
         }
     }
 
@@ -283,10 +335,11 @@ final class ProgressiveDecodes: Sendable {
                 pending = []
             }
             do {
-                decoder!.wantsPartialFrames = owner.wantsPartialImage(tokens)
+                decoder!.wantsPartialFrames = owner.wantsPartialFrame(tokens, decoder: decoder!, source: source)
                 let progress = try decoder!.feed(chunk, isLast: false)
-                if progress.contains(.pixels), let source = source ?? decoder!.size {
-                    owner.partialImages(from: decoder!, source: source, tokens: tokens, fetchID: fetchID)
+                if !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? decoder!.size {
+                    owner.partialImages(
+                        from: decoder!, source: source, tokens: tokens, fetchID: fetchID, frameUpdated: progress.contains(.pixels))
                 }
             } catch {
                 result = .failure(error)

@@ -51,6 +51,9 @@ public struct OutputSpec: Sendable, Equatable {
     public var applyOrientation = false
     /// With `progressive`: at least this long between two partial images of the token.
     public var partialIntervalMs: Int64 = 200
+    /// With `progressive`: partial images no larger than this on their longest side (the final
+    /// image keeps the sizes above); nil: partial images at the final image's size.
+    public var partialMaxPixelSize: Int?
 
     public init() {}
 }
@@ -113,7 +116,7 @@ struct DownloadParams {
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
                 "delivery", "format", "path", "dir", "overwrite", "maxPixelSize", "maxPixelCount", "applyOrientation",
-                "partialIntervalMs",
+                "partialIntervalMs", "partialMaxPixelSize",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -133,8 +136,12 @@ struct DownloadParams {
         spec.maxPixelCount = try p.integer("maxPixelCount", in: 1...1_000_000_000_000).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
         spec.partialIntervalMs = try p.integer("partialIntervalMs", in: 0...3_600_000) ?? spec.partialIntervalMs
-        if !spec.format.needsDecoding, spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation {
-            throw .invalidParams("maxPixelSize, maxPixelCount and applyOrientation need a decoded format (png, rgba, rgb, gray)")
+        spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: 1...1_000_000).map { Int($0) }
+        if !spec.format.needsDecoding,
+            spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation || spec.partialMaxPixelSize != nil
+        {
+            throw .invalidParams(
+                "maxPixelSize, maxPixelCount, applyOrientation and partialMaxPixelSize need a decoded format (png, rgba, rgb, gray)")
         }
         switch spec.delivery {
         case .file:

@@ -136,6 +136,7 @@ test('requests the client builds are valid, and every download option can be set
     dir: '/tmp/x', format: 'rgba', progressive: true, priority: 'high', headers: { 'X-A': 'b' }, timeoutMs: 5000,
     credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true,
     maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, overwrite: true, partialIntervalMs: 0,
+    partialMaxPixelSize: 64,
   });
   const request = { jsonrpc: '2.0', id: 1, method: 'download', params };
   assert.deepEqual(schemas.problems(request, 'requests/download.schema.json'), []);

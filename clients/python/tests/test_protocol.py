@@ -181,7 +181,7 @@ def test_requests_the_client_builds_are_valid() -> None:
         "https://example.org/a.jpg", "t1", dir="/tmp/x", format="rgba", progressive=True, priority="high",
         headers={"X-A": "b"}, timeout_ms=5000, credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
-        overwrite=True, partial_interval_ms=0)
+        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64)
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}
     assert not SCHEMAS.problems(request, "requests/download.schema.json")
     # Every download option of the schema can be set from Python.

@@ -51,7 +51,7 @@ def download_params(
     handle_cookies: Optional[bool] = None, retry_failed: Optional[bool] = None,
     max_pixel_size: Optional[int] = None, max_pixel_count: Optional[int] = None,
     apply_orientation: Optional[bool] = None, overwrite: Optional[bool] = None,
-    partial_interval_ms: Optional[int] = None,
+    partial_interval_ms: Optional[int] = None, partial_max_pixel_size: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The ``download`` params; see protocol/SPEC.md. ``dir`` or ``path`` delivers a file,
     ``inline=True`` the bytes in the event, neither only metadata. ``progressive`` without a
@@ -75,7 +75,7 @@ def download_params(
         output["delivery"] = "inline"
     for key, value in (("format", format), ("overwrite", overwrite), ("maxPixelSize", max_pixel_size),
                        ("maxPixelCount", max_pixel_count), ("applyOrientation", apply_orientation),
-                       ("partialIntervalMs", partial_interval_ms)):
+                       ("partialIntervalMs", partial_interval_ms), ("partialMaxPixelSize", partial_max_pixel_size)):
         if value is not None:
             output[key] = value
     params: Dict[str, Any] = {"url": url, "token": token}

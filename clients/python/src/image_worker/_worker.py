@@ -240,6 +240,7 @@ class Worker:
         ``progressive`` (partial images; PNG unless a format is given); ``priority``;
         ``headers``; ``timeout_ms``; ``credentials=(user, password)``; ``max_pixel_size``;
         ``max_pixel_count``; ``apply_orientation``; ``overwrite``; ``partial_interval_ms``;
+        ``partial_max_pixel_size`` (partial images no larger than this; the final keeps its size);
         ``allow_invalid_certificates``; ``handle_cookies``; ``retry_failed``.
         ``on_event`` is called on the reader thread with every event.
 
