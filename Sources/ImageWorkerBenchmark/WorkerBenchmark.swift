@@ -5,7 +5,8 @@ import Synchronization
 import TestSupport
 
 /// `image-worker-bench decode [CORPUS [NAME]]` compares the decoders with the C anchors instead (see
-/// DecodeBenchmark; NAME: only the corpus files whose names contain it). Otherwise it prints the worker's figures (a benchmark, not a test: nothing
+/// DecodeBenchmark; NAME: only the corpus files whose names contain it); `image-worker-bench
+/// progressive FILE` measures partial images end to end (ProgressiveBenchmark). Otherwise it prints the worker's figures (a benchmark, not a test: nothing
 /// here passes or fails):
 /// request-to-`started` latency, messages per second through the protocol layer, and files/s,
 /// MB/s, CPU seconds and peak RSS for 1,000 small files from a loopback server at concurrency
@@ -37,6 +38,15 @@ struct WorkerBenchmark {
             return arguments[i + 1]
         }
         let worker = option("--worker") ?? defaultWorker()
+        if arguments.first == "progressive" {
+            let rounds = Int(option("--rounds") ?? "") ?? 5
+            guard arguments.count == 2 else {
+                print("usage: image-worker-bench progressive FILE [--rounds N] [--worker PATH]")
+                exit(2)
+            }
+            try await ProgressiveBenchmark.run(worker: worker, file: arguments[1], rounds: rounds)
+            return
+        }
         let fileCount = Int(option("--files") ?? "") ?? 1000
         let latencyBase = option("--latency-base")
         guard FileManager.default.isExecutableFile(atPath: worker) else {
