@@ -48,11 +48,13 @@ let package = Package(
         .systemLibrary(name: "CLibJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // Whole-buffer DEFLATE for PNGs that fit a small buffer (thumbnails, previews).
+        .systemLibrary(name: "CLibDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // The C side of the decoders: every libjpeg/libpng call under a setjmp in C, so their error
         // exits return codes and never longjmp through Swift frames.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG"]
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate"]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
         // PNG encoding. The only module that calls C.

@@ -144,6 +144,23 @@ struct PNGDecodingTests {
         }
     }
 
+    /// The fast encoder compresses an image whose filtered rows fit 8 MiB in one libdeflate call
+    /// (chunks and CRCs written by us) and a larger one through libpng row by row: both give a PNG
+    /// that libpng reads back, CRCs checked, to the same pixels.
+    @Test func bothFastEncodingPathsRoundTrip() throws {
+        var random = SplitMix(seed: 11)
+        for (width, height, layout) in [(1024, 1024, PixelLayout.rgba), (1500, 1500, .rgba), (1700, 1700, .rgb), (300, 7, .gray)] {
+            let count = width * height * layout.channels
+            let pixels = (0..<count).map { i in UInt8(truncatingIfNeeded: i / (width * layout.channels) &+ (i % 7 == 0 ? Int(random.next() % 32) : 0)) }
+            let image = DecodedImage(width: width, height: height, layout: layout, pixels: pixels, format: .png)
+            let encoded = try ImageDecoders.encodePNG(image, fast: true)
+            #expect(encoded.count < count / 2, "\(width)x\(height) \(layout): compressed")
+            var options = DecodeOptions()
+            options.layout = layout
+            #expect(try ImageDecoders.decode(encoded, options: options) == image, "\(width)x\(height) \(layout)")
+        }
+    }
+
     /// Noise does not compress: the PNG outgrows the encoder's first guess at its size (half the
     /// pixels), and still holds every pixel; a tall gradient, which compresses, also round-trips.
     @Test func encodedPNGsOfNoiseAndOfGradientsHoldEveryPixel() throws {
