@@ -29,7 +29,8 @@ enum OutputDelivery {
             // Every consumer of the fetch takes from the progressive session once (none: nil).
             let progressiveResult = await progressive.take(resource)
             let image: DecodedImage
-            if case .success(let frame)? = progressiveResult, let fitted = fitted(frame, spec: spec) {
+            // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
+            if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
                 await decodes.finished(resource.fetchID)
                 image = fitted
             } else if case .failure(let error)? = progressiveResult {
