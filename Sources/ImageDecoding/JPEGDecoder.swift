@@ -70,16 +70,21 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     }
 
     public func preview() -> (image: DecodedImage, passes: Int)? {
-        guard let (w, h) = previewSize else { return nil }
-        let count = w * h * options.layout.channels
+        guard let size = previewSize, let image = image(size, filledBy: { iw_jpeg_preview(handle, $0) }) else { return nil }
+        return (image, Int(iw_jpeg_completed_scans(handle)))
+    }
+
+    /// An image of `size` in the options' layout, its pixels written by a C call (0: done), or nil.
+    private func image(_ size: (width: Int, height: Int), filledBy fill: (UnsafeMutablePointer<UInt8>?) -> Int32) -> DecodedImage? {
+        let count = size.width * size.height * options.layout.channels
         var ok = false
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            ok = iw_jpeg_preview(handle, buffer.baseAddress) == 0
+            ok = fill(buffer.baseAddress) == 0
             initialized = ok ? count : 0
         }
         guard ok else { return nil }
-        let image = DecodedImage(width: w, height: h, layout: options.layout, pixels: pixels, orientation: orientation, format: .jpeg)
-        return (image, Int(iw_jpeg_completed_scans(handle)))
+        return DecodedImage(
+            width: size.width, height: size.height, layout: options.layout, pixels: pixels, orientation: orientation, format: .jpeg)
     }
 
     /// A progressive file's final image, rendered by its last output pass straight into this array
@@ -88,15 +93,8 @@ public final class JPEGDecoder: IncrementalImageDecoder {
 
     private func finalImage() -> DecodedImage? {
         if let final { return final }
-        guard isComplete, iw_jpeg_final_pending(handle) != 0, let (w, h) = size else { return nil }
-        let count = w * h * options.layout.channels
-        var ok = false
-        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            ok = iw_jpeg_final_into(handle, buffer.baseAddress) == 0
-            initialized = ok ? count : 0
-        }
-        guard ok else { return nil }
-        final = DecodedImage(width: w, height: h, layout: options.layout, pixels: pixels, orientation: orientation, format: .jpeg)
+        guard isComplete, iw_jpeg_final_pending(handle) != 0, let size else { return nil }
+        final = image(size, filledBy: { iw_jpeg_final_into(handle, $0) })
         return final
     }
 
