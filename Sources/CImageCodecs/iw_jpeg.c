@@ -15,6 +15,10 @@ struct iw_error_mgr {
     jmp_buf jump;
 };
 
+/* Where a decoder is: reading the header, starting decompression (sizes, buffers), decoding the
+ * image data, done, or failed for good. */
+enum iw_jpeg_stage { STAGE_FAILED = -1, STAGE_HEADER = 0, STAGE_START = 1, STAGE_DECODING = 2, STAGE_COMPLETE = 3 };
+
 struct iw_jpeg {
     struct jpeg_decompress_struct cinfo;
     struct iw_error_mgr err;
@@ -22,7 +26,7 @@ struct iw_jpeg {
     uint8_t *buf;
     size_t len, cap, skip;
     int last;
-    int stage; /* 0 header, 1 start, 2 decoding, 3 complete, -1 failed */
+    enum iw_jpeg_stage stage;
     iw_layout layout;
     uint64_t max_pixels;
     int max_scans, scale_denom;
@@ -91,7 +95,7 @@ static void src_skip(j_decompress_ptr cinfo, long count) {
 }
 
 static void fail(struct iw_jpeg *d, int kind, const char *message) {
-    d->stage = -1;
+    d->stage = STAGE_FAILED;
     d->error_kind = kind;
     snprintf(d->error, sizeof d->error, "%s", message);
 }
@@ -348,8 +352,8 @@ static int allocate(struct iw_jpeg *d) {
 }
 
 int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
-    if (d->stage < 0) return IW_FAILED;
-    if (d->stage == 3) return 0; /* data after the end of the image is ignored */
+    if (d->stage == STAGE_FAILED) return IW_FAILED;
+    if (d->stage == STAGE_COMPLETE) return 0; /* data after the end of the image is ignored */
     if (!append(d, data, length)) {
         fail(d, IW_ERR_MEMORY, "out of memory for the input buffer");
         return IW_FAILED;
@@ -366,14 +370,14 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         return IW_FAILED;
     }
     struct jpeg_decompress_struct *c = &d->cinfo;
-    if (d->stage == 0) {
+    if (d->stage == STAGE_HEADER) {
         if (jpeg_read_header(c, TRUE) == JPEG_SUSPENDED) goto suspended;
         if (!header(d)) return IW_FAILED;
-        d->stage = 1;
+        d->stage = STAGE_START;
         events |= IW_HEADER;
     }
-    if (d->stage >= 1 && d->whole_only && !d->last) return events;
-    if (d->stage == 1) {
+    if (d->stage >= STAGE_START && d->whole_only && !d->last) return events;
+    if (d->stage == STAGE_START) {
         /* Previews read a progressive file's coefficients (pre-zeroed by libjpeg, so rows no scan
          * reached read as zero): only YCbCr, RGB and grayscale files. */
         if (d->multi && c->progressive_mode && !d->request_barray && !d->cmyk
@@ -388,15 +392,15 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
             d->preview_ok = d->coef_count == c->num_components;
         }
         if (!allocate(d)) return IW_FAILED;
-        d->stage = 2;
+        d->stage = STAGE_DECODING;
     }
-    if (d->stage == 2) {
+    if (d->stage == STAGE_DECODING) {
         if (!d->multi) {
             if (read_rows(d) > 0) events |= IW_PIXELS;
             if (c->output_scanline == c->output_height) {
                 /* A file that ends right after its last row, without EOI, is taken whole. */
                 if (jpeg_finish_decompress(c) || d->last) {
-                    d->stage = 3;
+                    d->stage = STAGE_COMPLETE;
                     events |= IW_COMPLETE;
                 }
             }
@@ -441,13 +445,13 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
                 /* jpeg_finish_decompress frees the coefficient arrays with the image's pool. */
                 d->preview_ok = 0;
                 if (!d->final_pending) jpeg_finish_decompress(c);
-                d->stage = 3;
+                d->stage = STAGE_COMPLETE;
                 events |= IW_COMPLETE;
             }
         }
     }
 suspended:
-    if (d->last && d->stage != 3) {
+    if (d->last && d->stage != STAGE_COMPLETE) {
         fail(d, IW_ERR_TRUNCATED, "the JPEG data ends before the image is complete");
         return events ? events : IW_FAILED;
     }
@@ -470,7 +474,7 @@ void iw_jpeg_want_partial_frames(iw_jpeg *d, int wanted) { d->partial_frames = w
 int iw_jpeg_completed_scans(const iw_jpeg *d) { return d->scans_seen; }
 
 int iw_jpeg_preview_size(const iw_jpeg *d, uint32_t *width, uint32_t *height) {
-    if (!d->preview_ok || d->stage < 2) return IW_FAILED;
+    if (!d->preview_ok || d->stage < STAGE_DECODING) return IW_FAILED;
     *width = (d->cinfo.image_width + 7) / 8;
     *height = (d->cinfo.image_height + 7) / 8;
     return 0;
@@ -576,7 +580,7 @@ int iw_jpeg_final_pending(const iw_jpeg *d) { return d->final_pending; }
 int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     const size_t stride = (size_t)c->output_width * (size_t)d->channels;
-    if (d->stage != 3 || d->final_elsewhere) return IW_FAILED;
+    if (d->stage != STAGE_COMPLETE || d->final_elsewhere) return IW_FAILED;
     if (!d->final_pending) {
         memcpy(out, d->pixels, stride * c->output_height);
         return 0;

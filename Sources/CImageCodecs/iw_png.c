@@ -32,7 +32,7 @@ struct iw_png {
     iw_png_row_sink sink;
     void *sink_context;
     int streaming, have_header;
-    int stage; /* 0 running, 1 complete, -1 failed */
+    enum { PNG_FAILED = -1, PNG_RUNNING = 0, PNG_COMPLETE = 1 } stage;
     int pending_events;
     struct iw_png_failure failure;
 };
@@ -183,7 +183,7 @@ static void on_end(png_structp png, png_infop info) {
     if (d->whole_only) decode_kept(d);
     if (d->interlaced) d->passes_done = 7;
     d->rows_done = d->height;
-    d->stage = 1;
+    d->stage = PNG_COMPLETE;
     d->pending_events |= IW_PIXELS | IW_COMPLETE;
 }
 
@@ -225,15 +225,15 @@ static int keep(struct iw_png *d, const uint8_t *data, size_t length) {
 }
 
 int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
-    if (d->stage < 0) return IW_FAILED;
-    if (d->stage == 1) return 0;
+    if (d->stage == PNG_FAILED) return IW_FAILED;
+    if (d->stage == PNG_COMPLETE) return 0;
     d->pending_events = 0;
     if (setjmp(png_jmpbuf(d->png))) {
-        d->stage = -1;
+        d->stage = PNG_FAILED;
         return IW_FAILED;
     }
     if (d->keeping && length > 0 && !keep(d, data, length)) {
-        d->stage = -1;
+        d->stage = PNG_FAILED;
         set_failure(&d->failure, IW_ERR_MEMORY, "out of memory for the input buffer");
         return IW_FAILED;
     }
@@ -245,8 +245,8 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
         d->kept_len = d->kept_cap = 0;
     }
     int events = d->pending_events;
-    if (last && d->stage != 1) {
-        d->stage = -1;
+    if (last && d->stage != PNG_COMPLETE) {
+        d->stage = PNG_FAILED;
         set_failure(&d->failure, IW_ERR_TRUNCATED, "the PNG data ends before the image is complete");
         return events ? events : IW_FAILED;
     }
