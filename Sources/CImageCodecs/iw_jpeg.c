@@ -3,6 +3,7 @@
  * scan), rows from the top for baseline files. Every libjpeg call runs under a setjmp in this
  * file, so libjpeg's error exit returns here and never crosses a Swift frame. */
 #include "iw_jpeg.h"
+#include "iw_limits.h"
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,10 +295,8 @@ static JDIMENSION read_rows(struct iw_jpeg *d) {
 
 static int header(struct iw_jpeg *d) {
     struct jpeg_decompress_struct *c = &d->cinfo;
-    if (d->max_pixels && (uint64_t)c->image_width * c->image_height > d->max_pixels) {
-        char message[160];
-        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels",
-                 c->image_width, c->image_height, (unsigned long long)d->max_pixels);
+    char message[IW_LIMIT_MESSAGE_SIZE];
+    if (iw_over_pixel_limit(c->image_width, c->image_height, d->max_pixels, message)) {
         fail(d, IW_ERR_LIMIT, message);
         return 0;
     }

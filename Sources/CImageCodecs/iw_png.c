@@ -1,6 +1,7 @@
 /* Progressive PNG decoding with libpng's push reader. libpng's errors longjmp back to the setjmp
  * in iw_png_feed, in this file; nothing crosses a Swift frame. */
 #include "iw_png.h"
+#include "iw_limits.h"
 #include "iw_whole.h"
 #include "iw_png_failure.h"
 #include <png.h>
@@ -78,12 +79,8 @@ static void on_info(png_structp png, png_infop info) {
     struct iw_png *d = png_get_progressive_ptr(png);
     int depth, color, interlace;
     png_get_IHDR(png, info, &d->width, &d->height, &depth, &color, &interlace, NULL, NULL);
-    if (d->max_pixels && (uint64_t)d->width * d->height > d->max_pixels) {
-        char message[160];
-        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", d->width, d->height,
-                 (unsigned long long)d->max_pixels);
-        fail_with(d->png, &d->failure, IW_ERR_LIMIT, message);
-    }
+    char message[IW_LIMIT_MESSAGE_SIZE];
+    if (iw_over_pixel_limit(d->width, d->height, d->max_pixels, message)) fail_with(d->png, &d->failure, IW_ERR_LIMIT, message);
     d->interlaced = interlace != PNG_INTERLACE_NONE;
     d->whole_only = set_rgba_transforms(png, info) && d->interlaced;
     png_set_interlace_handling(png);
@@ -318,12 +315,8 @@ iw_png_row_reader *iw_png_reader_open(const uint8_t *data, size_t length, uint64
     png_read_info(r->png, r->info);
     int depth, color, interlace;
     png_get_IHDR(r->png, r->info, &r->width, &r->height, &depth, &color, &interlace, NULL, NULL);
-    if (max_pixels && (uint64_t)r->width * r->height > max_pixels) {
-        char message[160];
-        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", r->width, r->height,
-                 (unsigned long long)max_pixels);
-        fail_with(r->png, &r->failure, IW_ERR_LIMIT, message);
-    }
+    char message[IW_LIMIT_MESSAGE_SIZE];
+    if (iw_over_pixel_limit(r->width, r->height, max_pixels, message)) fail_with(r->png, &r->failure, IW_ERR_LIMIT, message);
     if (interlace != PNG_INTERLACE_NONE) {
         /* Adam7 rows come pass by pass: the caller decodes such files whole. */
         iw_png_reader_close(r);

@@ -2,6 +2,7 @@
  * across frames: TurboJPEG and the simplified API catch libjpeg's and libpng's errors themselves
  * and return codes. (PNG encoding: iw_png_encode.c.) */
 #include "iw_whole.h"
+#include "iw_limits.h"
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +46,8 @@ int iw_tj_header(const uint8_t *data, size_t length, iw_layout layout, uint64_t 
     if (status != 0 || width <= 0 || height <= 0 || colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) return 1;
     out->image_width = (uint32_t)width;
     out->image_height = (uint32_t)height;
-    if (max_pixels && (uint64_t)width * (uint64_t)height > max_pixels) {
-        char message[160];
-        snprintf(message, sizeof message, "image of %dx%d pixels exceeds the limit of %llu pixels", width, height,
-                 (unsigned long long)max_pixels);
-        return set_error(out, IW_ERR_LIMIT, message);
-    }
+    char message[IW_LIMIT_MESSAGE_SIZE];
+    if (iw_over_pixel_limit((uint64_t)width, (uint64_t)height, max_pixels, message)) return set_error(out, IW_ERR_LIMIT, message);
     int denom = (scale_denom == 2 || scale_denom == 4 || scale_denom == 8) ? scale_denom : 1;
     out->width = (uint32_t)((width + denom - 1) / denom);
     out->height = (uint32_t)((height + denom - 1) / denom);
@@ -86,10 +83,8 @@ int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pi
     if (!png_image_begin_read_from_memory(&image, data, length)) return set_error(out, IW_ERR_CORRUPT, image.message);
     uint32_t width = image.width, height = image.height;
     png_image_free(&image);
-    if (max_pixels && (uint64_t)width * height > max_pixels) {
-        char message[160];
-        snprintf(message, sizeof message, "image of %ux%u pixels exceeds the limit of %llu pixels", width, height,
-                 (unsigned long long)max_pixels);
+    char message[IW_LIMIT_MESSAGE_SIZE];
+    if (iw_over_pixel_limit(width, height, max_pixels, message)) {
         out->image_width = width;
         out->image_height = height;
         return set_error(out, IW_ERR_LIMIT, message);
