@@ -254,24 +254,16 @@ public final class WorkerServer: Sendable {
             })
     }
 
-    private func tokenParam(_ p: ParamReader) throws -> DownloadToken {
-        guard let raw = p.object["token"] else { throw RPCError.invalidParams("\(p.method) needs \"token\"") }
-        guard let token = DownloadToken(json: raw) else {
-            throw RPCError.invalidParams("\"token\" must be a non-empty string or an integer")
-        }
-        return token
-    }
-
     private func cancel(_ request: RPCRequest) async throws -> RPCReply {
         let p = try ParamReader(request, allowed: ["token"])
-        let token = try tokenParam(p)
+        let token = try p.requiredToken()
         let found = await downloader.cancel(token)
         return RPCReply(["token": token.json, "found": .bool(found)])
     }
 
     private func setPriority(_ request: RPCRequest) async throws -> RPCReply {
         let p = try ParamReader(request, allowed: ["token", "priority"])
-        let token = try tokenParam(p)
+        let token = try p.requiredToken()
         guard let name = try p.oneOf("priority", DownloadPriority.allCases.map(\.name)) else {
             throw RPCError.invalidParams("setPriority needs \"priority\"")
         }

@@ -74,16 +74,9 @@ struct DownloadParams {
     init(_ rpc: RPCRequest) throws(RPCError) {
         let p = try ParamReader(rpc, allowed: DownloadParams.fields)
         let url = try p.requiredString("url")
-        var token = DownloadToken.random()
-        tokenGiven = false
-        if let raw = p.object["token"], raw != .null {
-            switch raw {
-            case .string(let s) where !s.isEmpty: token = .string(s)
-            case .int(let i): token = .int(i)
-            default: throw .invalidParams("\"token\" must be a non-empty string or an integer")
-            }
-            tokenGiven = true
-        }
+        let given = try p.token()
+        let token = given ?? DownloadToken.random()
+        tokenGiven = given != nil
         var priority = DownloadPriority.normal
         if let name = try p.oneOf("priority", DownloadPriority.allCases.map(\.name)) {
             priority = DownloadPriority(name: name)!

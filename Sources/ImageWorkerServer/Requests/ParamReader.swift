@@ -1,3 +1,4 @@
+import ImageDownloader
 import ImageWorkerProtocol
 import InputValidation
 
@@ -37,6 +38,18 @@ struct ParamReader {
     func requiredString(_ key: String) throws(RPCError) -> String {
         guard let s = try string(key) else { throw .invalidParams("\(method) needs \"\(key)\"") }
         return s
+    }
+
+    /// A download token: a non-empty string or an integer; nil when absent (or null).
+    func token() throws(RPCError) -> DownloadToken? {
+        guard let value = object["token"], value != .null else { return nil }
+        guard let token = DownloadToken(json: value) else { throw .invalidParams("\"token\" must be a non-empty string or an integer") }
+        return token
+    }
+
+    func requiredToken() throws(RPCError) -> DownloadToken {
+        guard let token = try token() else { throw .invalidParams("\(method) needs \"token\"") }
+        return token
     }
 
     func bool(_ key: String) throws(RPCError) -> Bool? {
