@@ -4,6 +4,7 @@
  * file, so libjpeg's error exit returns here and never crosses a Swift frame. */
 #include "iw_jpeg.h"
 #include "iw_limits.h"
+#include "iw_pixels.h"
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -562,7 +563,7 @@ static int make_preview(iw_jpeg *d, uint8_t *out, uint32_t width, uint32_t heigh
             if (channels == 1) {
                 /* Gray output of a colour file is its luma (Y itself for YCbCr, as libjpeg). */
                 *o++ = components == 1 || c->jpeg_color_space == JCS_YCbCr
-                    ? p0[x] : (uint8_t)((clamp8(r) * 19595u + clamp8(g) * 38470u + clamp8(b) * 7471u + 32768u) >> 16);
+                    ? p0[x] : iw_luma(clamp8(r), clamp8(g), clamp8(b));
             } else {
                 *o++ = clamp8(r), *o++ = clamp8(g), *o++ = clamp8(b);
                 if (channels == 4) *o++ = 255;

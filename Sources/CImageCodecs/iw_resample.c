@@ -1,4 +1,5 @@
 #include "iw_resample.h"
+#include "iw_pixels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ static void row_down(iw_resampler *r, uint32_t o) {
 }
 
 iw_resampler *iw_resampler_new(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h, int channels, uint8_t *output) {
-    if (!in_w || !in_h || !out_w || !out_h || channels < 1 || channels > 4) return NULL;
+    if (!in_w || !in_h || !out_w || !out_h || (channels != 1 && channels != 3 && channels != 4)) return NULL;
     iw_resampler *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->in_w = in_w, r->in_h = in_h, r->out_w = out_w, r->out_h = out_h, r->channels = channels;
@@ -197,23 +198,11 @@ void iw_resampler_push(iw_resampler *r, const uint8_t *row) {
 }
 
 void iw_resampler_push_rgba(iw_resampler *r, const uint8_t *rgba) {
-    const int c = r->channels;
-    if (c == 4) {
+    if (r->channels == 4) {
         iw_resampler_push(r, rgba);
         return;
     }
-    uint8_t *dst = r->converted;
-    for (uint32_t x = 0; x < r->in_w; x++, rgba += 4) {
-        if (c == 3) {
-            dst[0] = rgba[0], dst[1] = rgba[1], dst[2] = rgba[2];
-            dst += 3;
-        } else if (c == 1) {
-            *dst++ = (uint8_t)((rgba[0] * 19595u + rgba[1] * 38470u + rgba[2] * 7471u + 32768u) >> 16);
-        } else {
-            dst[0] = (uint8_t)((rgba[0] * 19595u + rgba[1] * 38470u + rgba[2] * 7471u + 32768u) >> 16), dst[1] = rgba[3];
-            dst += 2;
-        }
-    }
+    iw_convert_pixels(rgba, 4, r->converted, r->channels, r->in_w);
     iw_resampler_push(r, r->converted);
 }
 

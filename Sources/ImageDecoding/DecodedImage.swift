@@ -37,44 +37,18 @@ public struct DecodedImage: Sendable, Equatable {
     public var stride: Int { width * layout.channels }
 
     /// The same image in another layout: RGBA→RGB drops alpha, colour→gray uses BT.601 luma
-    /// (as libjpeg does), gray→colour repeats the value, and added alpha is opaque.
+    /// (as libjpeg does), gray→colour repeats the value, and added alpha is opaque
+    /// (`iw_convert_pixels`, the conversion the C resampler uses too).
     public func converted(to target: PixelLayout) -> DecodedImage {
         guard target != layout else { return self }
-        var out = [UInt8](repeating: 255, count: width * height * target.channels)
-        Self.convertRow(pixels, from: layout, into: &out, target)
-        return DecodedImage(width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format)
-    }
-
-    /// Converts the pixels of `input` (any number of them) from one layout to another.
-    static func convertRow(_ input: [UInt8], from layout: PixelLayout, into output: inout [UInt8], _ target: PixelLayout) {
-        input.withUnsafeBufferPointer { convertRow($0, from: layout, into: &output, target) }
-    }
-
-    /// `convertRow` of pixels lent in place (a decoder's row), without copying them first.
-    static func convertRow(_ src: UnsafeBufferPointer<UInt8>, from layout: PixelLayout, into output: inout [UInt8], _ target: PixelLayout) {
-        let inC = layout.channels
-        let outC = target.channels
-        let count = src.count / inC
-        output.withUnsafeMutableBufferPointer { dst in
-            for i in 0..<count {
-                let s = i * inC
-                let d = i * outC
-                if target == .gray {
-                    let r = UInt32(src[s]), g = UInt32(src[s + 1]), b = UInt32(src[s + 2])
-                    dst[d] = UInt8((r * 19595 + g * 38470 + b * 7471 + 32768) >> 16)
-                } else if layout == .gray {
-                    dst[d] = src[s]
-                    dst[d + 1] = src[s]
-                    dst[d + 2] = src[s]
-                    if outC == 4 { dst[d + 3] = 255 }
-                } else {
-                    dst[d] = src[s]
-                    dst[d + 1] = src[s + 1]
-                    dst[d + 2] = src[s + 2]
-                    if outC == 4 { dst[d + 3] = 255 }
-                }
+        let count = width * height
+        let out = [UInt8](unsafeUninitializedCapacity: count * target.channels) { buffer, initialized in
+            pixels.withUnsafeBufferPointer {
+                iw_convert_pixels($0.baseAddress, Int32(layout.channels), buffer.baseAddress, Int32(target.channels), count)
             }
+            initialized = count * target.channels
         }
+        return DecodedImage(width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format)
     }
 }
 

@@ -85,6 +85,24 @@ import Testing
         #expect(zip(big.pixels, exact).allSatisfy { abs(Double($0) - $1) <= 1.0 })
     }
 
+    /// Layout conversion (one C function for whole images and the row resampler): luma for grey,
+    /// the value repeated for colour, alpha dropped or opaque.
+    @Test func layoutConversionsKeepTheirRules() {
+        let rgba = DecodedImage(width: 2, height: 1, layout: .rgba, pixels: [10, 200, 30, 77, 255, 0, 0, 0], format: .png)
+        func luma(_ r: Int, _ g: Int, _ b: Int) -> UInt8 {
+            let sum: Int = r * 19595 + g * 38470 + b * 7471 + 32768
+            return UInt8(sum >> 16)
+        }
+        let luma0 = luma(10, 200, 30)
+        let luma1 = luma(255, 0, 0)
+        #expect(rgba.converted(to: .rgb).pixels == [10, 200, 30, 255, 0, 0])
+        #expect(rgba.converted(to: .gray).pixels == [luma0, luma1])
+        let gray = DecodedImage(width: 2, height: 1, layout: .gray, pixels: [5, 250], format: .png)
+        #expect(gray.converted(to: .rgba).pixels == [5, 5, 5, 255, 250, 250, 250, 255])
+        #expect(gray.converted(to: .rgb).pixels == [5, 5, 5, 250, 250, 250])
+        #expect(rgba.converted(to: .rgb).converted(to: .rgba).pixels == [10, 200, 30, 255, 255, 0, 0, 255])
+    }
+
     @Test func orientationsTurnTheImageUpright() {
         // 2×1: left pixel 1, right pixel 2.
         let source = image(2, 1) { x, _, _ in UInt8(x + 1) }

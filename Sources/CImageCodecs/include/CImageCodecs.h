@@ -2,3 +2,5 @@
 #include "iw_png.h"
 #include "iw_whole.h"
 #include "iw_resample.h"
+#include "iw_pixels.h"
+#include "iw_limits.h"

@@ -11,13 +11,13 @@
 typedef struct iw_resampler iw_resampler;
 
 /* Writes into `output` (out_w * out_h * channels bytes) when it is not NULL, else into memory of
- * its own (iw_resampler_output). NULL when memory runs out or a size is 0. channels: 1 to 4. */
+ * its own (iw_resampler_output). NULL when memory runs out or a size is 0. channels: 1, 3 or 4. */
 iw_resampler *iw_resampler_new(uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h, int channels, uint8_t *output);
 void iw_resampler_free(iw_resampler *r);
 /* The next input row (in_w * channels bytes); rows past the last are ignored. */
 void iw_resampler_push(iw_resampler *r, const uint8_t *row);
 /* The next input row given as 8-bit RGBA (in_w * 4 bytes) and converted to the resampler's
- * channels first: 3 drops alpha, 1 takes BT.601 luma (as libjpeg), 4 takes it as it is. */
+ * channels first (iw_convert_pixels). */
 void iw_resampler_push_rgba(iw_resampler *r, const uint8_t *rgba);
 /* Output rows from the top that are final. */
 uint32_t iw_resampler_completed_rows(const iw_resampler *r);
