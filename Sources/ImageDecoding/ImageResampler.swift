@@ -34,10 +34,14 @@ public enum ImageResampler {
         }
     }
 
-    /// `resize` of pixels lent by a decoder (no copy of them first).
+    /// `resize` of pixels lent by a decoder (no copy of them first); at their own size, a copy.
     public static func resize(
         _ frame: BorrowedPixels, width: Int, height: Int, orientation: Int = 1, format: ImageFormat
     ) -> DecodedImage {
+        if width == frame.width && height == frame.height {
+            return DecodedImage(
+                width: width, height: height, layout: frame.layout, pixels: Array(frame.bytes), orientation: orientation, format: format)
+        }
         precondition(width > 0 && height > 0, "resize to an empty image")
         let count = width * height * frame.layout.channels
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in

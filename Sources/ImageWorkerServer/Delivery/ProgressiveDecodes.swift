@@ -175,7 +175,6 @@ final class ProgressiveDecodes: Sendable {
         let orientation = decoder.orientation
         // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
         // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
-        var copy: DecodedImage?
         var preview: (image: DecodedImage, passes: Int)??
         var renders: [RenderKey: (rendered: OutputDelivery.Rendered, passes: Int, filledRows: Int)] = [:]
         for (token, registration) in due {
@@ -205,21 +204,14 @@ final class ProgressiveDecodes: Sendable {
                         rendered = decoder.withCurrentPixels { frame in
                             try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
                         } ?? nil
-                    } else if target != (frameWidth, frameHeight) {
-                        // Scaled down from the frame where it lies (no full-size copy), then in
-                        // the token's layout.
-                        let scaled = decoder.withCurrentPixels { frame in
+                    } else {
+                        // Taken from the frame where it lies (scaled down, or copied at full
+                        // size), then in the token's layout.
+                        let image = decoder.withCurrentPixels { frame in
                             ImageResampler.resize(
                                 frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
                         }
-                        if let scaled {
-                            rendered = try? OutputDelivery.renderNow(scaled.converted(to: spec.format.layout), spec: spec)
-                        }
-                    } else {
-                        if copy == nil { copy = decoder.currentImage() }
-                        if let copy {
-                            rendered = try? OutputDelivery.renderNow(OutputDelivery.resized(copy, to: target, spec: spec), spec: spec)
-                        }
+                        if let image { rendered = try? OutputDelivery.renderNow(image.converted(to: spec.format.layout), spec: spec) }
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)
