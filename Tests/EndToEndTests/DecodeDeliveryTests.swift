@@ -82,7 +82,8 @@ import TestSupport
     }
 
     /// A JPEG's EXIF orientation (either byte order; a baseline and a progressive file) is reported
-    /// on completion, and with `applyOrientation` the pixels are delivered upright.
+    /// on completion, and with `applyOrientation` the pixels are delivered upright (and described
+    /// upright when delivered nowhere).
     @Test func exifOrientationIsReportedAndAppliedWhenAsked() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
@@ -98,6 +99,11 @@ import TestSupport
                     id, "download",
                     ["url": url, "token": .string(token), "output": ["format": "rgba", "delivery": "inline", "applyOrientation": .bool(apply)]])
             }
+            id += 1
+            worker.request(
+                id, "download",
+                ["url": url, "token": .string("\(file) upright, nowhere"),
+                 "output": ["format": "rgba", "delivery": "none", "applyOrientation": true]])
             var reference = try ImageDecoders.decode(original)
             let stored = try await worker.completion(.string("\(file) as stored"))["params"]
             #expect(stored?["orientation"] == 6 && stored?["width"] == 227 && stored?["height"] == 149)
@@ -106,6 +112,9 @@ import TestSupport
             let upright = try await worker.completion(.string("\(file) upright"))["params"]
             #expect(upright?["orientation"] == 6 && upright?["width"] == 149 && upright?["height"] == 227)
             #expect(Data(base64Encoded: upright?["data"]?.stringValue ?? "").map(Array.init) == reference.applyingOrientation().pixels)
+            // Delivered nowhere, the image is only described: upright sides and stride all the same.
+            let described = try await worker.completion(.string("\(file) upright, nowhere"))["params"]
+            #expect(described?["width"] == 149 && described?["height"] == 227 && described?["stride"] == 596 && described?["data"] == nil)
         }
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)

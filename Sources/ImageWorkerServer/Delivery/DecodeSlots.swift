@@ -12,10 +12,8 @@ final class DecodeSlots: Sendable {
     }
 
     private let state: LockedState<State>
-    let limit: Int
 
     init(limit: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        self.limit = max(1, limit)
         state = LockedState(State(free: max(1, limit)))
     }
 

@@ -115,12 +115,7 @@ enum OutputDelivery {
     /// (encoding on the blocking pool); without `encode` (a token that delivers nothing) only
     /// described.
     static func render(_ image: DecodedImage, spec: OutputSpec, encode: Bool = true) async throws(DownloadFailure) -> Rendered {
-        if !encode {
-            let turned = spec.applyOrientation && image.orientation >= 5 && image.orientation <= 8
-            return described(
-                width: turned ? image.height : image.width, height: turned ? image.width : image.height, orientation: image.orientation,
-                source: image.format, spec: spec)
-        }
+        if !encode { return described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec) }
         return try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
@@ -143,7 +138,7 @@ enum OutputDelivery {
     /// several times faster than libpng's defaults for slightly larger files (figures: README).
     static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
-        var rendered = described(width: upright.width, height: upright.height, orientation: image.orientation, source: image.format, spec: spec)
+        var rendered = described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
         if spec.format == .png {
             let png: [UInt8]
             do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright, fast: true) } catch {
@@ -157,10 +152,12 @@ enum OutputDelivery {
         return rendered
     }
 
-    /// What `renderNow` says of an image of this size as the token receives it (upright if
-    /// asked: `width` and `height` are the upright ones), without its bytes: `byteLength` is the
+    /// What `renderNow` says of an image of this stored size as the token receives it (turned
+    /// upright if asked: orientations 5–8 swap the sides), without its bytes: `byteLength` is the
     /// raw formats' size, 0 for PNG until encoded.
-    static func described(width: Int, height: Int, orientation: Int, source: ImageFormat, spec: OutputSpec) -> Rendered {
+    static func described(width stored: Int, height storedHeight: Int, orientation: Int, source: ImageFormat, spec: OutputSpec) -> Rendered {
+        let turned = spec.applyOrientation && orientation >= 5 && orientation <= 8
+        let (width, height) = turned ? (storedHeight, stored) : (stored, storedHeight)
         var fields: JSONObject = [
             "width": JSONValue(width), "height": JSONValue(height),
             "sourceFormat": .string(source.rawValue), "orientation": JSONValue(orientation),

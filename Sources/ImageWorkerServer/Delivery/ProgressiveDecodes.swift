@@ -196,10 +196,8 @@ final class ProgressiveDecodes: Sendable {
                     var rendered: OutputDelivery.Rendered?
                     if spec.delivery == .none, spec.format != .png {
                         // Delivered nowhere: described, never copied out of the decoder.
-                        let turned = spec.applyOrientation && orientation >= 5
                         rendered = OutputDelivery.described(
-                            width: turned ? target.height : target.width, height: turned ? target.width : target.height,
-                            orientation: orientation, source: decoder.format, spec: spec)
+                            width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
                     } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                         rendered = decoder.withCurrentPixels { frame in
                             try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
