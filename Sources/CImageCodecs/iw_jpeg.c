@@ -580,11 +580,7 @@ int iw_jpeg_final_pending(const iw_jpeg *d) { return d->final_pending; }
 int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     const size_t stride = (size_t)c->output_width * (size_t)d->channels;
-    if (d->stage != STAGE_COMPLETE || d->final_elsewhere) return IW_FAILED;
-    if (!d->final_pending) {
-        memcpy(out, d->pixels, stride * c->output_height);
-        return 0;
-    }
+    if (d->stage != STAGE_COMPLETE || !d->final_pending) return IW_FAILED;
     if (setjmp(d->err.jump)) {
         char message[JMSG_LENGTH_MAX];
         (*c->err->format_message)((j_common_ptr)c, message);

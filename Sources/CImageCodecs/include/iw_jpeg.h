@@ -66,11 +66,11 @@ int iw_jpeg_completed_scans(const iw_jpeg *d);
 int iw_jpeg_preview_size(const iw_jpeg *d, uint32_t *width, uint32_t *height);
 int iw_jpeg_preview(iw_jpeg *d, uint8_t *out);
 
-/* A progressive file's final frame is not rendered by iw_jpeg_feed: once IW_COMPLETE, the final
- * image is written into `out` (width * height * channels bytes) by iw_jpeg_final_into, once (the
- * frame buffer is not used for it, so iw_jpeg_pixels is NULL from completion on); for other
- * files it copies the frame. iw_jpeg_final_pending says whether that pass is still to come.
- * 0 or IW_FAILED (error set). */
+/* A progressive file's final frame is not rendered by iw_jpeg_feed: once IW_COMPLETE,
+ * iw_jpeg_final_pending says so, and iw_jpeg_final_into writes the final image into `out`
+ * (width * height * channels bytes), once (the frame buffer is not used for it, so iw_jpeg_pixels
+ * is NULL from completion on). Other files' final image is their frame. 0, or IW_FAILED when no
+ * final pass is pending or it failed (error set). */
 int iw_jpeg_final_pending(const iw_jpeg *d);
 int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out);
 
