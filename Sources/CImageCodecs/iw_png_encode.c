@@ -45,6 +45,11 @@ static void sink_write(png_structp png, png_bytep data, size_t length) {
 
 static void sink_flush(png_structp png) { (void)png; }
 
+/* The PNG colour type of 8-bit pixels with 1, 3 or 4 channels. */
+static int color_type(int channels) {
+    return channels == 4 ? PNG_COLOR_TYPE_RGB_ALPHA : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY;
+}
+
 static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
                        uint8_t **bytes, size_t *length, char error[256]) {
     struct png_sink sink;
@@ -69,7 +74,7 @@ static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, i
     sink.data = malloc(sink.capacity);
     if (!sink.data) png_error(png, "out of memory for the PNG");
     png_set_write_fn(png, &sink, sink_write, sink_flush);
-    int type = channels == 4 ? PNG_COLOR_TYPE_RGB_ALPHA : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY;
+    const int type = color_type(channels);
     png_set_IHDR(png, info, width, height, 8, type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
@@ -162,7 +167,7 @@ static int encode_whole(const uint8_t *pixels, uint32_t width, uint32_t height, 
     put32(p + 8, width);
     put32(p + 12, height);
     p[16] = 8;                                                  /* bit depth */
-    p[17] = channels == 4 ? 6 : channels == 3 ? 2 : 0;          /* colour type */
+    p[17] = (uint8_t)color_type(channels);
     p[18] = p[19] = p[20] = 0;                                  /* deflate, adaptive filters, no interlace */
     p += finish_chunk(p, "IHDR", 13);
     const size_t compressed = libdeflate_zlib_compress(compressor, filtered, filtered_size, p + 8, bound);
