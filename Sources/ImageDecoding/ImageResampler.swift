@@ -73,7 +73,6 @@ final class RowResampler {
 
     deinit { iw_resampler_free(handle) }
 
-    var isComplete: Bool { completedRows == outHeight }
     /// Output rows from the top that are final.
     var completedRows: Int { Int(iw_resampler_completed_rows(handle)) }
 
@@ -81,11 +80,6 @@ final class RowResampler {
     /// rows), converted to this resampler's channels first (`DecodedImage.converted`'s rules).
     func push(rgba row: UnsafePointer<UInt8>) {
         iw_resampler_push_rgba(handle, row)
-    }
-
-    /// Takes the next input row (`inWidth * channels` bytes).
-    func push(_ row: UnsafePointer<UInt8>) {
-        iw_resampler_push(handle, row)
     }
 
     /// The output so far (rows past `completedRows` are not final).
