@@ -54,6 +54,7 @@ enum ProgressiveBenchmark {
         }
         await server.shutdown()
         print("case                    worker CPU s   partial images   ÷ whole decode (median of rounds)   peak RSS MB")
+        let median = DecodeBenchmark.median
         for index in cases.indices {
             let name = cases[index].name.padding(toLength: 22, withPad: " ", startingAt: 0)
             print(name + String(format: " %13.3f %16d %12.2f %32.1f", median(cpu[index]), Int(median(partials[index].map(Double.init))),
@@ -85,11 +86,5 @@ enum ProgressiveBenchmark {
         let rss = client.usage().peakRSSMB
         _ = try await client.finish()
         return rss
-    }
-
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        guard !sorted.isEmpty else { return 0 }
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 }

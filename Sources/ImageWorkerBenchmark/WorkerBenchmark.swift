@@ -39,7 +39,7 @@ struct WorkerBenchmark {
         }
         let worker = option("--worker") ?? defaultWorker()
         if arguments.first == "progressive" {
-            let rounds = Int(option("--rounds") ?? "") ?? 5
+            let rounds = max(1, Int(option("--rounds") ?? "") ?? 5)
             guard arguments.count == 2 else {
                 print("usage: image-worker-bench progressive FILE [--rounds N] [--worker PATH]")
                 exit(2)
