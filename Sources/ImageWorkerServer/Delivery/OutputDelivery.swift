@@ -41,8 +41,7 @@ enum OutputDelivery {
                 // (a token that joined the fetch after its decode began): decoded whole.
                 image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
             }
-            // Nothing delivered: the image's description is all there is to make.
-            let rendered = try await render(image, spec: spec, encode: spec.delivery != .none)
+            let rendered = try await render(image, spec: spec)
             for (key, value) in rendered.fields { result[key] = value }
             payload = rendered.payload
             fileExtension = rendered.fileExtension
@@ -112,25 +111,23 @@ enum OutputDelivery {
     }
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
-    /// (encoding on the blocking pool); without `encode` (a token that delivers nothing) only
-    /// described.
-    static func render(_ image: DecodedImage, spec: OutputSpec, encode: Bool = true) async throws(DownloadFailure) -> Rendered {
-        if !encode { return described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec) }
+    /// (encoding on the blocking pool); for a token that delivers nothing, only described.
+    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DownloadFailure) -> Rendered {
+        if spec.delivery == .none {
+            return described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
+        }
         return try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
     /// A partial image as PNG, encoded from the decoder's frame where it lies (full size, upright
-    /// as stored): the fields `renderNow` gives.
-    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat) throws(DownloadFailure) -> Rendered {
-        let png: [UInt8]
-        do throws(DecodeError) { png = try ImageDecoders.encodePNG(frame, fast: true) } catch {
+    /// as stored, for a `png` token): the fields `renderNow` gives.
+    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
+        var rendered = described(width: frame.width, height: frame.height, orientation: orientation, source: source, spec: spec)
+        do throws(DecodeError) { rendered.payload = Payload(try ImageDecoders.encodePNG(frame, fast: true)) } catch {
             throw .output(error.description, path: nil)
         }
-        let fields: JSONObject = [
-            "width": JSONValue(frame.width), "height": JSONValue(frame.height), "sourceFormat": .string(source.rawValue),
-            "orientation": JSONValue(orientation), "mimeType": "image/png",
-        ]
-        return Rendered(fields: fields, payload: Payload(png), byteLength: png.count, mimeType: "image/png", fileExtension: "png")
+        rendered.byteLength = rendered.payload.count
+        return rendered
     }
 
     /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
@@ -140,12 +137,10 @@ enum OutputDelivery {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
         var rendered = described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
         if spec.format == .png {
-            let png: [UInt8]
-            do throws(DecodeError) { png = try ImageDecoders.encodePNG(upright, fast: true) } catch {
+            do throws(DecodeError) { rendered.payload = Payload(try ImageDecoders.encodePNG(upright, fast: true)) } catch {
                 throw .output(error.description, path: nil)
             }
-            rendered.payload = Payload(png)
-            rendered.byteLength = png.count
+            rendered.byteLength = rendered.payload.count
             return rendered
         }
         rendered.payload = Payload(upright.pixels)

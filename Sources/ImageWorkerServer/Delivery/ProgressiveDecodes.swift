@@ -200,7 +200,7 @@ final class ProgressiveDecodes: Sendable {
                             width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
                     } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                         rendered = decoder.withCurrentPixels { frame in
-                            try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format)
+                            try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format, spec: spec)
                         } ?? nil
                     } else {
                         // Taken from the frame where it lies (scaled down, or copied at full
