@@ -129,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageDecodingTests",
-            dependencies: ["ImageDecoding", "CImageCodecs", "TestSupport"]
+            dependencies: ["ImageDecoding", "CImageCodecs", "CLibDeflate", "TestSupport"]
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",

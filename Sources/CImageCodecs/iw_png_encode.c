@@ -1,13 +1,11 @@
 /* PNG encoding of 8-bit pixels for delivery (`format: png`).
  *
- * The worker encodes every PNG it delivers with `fast`: an image whose filtered rows fit
- * IW_PNG_WHOLE_BUFFER_MAX goes through libdeflate at level 1 in one call (PNG chunks written here);
- * larger ones through libpng's full write API with zlib level 1 and the Up filter on every
- * row: on a 12 MP photo 0.7–0.8 s and 17.7 MB, where the simplified API's PNG_IMAGE_FLAG_FAST
- * (level 3, no filter) takes 1.3–1.9 s for 25.5 MB. Without `fast`: libpng's defaults (adaptive
- * filters, level 6) through the simplified API, for callers who want the smallest file. libpng's
- * errors longjmp back to this file's frame only. */
+ * The worker encodes every PNG it delivers with `fast`: the Up filter on every row and iw_deflate's
+ * Huffman-and-runs compression, rows filtered and compressed a block at a time, chunks written here.
+ * Without `fast`: libpng's defaults (adaptive filters, level 6) through the simplified API, for
+ * callers who want the smallest file. libpng's errors longjmp back to this file's frame only. */
 #include "iw_whole.h"
+#include "iw_deflate.h"
 #include "iw_png_failure.h"
 #include <libdeflate.h>
 #include <png.h>
@@ -17,77 +15,13 @@
 #include <string.h>
 #include <zlib.h>
 
-/* Filtered rows up to this size (about 2 megapixels of RGBA) are compressed in one call. */
-#define IW_PNG_WHOLE_BUFFER_MAX ((size_t)8 << 20)
-
-/* Where the PNG grows. */
-struct png_sink {
-    uint8_t *data;
-    size_t length, capacity;
-};
-
-static void sink_write(png_structp png, png_bytep data, size_t length) {
-    struct png_sink *sink = png_get_io_ptr(png);
-    if (length > sink->capacity - sink->length) {
-        size_t capacity = sink->capacity ? sink->capacity : 65536;
-        while (length > capacity - sink->length) {
-            if (capacity > SIZE_MAX / 2) png_error(png, "the PNG is too large");
-            capacity *= 2;
-        }
-        uint8_t *grown = realloc(sink->data, capacity);
-        if (!grown) png_error(png, "out of memory for the PNG");
-        sink->data = grown;
-        sink->capacity = capacity;
-    }
-    memcpy(sink->data + sink->length, data, length);
-    sink->length += length;
-}
-
-static void sink_flush(png_structp png) { (void)png; }
+/* Filtered rows compressed per deflate block: enough for a block's code tables to pay for themselves,
+ * small enough to stay in cache between filtering and the two compression passes. */
+#define IW_PNG_BLOCK_BYTES ((size_t)256 << 10)
 
 /* The PNG colour type of 8-bit pixels with 1, 3 or 4 channels. */
 static int color_type(int channels) {
     return channels == 4 ? PNG_COLOR_TYPE_RGB_ALPHA : channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY;
-}
-
-static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
-                       uint8_t **bytes, size_t *length, char error[256]) {
-    struct png_sink sink;
-    struct iw_png_failure failure;
-    memset(&sink, 0, sizeof sink);
-    memset(&failure, 0, sizeof failure);
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &failure, iw_png_on_error, iw_png_on_warning);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    if (!png || !info) {
-        png_destroy_write_struct(&png, NULL);
-        snprintf(error, 256, "out of memory for the PNG encoder");
-        return IW_FAILED;
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        free(sink.data);
-        snprintf(error, 256, "%s", failure.text[0] ? failure.text : "PNG encoding failed");
-        return IW_FAILED;
-    }
-    /* About what a photo compresses to, so that the buffer rarely grows. */
-    sink.capacity = (size_t)width * height * (size_t)channels / 2 + 65536;
-    sink.data = malloc(sink.capacity);
-    if (!sink.data) png_error(png, "out of memory for the PNG");
-    png_set_write_fn(png, &sink, sink_write, sink_flush);
-    const int type = color_type(channels);
-    png_set_IHDR(png, info, width, height, 8, type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
-    png_set_compression_level(png, 1);
-    png_set_compression_strategy(png, Z_DEFAULT_STRATEGY);
-    png_write_info(png, info);
-    for (uint32_t y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * stride);
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
-    uint8_t *shrunk = realloc(sink.data, sink.length ? sink.length : 1);
-    *bytes = shrunk ? shrunk : sink.data;
-    *length = sink.length;
-    return 0;
 }
 
 static int encode_simplified(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
@@ -132,64 +66,71 @@ static size_t finish_chunk(uint8_t *p, const char type[4], size_t length) {
     return length + 12;
 }
 
-/* The same image as encode_fast (Up filter on every row, one zlib stream), compressed by
- * libdeflate in one call: several times faster than zlib's level 1, and smaller. Needs the
- * filtered rows and the output in memory, so only for images up to IW_PNG_WHOLE_BUFFER_MAX. */
-static int encode_whole(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
-                        uint8_t **bytes, size_t *length, char error[256]) {
-    const size_t row = (size_t)width * channels, filtered_size = (row + 1) * height;
-    uint8_t *filtered = malloc(filtered_size);
-    struct libdeflate_compressor *compressor = libdeflate_alloc_compressor(1);
-    const size_t bound = compressor ? libdeflate_zlib_compress_bound(compressor, filtered_size) : 0;
-    uint8_t *out = compressor ? malloc(8 + 25 + 12 + bound + 12) : NULL;
-    if (!filtered || !compressor || !out) {
+/* The PNG is built in the zlib stream's own buffer: iw_deflate_begin leaves room in front for the
+ * signature, IHDR and the IDAT chunk's header (its length filled in at the end); the compressed rows
+ * follow, then the chunk's CRC and IEND. */
+static int encode_fast(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride,
+                       uint8_t **bytes, size_t *length, char error[256]) {
+    const size_t row = (size_t)width * channels, filtered_row = row + 1;
+    const size_t rows_per_block = filtered_row >= IW_PNG_BLOCK_BYTES ? 1 : IW_PNG_BLOCK_BYTES / filtered_row;
+    const size_t idat = 8 + 25; /* signature, IHDR */
+    uint8_t *filtered = malloc(filtered_row * (rows_per_block < height ? rows_per_block : height));
+    struct iw_deflate z;
+    /* About what a photo compresses to, so that the buffer rarely grows. */
+    if (!filtered || iw_deflate_begin(&z, idat + 8, row * height / 2 + 1024) != 0) {
         free(filtered);
-        free(out);
-        if (compressor) libdeflate_free_compressor(compressor);
         snprintf(error, 256, "out of memory for the PNG");
         return IW_FAILED;
     }
-    for (uint32_t y = 0; y < height; y++) {
-        uint8_t *f = filtered + (size_t)y * (row + 1);
-        const uint8_t *cur = pixels + (size_t)y * stride;
-        f[0] = 2; /* Up */
-        if (y == 0) {
-            memcpy(f + 1, cur, row);
-        } else {
-            const uint8_t *up = cur - stride;
-            for (size_t x = 0; x < row; x++) f[1 + x] = (uint8_t)(cur[x] - up[x]);
-        }
-    }
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    uint8_t *p = out;
+    uint8_t *p = z.data;
     memcpy(p, signature, 8);
-    p += 8;
-    put32(p + 8, width);
-    put32(p + 12, height);
-    p[16] = 8;                                                  /* bit depth */
-    p[17] = (uint8_t)color_type(channels);
-    p[18] = p[19] = p[20] = 0;                                  /* deflate, adaptive filters, no interlace */
-    p += finish_chunk(p, "IHDR", 13);
-    const size_t compressed = libdeflate_zlib_compress(compressor, filtered, filtered_size, p + 8, bound);
-    libdeflate_free_compressor(compressor);
+    put32(p + 16, width);
+    put32(p + 20, height);
+    p[24] = 8;                                                  /* bit depth */
+    p[25] = (uint8_t)color_type(channels);
+    p[26] = p[27] = p[28] = 0;                                  /* deflate, adaptive filters, no interlace */
+    finish_chunk(p + 8, "IHDR", 13);
+    int failed = 0;
+    for (uint32_t y0 = 0; y0 < height && !failed; y0 += (uint32_t)rows_per_block) {
+        const uint32_t rows = height - y0 < rows_per_block ? height - y0 : (uint32_t)rows_per_block;
+        for (uint32_t r = 0; r < rows; r++) {
+            const uint32_t y = y0 + r;
+            uint8_t *f = filtered + (size_t)r * filtered_row;
+            const uint8_t *cur = pixels + (size_t)y * stride;
+            f[0] = 2; /* Up */
+            if (y == 0) {
+                memcpy(f + 1, cur, row);
+            } else {
+                const uint8_t *up = cur - stride;
+                for (size_t x = 0; x < row; x++) f[1 + x] = (uint8_t)(cur[x] - up[x]);
+            }
+        }
+        failed = iw_deflate_block(&z, filtered, (size_t)rows * filtered_row, y0 + rows == height) != 0;
+    }
     free(filtered);
-    if (compressed == 0 || compressed > 0x7FFFFFFF) {
-        free(out);
-        snprintf(error, 256, "PNG compression failed");
+    /* The IDAT chunk's CRC and the IEND chunk after the stream. */
+    uint8_t *png = failed || iw_deflate_end(&z) != 0 ? NULL : realloc(z.data, z.length + 4 + 12);
+    if (!png) {
+        iw_deflate_free(&z);
+        snprintf(error, 256, "out of memory for the PNG");
         return IW_FAILED;
     }
-    p += finish_chunk(p, "IDAT", compressed);
-    p += finish_chunk(p, "IEND", 0);
-    *length = (size_t)(p - out);
-    uint8_t *shrunk = realloc(out, *length);
-    *bytes = shrunk ? shrunk : out;
+    const size_t data_length = z.length - idat - 8;
+    if (data_length > 0x7FFFFFFF) {
+        free(png);
+        snprintf(error, 256, "the PNG's image data is too large for one chunk");
+        return IW_FAILED;
+    }
+    size_t end = idat + finish_chunk(png + idat, "IDAT", data_length);
+    end += finish_chunk(png + end, "IEND", 0);
+    *bytes = png;
+    *length = end;
     return 0;
 }
 
 int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
                   uint8_t **bytes, size_t *length, char error[256]) {
-    if (fast && ((size_t)width * channels + 1) * height <= IW_PNG_WHOLE_BUFFER_MAX)
-        return encode_whole(pixels, width, height, channels, stride, bytes, length, error);
     if (fast) return encode_fast(pixels, width, height, channels, stride, bytes, length, error);
     return encode_simplified(pixels, width, height, channels, stride, bytes, length, error);
 }

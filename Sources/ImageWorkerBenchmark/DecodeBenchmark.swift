@@ -101,18 +101,26 @@ enum DecodeBenchmark {
                 print(String(format: "%-24@ re-decoding every received prefix instead (what the iOS libraries do): %.1f×", "" as NSString, prefix))
             }
         }
-        // What delivering `format: png` adds: the worker PNG-encodes every partial image (fast: zlib
-        // level 1, Up filter) and the final one (libpng's defaults).
-        if chosen("l4000_baseline.jpg"), let data = FileManager.default.contents(atPath: sizes.appendingPathComponent("l4000_baseline.jpg").path),
-            let image = try? ImageDecoders.decode(Array(data))
-        {
-            print("\nPNG encoding of one 4000×3000 RGBA frame (delivering format png), CPU time, median of 3:")
+        // What delivering `format: png` costs: the worker encodes every PNG it writes fast (Up
+        // filter, iw_deflate's Huffman coding with runs); libpng's defaults for comparison.
+        print("\nPNG encoding (delivering format png), CPU time per image, median of 3:")
+        for (name, maxPixelSize, layout) in [("l4000_baseline.jpg", nil, PixelLayout.rgba), ("m1024_baseline.jpg", nil, .rgb),
+                                             ("m1024_baseline.jpg", 256, .rgb), ("m1024_rgba.png", nil, .rgba)] as [(String, Int?, PixelLayout)]
+        where chosen(name) {
+            guard let data = FileManager.default.contents(atPath: sizes.appendingPathComponent(name).path) else { continue }
+            var options = DecodeOptions()
+            options.layout = layout
+            guard let image = try? ImageDecoders.decode(Array(data), options: options, maxPixelSize: maxPixelSize, maxPixelCount: nil) else { continue }
+            let repeats = max(1, 3_000_000 / (image.width * image.height))
+            var line = "\(name) \(image.width)×\(image.height) \(layout)".padding(toLength: 36, withPad: " ", startingAt: 0)
             for fast in [true, false] {
                 var size = 0
-                let cost = median((0..<3).map { _ in cpuTime { size = (try? ImageDecoders.encodePNG(image, fast: fast))?.count ?? 0 } })
-                print(String(format: "%-24@ %.2f s, %.1f MB (%.0f Mpixels/s)", (fast ? "fast (what the worker writes)" : "libpng defaults") as NSString,
-                             cost, Double(size) / 1e6, Double(image.width * image.height) / cost / 1e6))
+                let cost = median((0..<3).map { _ in
+                    cpuTime { for _ in 0..<repeats { size = (try? ImageDecoders.encodePNG(image, fast: fast))?.count ?? 0 } } / Double(repeats)
+                })
+                line += String(format: "  %@ %.2f ms, %.1f KB", (fast ? "fast" : "| libpng defaults") as NSString, cost * 1e3, Double(size) / 1e3)
             }
+            print(line)
         }
         print("\npeak memory of one 4000×3000 decode to RGBA (goal ≤ 1.3 × (bitmap + compressed bytes)):")
         for name in ["l4000_baseline.jpg", "l4000_progressive.jpg", "l4000_interlaced.png"] where chosen(name) {

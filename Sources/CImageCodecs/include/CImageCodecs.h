@@ -4,3 +4,4 @@
 #include "iw_resample.h"
 #include "iw_pixels.h"
 #include "iw_limits.h"
+#include "iw_deflate.h"
