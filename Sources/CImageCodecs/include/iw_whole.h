@@ -41,8 +41,8 @@ int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque
                                   iw_image *out);
 
 /* PNG encoding of 8-bit pixels with 1 (gray), 3 (RGB) or 4 (RGBA) channels (iw_png_encode.c):
- * `fast` (partial images) compresses quickly with zlib level 1 and the Up filter, otherwise
- * libpng's defaults. Returns 0 and a malloc'd buffer, or IW_FAILED with a message in `error`. */
+ * `fast` (every PNG the worker delivers) uses the Up filter and iw_deflate's Huffman coding with
+ * runs, otherwise libpng's defaults. Returns 0 and a malloc'd buffer, or IW_FAILED with a message in `error`. */
 int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
                   uint8_t **bytes, size_t *length, char error[256]);
 
