@@ -286,7 +286,7 @@ public final class WorkerServer: Sendable {
         let s = await downloader.status()
         let live: [JSONValue] = s.liveTokens.map { t in
             [
-                "token": t.token.json, "url": .string(t.url), "priority": .string(t.priority.name), "state": .string(t.state),
+                "token": t.token.json, "url": .string(t.url), "priority": .string(t.priority.name), "state": .string(t.state.rawValue),
                 "receivedBytes": .int(t.receivedBytes), "expectedBytes": t.expectedBytes.map { .int($0) } ?? .null,
             ]
         }

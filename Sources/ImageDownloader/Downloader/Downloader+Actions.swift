@@ -1,0 +1,106 @@
+import Foundation
+
+/// Performing `FetchOperation`'s actions: the fan-out of a fetch's events to its tokens, the
+/// queue, each token's processing, the failed-URL list, and each token's one ending.
+extension Downloader {
+    func startFetches(_ ids: [FetchID]) {
+        for id in ids {
+            guard let actions = update(id, { $0.machine.start() }) else { continue }
+            perform(id, actions)
+        }
+    }
+
+    func perform(_ id: FetchID, _ actions: [FetchOperation.Action]) {
+        for action in actions {
+            switch action {
+            case .emitStarted(let token):
+                sink(.started(token, url: tokens[token]?.url ?? ""))
+            case .emitResponse(let token, let info):
+                sink(.response(token, info))
+            case .emitProgress(let token, let received, let expected):
+                sink(.progress(token, received: received, expected: expected))
+            case .emitCancelled(let token):
+                finishToken(token, .cancelled)
+            case .emitFailure(let token, let failure):
+                finishToken(token, .failure(failure))
+            case .process(let token):
+                process(token, of: id)
+            case .setQueuePriority(let priority):
+                queue.setPriority(id, priority)
+            case .leaveQueue:
+                startFetches(queue.remove(id))
+            case .startAttempt(let attempt):
+                launchAttempt(id, attempt)
+            case .cancelAttempt:
+                update(id) { fetch in
+                    fetch.tasks.transfer?.cancel()
+                    fetch.tasks.watchdog?.cancel()
+                }
+            case .scheduleRetry(let attempt, let delayMs):
+                scheduleRetry(id, attempt: attempt, delayMs: delayMs)
+            case .cancelRetryTimer:
+                update(id) { $0.tasks.retry?.cancel() }
+            case .recordFailure(let failure):
+                guard let fetch = fetches[id] else { continue }
+                let expiry = UInt64(max(0, configuration.failedURLExpiryMs)) * 1_000_000
+                for url in urlsOf(fetch) {
+                    failedURLs.record(url, reason: failure.description, now: clock(), expiryNanos: expiry)
+                }
+            case .recordSuccess:
+                guard let fetch = fetches[id] else { continue }
+                for url in urlsOf(fetch) { failedURLs.remove(url) }
+            case .finished:
+                guard let fetch = fetches.removeValue(forKey: id) else { continue }
+                if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
+                fetch.tasks.watchdog?.cancel()
+                if fetchByKey[fetch.key] == id { fetchByKey[fetch.key] = nil }
+            }
+        }
+    }
+
+    /// Runs the token's processor on the fetched resource; its result (or failure) ends the
+    /// token unless it was cancelled meanwhile.
+    private func process(_ token: DownloadToken, of id: FetchID) {
+        guard let resource = fetches[id]?.resource, let processor = tokens[token]?.processor else { return }
+        Task {
+            let result: Result<Delivered, DownloadFailure>
+            do {
+                result = .success(try await processor(resource))
+            } catch let failure as DownloadFailure {
+                result = .failure(failure)
+            } catch {
+                result = .failure(.output(String(describing: error), path: nil))
+            }
+            self.processed(id, token, result)
+        }
+    }
+
+    private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, DownloadFailure>) {
+        guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else { return }
+        if live {
+            switch result {
+            case .success(let value): finishToken(token, .success(value))
+            case .failure(let failure): finishToken(token, .failure(failure))
+            }
+        }
+        perform(id, actions)
+    }
+
+    /// The URL strings the tokens of this fetch asked for (the failed-URL list is keyed by them).
+    private func urlsOf(_ fetch: Fetch) -> Set<String> {
+        var urls: Set<String> = [fetch.request.url.absoluteString]
+        for entry in fetch.machine.tokens { if let url = tokens[entry.token]?.url { urls.insert(url) } }
+        return urls
+    }
+
+    /// A token's one `completed` event; the idle waiters resume when it was the last.
+    func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered>) {
+        guard tokens.finish(token, outcome) else { return }
+        sink(.completed(token, outcome))
+        if tokens.isEmpty, !idleWaiters.isEmpty {
+            let waiters = idleWaiters
+            idleWaiters = []
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+}

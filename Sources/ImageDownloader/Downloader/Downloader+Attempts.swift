@@ -1,0 +1,160 @@
+import Foundation
+import NIOCore
+
+/// Each attempt's I/O: the loader's task, the idle watchdog and the retry timer. What an event
+/// means is `FetchAttempt`'s to say (and then `FetchOperation`'s); this file only runs the tasks
+/// and hands them the events.
+extension Downloader {
+    func launchAttempt(_ id: FetchID, _ number: Int) {
+        guard let fetch = fetches[id] else { return }
+        var request = fetch.request
+        request.timeoutMs = fetch.timeoutMs ?? configuration.timeoutMs
+        request.maxRedirects = configuration.maxRedirects
+        let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
+        let transfer = Task {
+            self.attemptBegan(id, number)
+            do {
+                try await loader.load(
+                    request,
+                    onHead: { head in try await self.headReceived(id, number, head) },
+                    onChunk: { chunk in try await self.chunkReceived(id, number, chunk) })
+                self.attemptEnded(id, number, nil)
+            } catch {
+                self.attemptEnded(id, number, error)
+            }
+        }
+        update(id) { fetch in
+            fetch.attempt = FetchAttempt(number: number)
+            fetch.body = ByteBuffer()
+            fetch.tasks.transfer = transfer
+        }
+    }
+
+    /// Whether attempt `number` is the fetch's current one (a late event of an earlier attempt is
+    /// dropped).
+    private func isCurrent(_ id: FetchID, _ number: Int) -> Bool {
+        guard let fetch = fetches[id], fetch.attempt?.number == number else { return false }
+        return fetch.machine.state == .running(attempt: number)
+    }
+
+    private func attemptBegan(_ id: FetchID, _ number: Int) {
+        guard isCurrent(id, number), !Task.isCancelled else { return }
+        let now = clock()
+        update(id) { fetch in
+            fetch.attempt?.began(now: now)
+            fetch.tasks.watchdog = Task { await self.watch(id, number) }
+        }
+    }
+
+    private func headReceived(_ id: FetchID, _ number: Int, _ head: LoadedHead) throws {
+        guard isCurrent(id, number) else { throw CancellationError() }
+        let length = head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let retryAfter = head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) }
+        let now = clock()
+        let maxBodyBytes = configuration.maxBodyBytes
+        let refusal = update(id) { fetch in
+            fetch.attempt?.headReceived(status: head.status, contentLength: length, retryAfterSeconds: retryAfter, maxBodyBytes: maxBodyBytes, now: now)
+        }
+        if let refusal, let failure = refusal { throw failure }
+        let mime = head.header("Content-Type").map {
+            $0.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        let info = ResponseInfo(
+            status: head.status, expectedBytes: length, mimeType: mime?.isEmpty == false ? mime : nil,
+            finalURL: head.finalURL.absoluteString, httpVersion: head.httpVersion)
+        let actions = update(id) { fetch in
+            if let length, length > 0, length <= 64 << 20 { fetch.body.reserveCapacity(Int(length)) }
+            return fetch.machine.responseReceived(info, now: now)
+        }
+        perform(id, actions ?? [])
+    }
+
+    private func chunkReceived(_ id: FetchID, _ number: Int, _ chunk: ByteBuffer) throws {
+        guard isCurrent(id, number) else { throw CancellationError() }
+        let now = clock()
+        let maxBodyBytes = configuration.maxBodyBytes
+        let throttle = ProgressThrottle(configuration)
+        guard let (offset, failure, streams) = update(id, { fetch in
+            let offset = Int64(fetch.body.readableBytes)
+            var copy = chunk
+            fetch.body.writeBuffer(&copy)
+            let failure = fetch.attempt?.bodyReceived(total: Int64(fetch.body.readableBytes), maxBodyBytes: maxBodyBytes, now: now)
+            return (offset, failure, fetch.streamsBody)
+        }) else { throw CancellationError() }
+        if streams, let fetch = fetches[id] {
+            bodyObserver?(.chunk(fetchID: id, offset: offset, bytes: chunk, tokens: fetch.machine.tokens.map(\.token)))
+        }
+        if let failure { throw failure }
+        let actions = update(id) { fetch in
+            fetch.machine.bodyReceived(total: Int64(fetch.body.readableBytes), now: now, throttle: throttle)
+        }
+        perform(id, actions ?? [])
+    }
+
+    private func attemptEnded(_ id: FetchID, _ number: Int, _ error: (any Error)?) {
+        guard isCurrent(id, number) else { return }
+        let ended = update(id) { fetch -> FetchAttempt.Outcome? in
+            fetch.tasks.watchdog?.cancel()
+            fetch.tasks.transfer = nil
+            return fetch.attempt?.loaderEnded(error: error)
+        }
+        guard let ended, var outcome = ended else { return }
+        if case .succeeded = outcome, fetches[id]?.machine.response == nil {
+            // A body is accepted only after a head, whose info the machine keeps: not expected.
+            outcome = .failed(.network(.io, "the transfer ended without a response"))
+        }
+        let now = clock()
+        switch outcome {
+        case .failed(let failure):
+            logger.debug("attempt failed", metadata: ["url": "\(fetches[id]?.request.url.absoluteString ?? "")", "attempt": "\(number)", "error": "\(failure)"])
+            let policy = RetryPolicy(configuration)
+            let jitter = Double.random(in: 0..<1)
+            perform(id, update(id) { $0.machine.attemptFailed(failure, retryPolicy: policy, jitter: jitter) } ?? [])
+        case .succeeded:
+            if fetches[id]?.streamsBody == true { bodyObserver?(.end(fetchID: id)) }
+            let actions = update(id) { fetch -> [FetchOperation.Action] in
+                guard let response = fetch.machine.response else { return [] }
+                fetch.resource = FetchedResource(response: response, body: fetch.body, fetchID: id, consumers: fetch.machine.tokens.count)
+                fetch.body = ByteBuffer()
+                return fetch.machine.attemptSucceeded(now: now)
+            }
+            perform(id, actions ?? [])
+        }
+    }
+
+    func scheduleRetry(_ id: FetchID, attempt: Int, delayMs: Int64) {
+        logger.info("retrying", metadata: ["url": "\(fetches[id]?.request.url.absoluteString ?? "")", "attempt": "\(attempt)", "delayMs": "\(delayMs)"])
+        let timer = Task {
+            try? await Task.sleep(nanoseconds: UInt64(max(0, delayMs)) * 1_000_000)
+            if Task.isCancelled { return }
+            self.retryFired(id)
+        }
+        update(id) { fetch in
+            fetch.tasks.watchdog?.cancel()
+            fetch.tasks.retry = timer
+        }
+    }
+
+    private func retryFired(_ id: FetchID) {
+        perform(id, update(id) { $0.machine.retryTimerFired() } ?? [])
+    }
+
+    /// The idle timeout: the attempt fails when no byte (or head) arrived for the request's
+    /// timeout, or else the configured one (read each time, so `configure` applies at once).
+    private func watch(_ id: FetchID, _ number: Int) async {
+        while !Task.isCancelled, isCurrent(id, number) {
+            let timeoutMs = fetches[id]?.timeoutMs ?? configuration.timeoutMs
+            let now = clock()
+            guard let action = update(id, { $0.attempt?.watchdogWoke(now: now, timeoutMs: timeoutMs) }), let action else { return }
+            switch action {
+            case .stopTransfer:
+                fetches[id]?.tasks.transfer?.cancel()
+                return
+            case .checkAt(let deadline):
+                try? await Task.sleep(nanoseconds: deadline - now)
+            case .stop:
+                return
+            }
+        }
+    }
+}

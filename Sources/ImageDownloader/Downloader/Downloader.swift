@@ -1,0 +1,283 @@
+import Foundation
+import InputValidation
+import Logging
+import NIOCore
+
+/// The downloader: one operation queue, fetches shared by every token asking for the same
+/// resource, cancel and priority by token. It performs what `DownloadQueue`, `FetchOperation` and
+/// `FetchAttempt` decide (value state machines, tested without I/O) and reports every token's
+/// events, in order, to `sink` (called on the actor, so events of one token never race each
+/// other). Every token gets exactly one `completed` event.
+///
+/// A token's life: `reserve` (the token is taken, nothing is emitted yet), then `start` (it joins
+/// or creates a fetch, or ends at once: invalid URL, blocked URL, cancelled while reserved).
+/// The split lets the worker write the `download` response before any event of that token.
+///
+/// This file holds the requests; `Downloader+Actions.swift` performs the fetch machine's actions
+/// (events, queue, processing, failed URLs) and `Downloader+Attempts.swift` runs each attempt's
+/// transfer, idle watchdog and retry timer.
+public actor Downloader<Delivered: Sendable> {
+    public typealias Processor = @Sendable (FetchedResource) async throws -> Delivered
+    public typealias EventSink = @Sendable (DownloadEvent<Delivered>) -> Void
+    public typealias BodyObserver = @Sendable (BodyNotice) -> Void
+    public typealias Status = DownloaderStatus
+
+    public struct TokenInUse: Error, Sendable {
+        public let token: DownloadToken
+    }
+
+    typealias FetchID = Int
+
+    /// The tasks one fetch runs, cancelled as its machine says.
+    struct FetchTasks {
+        var transfer: Task<Void, Never>?
+        var watchdog: Task<Void, Never>?
+        var retry: Task<Void, Never>?
+    }
+
+    struct Fetch {
+        var machine: FetchOperation
+        let key: FetchKey
+        let request: LoadRequest
+        let isFile: Bool
+        /// The request's own idle timeout (else the configuration's, read when it applies).
+        let timeoutMs: Int64?
+        /// The current attempt (nil before the first).
+        var attempt: FetchAttempt?
+        var tasks = FetchTasks()
+        var body = ByteBuffer()
+        var resource: FetchedResource?
+        /// A token asked for the body as it arrives.
+        var streamsBody = false
+    }
+
+    public private(set) var configuration: DownloaderConfiguration
+    let httpLoader: any ResourceLoader
+    let fileLoader: FileLoader
+    let sink: EventSink
+    let bodyObserver: BodyObserver?
+    let logger: Logger
+    let clock: @Sendable () -> UInt64
+
+    var queue: DownloadQueue<FetchID>
+    var fetches: [FetchID: Fetch] = [:]
+    var fetchByKey: [FetchKey: FetchID] = [:]
+    var tokens = TokenRegistry<Delivered, FetchID>()
+    var failedURLs = FailedURLList()
+    private var nextFetchID = 0
+    var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    private var held = false
+
+    public init(
+        configuration: DownloaderConfiguration,
+        httpLoader: any ResourceLoader,
+        fileURLPolicy: FileURLPolicy,
+        logger: Logger,
+        clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        bodyObserver: BodyObserver? = nil,
+        sink: @escaping EventSink
+    ) {
+        self.bodyObserver = bodyObserver
+        self.configuration = configuration
+        self.httpLoader = httpLoader
+        self.fileLoader = FileLoader(policy: fileURLPolicy)
+        self.logger = logger
+        self.clock = clock
+        self.sink = sink
+        self.queue = DownloadQueue(
+            maxConcurrent: configuration.maxConcurrentDownloads, order: configuration.executionOrder,
+            suspended: configuration.suspended)
+    }
+
+    /// Mutates fetch `id` in place (its body is never copied); nil if the fetch has ended. `body`
+    /// must not reach `fetches` itself.
+    @discardableResult
+    func update<R>(_ id: FetchID, _ body: (inout Fetch) throws -> R) rethrows -> R? {
+        guard fetches[id] != nil else { return nil }
+        return try body(&fetches[id]!)  // present: checked on the line above
+    }
+
+    // MARK: Requests
+
+    /// Takes `token` for a download that `start` will begin. Fails if the token is live.
+    public func reserve(_ token: DownloadToken, url: String, priority: DownloadPriority) throws(TokenInUse) {
+        // The URL as shown (events, status, logs): without user information.
+        guard tokens.reserve(token, url: DownloadURL.redacted(url), priority: priority) else { throw TokenInUse(token: token) }
+    }
+
+    /// Begins the download of a reserved token. `processor` turns the fetched body into what the
+    /// token asked for; its `DownloadFailure` fails that token alone.
+    public func start(_ request: DownloadRequest, processor: @escaping Processor) {
+        let token = request.token
+        guard let record = tokens[token], case .reserved(let wasCancelled) = record.place else {
+            logger.error("start of a token that was not reserved", metadata: ["token": "\(token)"])
+            return
+        }
+        if wasCancelled {
+            finishToken(token, .cancelled)
+            return
+        }
+        let url: URL
+        let credentials: Credentials?
+        do {
+            let parsed = try DownloadURL.checked(request.url, fileURLsEnabled: fileLoader.policy.root != nil)
+            url = parsed.url
+            credentials = request.credentials ?? parsed.userInfo.map { Credentials(user: $0.user, password: $0.password) }
+            if url.isFileURL { _ = try fileLoader.policy.resolve(url) }
+        } catch {
+            finishToken(token, .failure(error))
+            return
+        }
+        if !request.retryFailed, let entry = failedURLs.blocking(record.url, now: clock()) {
+            finishToken(token, .failure(.blocked(since: entry.reason)))
+            return
+        }
+        let headers = effectiveHeaders(request.headers)
+        let key = FetchKey(
+            url: url, headers: headers, credentials: credentials,
+            allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies)
+        if let id = fetchByKey[key], let fetch = fetches[id], fetch.machine.acceptsTokens {
+            join(token, fetch: id, priority: record.priority, streamsBody: request.streamsBody, processor: processor)
+            return
+        }
+        let id = nextFetchID
+        nextFetchID += 1
+        let loadRequest = LoadRequest(
+            url: url, headers: headers, credentials: credentials,
+            allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
+            maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
+        fetches[id] = Fetch(
+            machine: FetchOperation(token: token, priority: record.priority), key: key, request: loadRequest,
+            isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
+        fetchByKey[key] = id
+        tokens.attach(token, to: id, processor: processor)
+        startFetches(queue.enqueue(id, priority: record.priority))
+    }
+
+    /// A token joins a fetch that is already under way: it gets the fetch's events so far
+    /// (`FetchOperation.join`), and a first streaming token the body so far.
+    private func join(_ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, streamsBody: Bool, processor: @escaping Processor) {
+        tokens.attach(token, to: id, processor: processor)
+        let firstStreamer = streamsBody && fetches[id]?.streamsBody == false
+        let actions = update(id) { fetch in
+            if streamsBody { fetch.streamsBody = true }
+            return fetch.machine.join(token, priority: priority)
+        }
+        perform(id, actions ?? [])
+        if firstStreamer, let fetch = fetches[id], fetch.body.readableBytes > 0 {
+            bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: fetch.body, tokens: fetch.machine.tokens.map(\.token)))
+        }
+    }
+
+    /// Cancels one token. Idempotent: returns whether the token was live.
+    @discardableResult
+    public func cancel(_ token: DownloadToken) -> Bool {
+        guard let record = tokens[token] else { return false }
+        switch record.place {
+        case .reserved:
+            _ = tokens.cancelReserved(token)
+        case .attached(let id):
+            perform(id, update(id) { $0.machine.cancel(token) } ?? [])
+        }
+        return true
+    }
+
+    /// Cancels every live token: those waiting in the queue first, so that no new fetch starts in
+    /// the slots the running ones free. Returns how many were cancelled.
+    @discardableResult
+    public func cancelAll() -> Int {
+        var order: [DownloadToken] = []
+        var seen: Set<DownloadToken> = []
+        func add(_ t: DownloadToken) { if seen.insert(t).inserted { order.append(t) } }
+        for token in tokens.reserved { add(token) }
+        for id in queue.waitingInStartOrder.reversed() {
+            for entry in fetches[id]?.machine.tokens ?? [] { add(entry.token) }
+        }
+        for token in tokens.tokens { add(token) }
+        var count = 0
+        for token in order where cancel(token) { count += 1 }
+        return count
+    }
+
+    @discardableResult
+    public func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) -> Bool {
+        guard let record = tokens[token] else { return false }
+        tokens.setPriority(token, priority)
+        if case .attached(let id) = record.place {
+            perform(id, update(id) { $0.machine.setPriority(token, priority) } ?? [])
+        }
+        return true
+    }
+
+    public func configure(_ newValue: DownloaderConfiguration) {
+        configuration = newValue
+        queue.setOrder(newValue.executionOrder)
+        startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads))
+        startFetches(queue.setSuspended(newValue.suspended || held))
+    }
+
+    /// While held, no fetch starts (running ones go on): the worker holds the queue while its
+    /// reader has fallen behind, so that output, and the memory behind it, stays bounded.
+    /// Independent of the configured `suspended`.
+    public func setHeld(_ value: Bool) {
+        guard value != held else { return }
+        held = value
+        logger.debug(value ? "holding the queue: output is backed up" : "output caught up: the queue goes on")
+        startFetches(queue.setSuspended(configuration.suspended || held))
+    }
+
+    /// Lifts `suspended` so that everything accepted can finish (stdin's end with `drain`,
+    /// `shutdown`): a suspended queue would otherwise never end its waiting tokens.
+    public func resumeToDrain() {
+        guard configuration.suspended else { return }
+        logger.info("resuming the suspended queue to finish what was accepted")
+        configuration.suspended = false
+        startFetches(queue.setSuspended(held))
+    }
+
+    public func clearFailedURLs() { failedURLs.removeAll() }
+
+    public var liveTokenCount: Int { tokens.count }
+
+    public func status() -> Status {
+        var live: [Status.LiveToken] = []
+        for (token, record) in tokens.records {
+            var state = Status.LiveToken.State.reserved
+            var received: Int64 = 0
+            var expected: Int64? = nil
+            if case .attached(let id) = record.place, let fetch = fetches[id] {
+                state = .init(fetch.machine.state)
+                received = fetch.machine.receivedBytes
+                expected = fetch.machine.response?.expectedBytes
+            }
+            live.append(.init(token: token, url: record.url, priority: record.priority, state: state, receivedBytes: received, expectedBytes: expected))
+        }
+        live.sort { $0.token.description < $1.token.description }
+        let queuedTokens = live.count { $0.state.isWaiting }
+        return Status(
+            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, queuedTokens: queuedTokens,
+            runningTokens: live.count - queuedTokens, succeeded: tokens.succeeded, failed: tokens.failed,
+            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration)
+    }
+
+    /// Returns once no token is live.
+    public func waitUntilIdle() async {
+        if tokens.isEmpty { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    // MARK: Helpers
+
+    /// The configured default headers merged with a request's own (the request wins, by name),
+    /// plus the User-Agent and Accept defaults.
+    private func effectiveHeaders(_ own: [(String, String)]) -> [(String, String)] {
+        var result: [(String, String)] = [("User-Agent", configuration.userAgent), ("Accept", "image/*,*/*;q=0.8")]
+        func set(_ name: String, _ value: String) {
+            result.removeAll { $0.0.caseInsensitiveCompare(name) == .orderedSame }
+            result.append((name, value))
+        }
+        for (name, value) in configuration.headers.sorted(by: { $0.key < $1.key }) { set(name, value) }
+        for (name, value) in own { set(name, value) }
+        return result
+    }
+}

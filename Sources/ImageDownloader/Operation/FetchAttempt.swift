@@ -1,0 +1,136 @@
+import Foundation
+
+/// One attempt of a fetch (connect, head, body, end) as a value state machine: every flag the
+/// downloader used to keep beside `FetchOperation` (the attempt number, when bytes last arrived,
+/// whether the idle watchdog stopped it, how much came) lives here, and each event returns what to
+/// do. The downloader performs the I/O (the loader's task, the watchdog's sleep, the body's bytes);
+/// `FetchOperation` decides what an attempt's end means for the fetch (retry, fail, deliver).
+struct FetchAttempt: Sendable, Equatable {
+    enum State: Sendable, Equatable {
+        /// Launched; the loader's task has not run yet (the idle clock has not started).
+        case launched
+        /// Waiting for the response head; `lastActivity` is when the attempt began.
+        case awaitingHead(lastActivity: UInt64)
+        /// The head was accepted; bytes arrive.
+        case receiving(lastActivity: UInt64, received: Int64, expected: Int64?)
+        /// The idle watchdog stopped the transfer after `ms` without data: whatever the loader
+        /// throws on its way out, the attempt failed by timeout.
+        case timedOut(ms: Int64)
+        /// Ended (succeeded or failed); later events are ignored.
+        case ended
+    }
+
+    /// What the watchdog does next.
+    enum WatchdogAction: Sendable, Equatable {
+        /// Nothing arrived for the timeout: stop the transfer (the attempt is now `timedOut`).
+        case stopTransfer
+        /// Sleep until this clock reading, then look again.
+        case checkAt(UInt64)
+        /// The attempt is no longer waiting for bytes.
+        case stop
+    }
+
+    /// How the attempt ended.
+    enum Outcome: Sendable, Equatable {
+        case succeeded(received: Int64)
+        case failed(DownloadFailure)
+    }
+
+    let number: Int
+    private(set) var state: State = .launched
+
+    init(number: Int) {
+        self.number = number
+    }
+
+    /// Whether the transfer is still the attempt's (head or bytes may come).
+    var isTransferring: Bool {
+        switch state {
+        case .launched, .awaitingHead, .receiving: return true
+        case .timedOut, .ended: return false
+        }
+    }
+
+    /// The loader's task runs: the idle clock starts now, not when the attempt was asked for (a
+    /// task that waited for a thread has not been waiting for the server).
+    mutating func began(now: UInt64) {
+        guard case .launched = state else { return }
+        state = .awaitingHead(lastActivity: now)
+    }
+
+    /// The response head: a 2xx is accepted (with its declared length), anything else fails the
+    /// attempt with the failure that says why.
+    mutating func headReceived(
+        status: Int, contentLength: Int64?, retryAfterSeconds: Double?, maxBodyBytes: Int64, now: UInt64
+    ) -> DownloadFailure? {
+        guard case .awaitingHead = state else { return nil }
+        switch status {
+        case 200..<300:
+            break
+        case 304:
+            return .notModified
+        default:
+            return .statusCode(status, retryAfterSeconds: retryAfterSeconds)
+        }
+        if let contentLength, contentLength > maxBodyBytes {
+            return .limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: contentLength)
+        }
+        state = .receiving(lastActivity: now, received: 0, expected: contentLength)
+        return nil
+    }
+
+    /// Bytes arrived; `total` is the body's size so far. Past the limit, the attempt fails.
+    mutating func bodyReceived(total: Int64, maxBodyBytes: Int64, now: UInt64) -> DownloadFailure? {
+        guard case .receiving(_, _, let expected) = state else { return nil }
+        state = .receiving(lastActivity: now, received: total, expected: expected)
+        if total > maxBodyBytes { return .limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: nil) }
+        return nil
+    }
+
+    /// The watchdog wakes: it stops the transfer once nothing has arrived for `timeoutMs` (read
+    /// each time, so a new configuration applies at once).
+    mutating func watchdogWoke(now: UInt64, timeoutMs: Int64) -> WatchdogAction {
+        let timeoutMs = max(1, timeoutMs)
+        let lastActivity: UInt64
+        switch state {
+        case .launched: return .stop
+        case .awaitingHead(let last): lastActivity = last
+        case .receiving(let last, _, _): lastActivity = last
+        case .timedOut, .ended: return .stop
+        }
+        let deadline = lastActivity &+ UInt64(timeoutMs) * 1_000_000
+        if now >= deadline {
+            state = .timedOut(ms: timeoutMs)
+            return .stopTransfer
+        }
+        return .checkAt(deadline)
+    }
+
+    /// The loader returned (`error` nil) or threw. A timed-out attempt fails by timeout whatever
+    /// was thrown; a body shorter than its declared length, or empty, fails.
+    mutating func loaderEnded(error: (any Error)?) -> Outcome {
+        let previous = state
+        state = .ended
+        switch previous {
+        case .ended:
+            return .failed(.network(.io, "the attempt had already ended"))
+        case .timedOut(let ms):
+            return .failed(.network(.timeout, "no data for \(ms) ms"))
+        case .launched, .awaitingHead, .receiving:
+            break
+        }
+        if let error {
+            if let failure = error as? DownloadFailure { return .failed(failure) }
+            if error is CancellationError { return .failed(.network(.io, "the transfer was cancelled")) }
+            return .failed(.network(.connection, String(describing: error)))
+        }
+        guard case .receiving(_, let received, let expected) = previous else {
+            return .failed(.network(.io, "the transfer ended before its response head"))
+        }
+        if let expected, received < expected {
+            return .failed(.network(.truncated, "body ended after \(received) of \(expected) bytes"))
+        }
+        if received == 0 { return .failed(.badData("Image data is nil: the response body is empty")) }
+        return .succeeded(received: received)
+    }
+}

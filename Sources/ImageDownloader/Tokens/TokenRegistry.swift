@@ -1,0 +1,74 @@
+/// The live tokens: each one's URL (as shown), priority, processor and where it is (reserved, or
+/// attached to a fetch), and the counts of how tokens ended. A value type the downloader owns;
+/// a token is in it from `reserve` until its one `completed` event.
+struct TokenRegistry<Delivered: Sendable, FetchID: Hashable & Sendable> {
+    typealias Processor = @Sendable (FetchedResource) async throws -> Delivered
+
+    enum Place: Equatable {
+        /// Taken by `reserve`, not yet started (`cancelled`: cancel came first; start ends it).
+        case reserved(cancelled: Bool)
+        case attached(FetchID)
+    }
+
+    struct Record {
+        var place: Place
+        /// The URL as shown in events, status and logs (without user information).
+        let url: String
+        var priority: DownloadPriority
+        var processor: Processor?
+    }
+
+    private(set) var records: [DownloadToken: Record] = [:]
+    private(set) var succeeded = 0
+    private(set) var failed = 0
+    private(set) var cancelled = 0
+
+    var isEmpty: Bool { records.isEmpty }
+    var count: Int { records.count }
+    var tokens: Dictionary<DownloadToken, Record>.Keys { records.keys }
+
+    subscript(token: DownloadToken) -> Record? { records[token] }
+
+    /// Takes a token; false if it is live.
+    mutating func reserve(_ token: DownloadToken, url: String, priority: DownloadPriority) -> Bool {
+        guard records[token] == nil else { return false }
+        records[token] = Record(place: .reserved(cancelled: false), url: url, priority: priority)
+        return true
+    }
+
+    /// Marks a reserved token cancelled (its start ends it). False if it is not reserved.
+    mutating func cancelReserved(_ token: DownloadToken) -> Bool {
+        guard case .reserved = records[token]?.place else { return false }
+        records[token]?.place = .reserved(cancelled: true)
+        return true
+    }
+
+    mutating func attach(_ token: DownloadToken, to fetch: FetchID, processor: @escaping Processor) {
+        records[token]?.place = .attached(fetch)
+        records[token]?.processor = processor
+    }
+
+    mutating func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {
+        records[token]?.priority = priority
+    }
+
+    /// Removes a token as it ends and counts how; false if it had already ended (every token
+    /// ends once).
+    mutating func finish<T>(_ token: DownloadToken, _ outcome: DownloadOutcome<T>) -> Bool {
+        guard records.removeValue(forKey: token) != nil else { return false }
+        switch outcome {
+        case .success: succeeded += 1
+        case .failure: failed += 1
+        case .cancelled: cancelled += 1
+        }
+        return true
+    }
+
+    /// The reserved tokens (not yet in any fetch).
+    var reserved: [DownloadToken] {
+        records.compactMap { token, record in
+            if case .reserved = record.place { return token }
+            return nil
+        }
+    }
+}

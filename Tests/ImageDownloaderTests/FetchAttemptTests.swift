@@ -1,0 +1,116 @@
+@testable import ImageDownloader
+import Testing
+
+/// `FetchAttempt` without I/O: each event's decision, from a clock the test sets.
+@Suite struct FetchAttemptTests {
+    private let ms: UInt64 = 1_000_000
+
+    private func receiving(expected: Int64? = nil, at now: UInt64 = 0) -> FetchAttempt {
+        var attempt = FetchAttempt(number: 1)
+        attempt.began(now: now)
+        let r1 = attempt.headReceived(status: 200, contentLength: expected, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: now)
+        #expect(r1 == nil)
+        return attempt
+    }
+
+    @Test func aWholeBodySucceeds() {
+        var attempt = receiving(expected: 10)
+        let r2 = attempt.bodyReceived(total: 4, maxBodyBytes: 1_000, now: 1)
+        #expect(r2 == nil)
+        let r3 = attempt.bodyReceived(total: 10, maxBodyBytes: 1_000, now: 2)
+        #expect(r3 == nil)
+        #expect(attempt.state == .receiving(lastActivity: 2, received: 10, expected: 10))
+        let r4 = attempt.loaderEnded(error: nil)
+        #expect(r4 == .succeeded(received: 10))
+        #expect(attempt.state == .ended && !attempt.isTransferring)
+    }
+
+    @Test func headsThatAreNotSuccessFailWithTheirReason() {
+        for (status, expected) in [(304, DownloadFailure.notModified), (404, .statusCode(404, retryAfterSeconds: nil)),
+                                   (503, .statusCode(503, retryAfterSeconds: 2))] {
+            var attempt = FetchAttempt(number: 1)
+            attempt.began(now: 0)
+            let retryAfter: Double? = status == 503 ? 2 : nil
+            let r5 = attempt.headReceived(status: status, contentLength: nil, retryAfterSeconds: retryAfter, maxBodyBytes: 10, now: 0)
+            #expect(r5 == expected)
+            #expect(attempt.state == .awaitingHead(lastActivity: 0), "a refused head does not start the body")
+        }
+        var attempt = FetchAttempt(number: 1)
+        attempt.began(now: 0)
+        let r6 = attempt.headReceived(status: 200, contentLength: 11, retryAfterSeconds: nil, maxBodyBytes: 10, now: 0)
+        #expect(r6 == .limitExceeded(.bodyBytes, limit: 10, actual: 11))
+    }
+
+    @Test func aBodyPastTheLimitFails() {
+        var attempt = receiving()
+        let r7 = attempt.bodyReceived(total: 1_001, maxBodyBytes: 1_000, now: 1)
+        #expect(r7 == .limitExceeded(.bodyBytes, limit: 1_000, actual: nil))
+    }
+
+    @Test func shortAndEmptyBodiesFail() {
+        var short = receiving(expected: 10)
+        _ = short.bodyReceived(total: 6, maxBodyBytes: 1_000, now: 1)
+        let r8 = short.loaderEnded(error: nil)
+        #expect(r8 == .failed(.network(.truncated, "body ended after 6 of 10 bytes")))
+        var empty = receiving()
+        let r9 = empty.loaderEnded(error: nil)
+        #expect(r9 == .failed(.badData("Image data is nil: the response body is empty")))
+        var headless = FetchAttempt(number: 1)
+        headless.began(now: 0)
+        let r10 = headless.loaderEnded(error: nil)
+        #expect(r10 == .failed(.network(.io, "the transfer ended before its response head")))
+    }
+
+    @Test func loaderErrorsAreClassified() {
+        struct Refused: Error {}
+        var a = receiving()
+        let r11 = a.loaderEnded(error: DownloadFailure.statusCode(500, retryAfterSeconds: nil))
+        #expect(r11 == .failed(.statusCode(500, retryAfterSeconds: nil)))
+        var b = receiving()
+        let r12 = b.loaderEnded(error: CancellationError())
+        #expect(r12 == .failed(.network(.io, "the transfer was cancelled")))
+        var c = receiving()
+        let r13 = c.loaderEnded(error: Refused())
+        #expect(r13 == .failed(.network(.connection, "Refused()")))
+    }
+
+    /// The watchdog sleeps until the last activity plus the timeout, moves with every byte, and
+    /// stops the transfer once the timeout passes; whatever the loader throws then, the attempt
+    /// failed by timeout, with the timeout that applied.
+    @Test func theIdleWatchdogTimesOutOnlyAfterSilence() {
+        var attempt = FetchAttempt(number: 2)
+        let r14 = attempt.watchdogWoke(now: 0, timeoutMs: 100)
+        #expect(r14 == .stop, "not begun: nothing to watch")
+        attempt.began(now: 10 * ms)
+        let r15 = attempt.watchdogWoke(now: 50 * ms, timeoutMs: 100)
+        #expect(r15 == .checkAt(110 * ms))
+        let r16 = attempt.headReceived(status: 200, contentLength: nil, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: 60 * ms)
+        #expect(r16 == nil)
+        let r17 = attempt.watchdogWoke(now: 110 * ms, timeoutMs: 100)
+        #expect(r17 == .checkAt(160 * ms))
+        _ = attempt.bodyReceived(total: 5, maxBodyBytes: 1_000, now: 150 * ms)
+        let r18 = attempt.watchdogWoke(now: 160 * ms, timeoutMs: 100)
+        #expect(r18 == .checkAt(250 * ms))
+        let r19 = attempt.watchdogWoke(now: 200 * ms, timeoutMs: 40)
+        #expect(r19 == .stopTransfer, "a shorter timeout applies at once")
+        #expect(attempt.state == .timedOut(ms: 40) && !attempt.isTransferring)
+        let r20 = attempt.bodyReceived(total: 9, maxBodyBytes: 1_000, now: 201 * ms)
+        #expect(r20 == nil)
+        let r21 = attempt.loaderEnded(error: CancellationError())
+        #expect(r21 == .failed(.network(.timeout, "no data for 40 ms")))
+        let r22 = attempt.watchdogWoke(now: 300 * ms, timeoutMs: 40)
+        #expect(r22 == .stop)
+    }
+
+    @Test func eventsAfterTheEndAreIgnored() {
+        var attempt = receiving()
+        _ = attempt.bodyReceived(total: 3, maxBodyBytes: 1_000, now: 1)
+        let r23 = attempt.loaderEnded(error: nil)
+        #expect(r23 == .succeeded(received: 3))
+        let r24 = attempt.bodyReceived(total: 5_000, maxBodyBytes: 1_000, now: 2)
+        #expect(r24 == nil)
+        let r25 = attempt.headReceived(status: 500, contentLength: nil, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: 2)
+        #expect(r25 == nil)
+        #expect(attempt.state == .ended)
+    }
+}
