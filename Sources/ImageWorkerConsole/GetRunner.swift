@@ -38,7 +38,7 @@ public enum GetRunner {
             for request in requests {
                 var line = JSONWriter.encode(request)
                 line.append(UInt8(ascii: "\n"))
-                guard writeAll(inputWrite, line) else { break }
+                guard FileDescriptorOutput.writeAll(inputWrite, line) else { break }
             }
             close(inputWrite)  // stdin's end: the worker finishes what it has, then returns
         }
@@ -68,16 +68,6 @@ public enum GetRunner {
         return (fds[0], fds[1])
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            let n = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            rest = rest.dropFirst(n)
-        }
-        return true
-    }
 }
 
 /// Reads the worker's output lines on a thread of its own, feeds them to a `GetSession` and the

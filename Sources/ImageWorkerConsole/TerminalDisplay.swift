@@ -1,4 +1,5 @@
 import Foundation
+import ImageWorkerServer
 
 /// Writes what a `get` run shows: result lines on stdout, and (on a terminal) the progress board
 /// on stderr, redrawn in place. Used from one thread only.
@@ -65,6 +66,6 @@ final class TerminalDisplay {
 
     /// Writes all of `text`; a closed stdout (`| head`) ends the output, not the run.
     static func write(_ fd: Int32, _ text: String) {
-        _ = GetRunner.writeAll(fd, Array(text.utf8))
+        _ = FileDescriptorOutput.writeAll(fd, Array(text.utf8))
     }
 }

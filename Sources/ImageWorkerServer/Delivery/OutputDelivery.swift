@@ -71,14 +71,7 @@ enum OutputDelivery {
             let path = try await BlockingWork.run { () throws(DownloadFailure) -> String in
                 // A progressive token's partial images went to a path chosen then: the final
                 // image replaces the last of them there.
-                if let reserved { return try write(payload, to: reserved) }
-                switch spec.target! {
-                case .path(let path):
-                    return try write(payload, to: absolute(path))
-                case .directory(let dir):
-                    let name = fileName(for: url, token: token, source: source, forcedExtension: fileExtension)
-                    return try write(payload, into: absolute(dir), name: name, overwrite: spec.overwrite)
-                }
+                try writeFile(payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension)
             }
             result["path"] = .string(path)
             result["uri"] = .string(URL(fileURLWithPath: path).absoluteString)
@@ -236,6 +229,24 @@ enum OutputDelivery {
     }
 
     /// Writes to `path`, replacing it atomically.
+    /// Writes a `file` token's payload where it asked: the path its partial images went to
+    /// (`reserved`), its `path`, or a name made from the URL in its `directory`. Returns the path.
+    static func writeFile(
+        _ payload: Payload, spec: OutputSpec, reserved: String?, url: String, token: DownloadToken, source: ImageFormat?,
+        fileExtension: String?
+    ) throws(DownloadFailure) -> String {
+        if let reserved { return try write(payload, to: reserved) }
+        switch spec.target {
+        case .path(let path):
+            return try write(payload, to: absolute(path))
+        case .directory(let dir):
+            let name = fileName(for: url, token: token, source: source, forcedExtension: fileExtension)
+            return try write(payload, into: absolute(dir), name: name, overwrite: spec.overwrite)
+        case nil:
+            throw .output("no path or directory to write to", path: nil)
+        }
+    }
+
     static func write(_ body: Payload, to path: String) throws(DownloadFailure) -> String {
         let dir = (path as NSString).deletingLastPathComponent
         try makeDirectory(dir, for: path)
@@ -280,14 +291,7 @@ enum OutputDelivery {
         let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .output("cannot write \(path): \(errnoText())", path: path) }
-        let ok = body.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return false }
-            }
-            return true
-        }
+        let ok = body.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
         let reason = ok ? "" : errnoText()
         if close(fd) != 0 || !ok {
             unlink(temp)

@@ -229,18 +229,9 @@ final class ProgressiveDecodes: Sendable {
                 params["data"] = .string(rendered.payload.base64())
             case .file:
                 do throws(DownloadFailure) {
-                    if let reserved = path {
-                        path = try OutputDelivery.write(rendered.payload, to: reserved)
-                    } else {
-                        switch spec.target! {
-                        case .path(let p): path = try OutputDelivery.write(rendered.payload, to: OutputDelivery.absolute(p))
-                        case .directory(let dir):
-                            let name = OutputDelivery.fileName(
-                                for: registration.url, token: token, source: decoder.format, forcedExtension: rendered.fileExtension)
-                            path = try OutputDelivery.write(
-                                rendered.payload, into: OutputDelivery.absolute(dir), name: name, overwrite: spec.overwrite)
-                        }
-                    }
+                    path = try OutputDelivery.writeFile(
+                        rendered.payload, spec: spec, reserved: path, url: registration.url, token: token, source: decoder.format,
+                        fileExtension: rendered.fileExtension)
                 } catch {
                     continue  // the final delivery reports output failures
                 }

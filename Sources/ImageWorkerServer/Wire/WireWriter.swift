@@ -190,24 +190,7 @@ public final class WireWriter: Sendable {
     }
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else if n < 0 && errno == EAGAIN {
-                    // A non-blocking descriptor that is full: wait until the reader takes some.
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, -1)
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
+        FileDescriptorOutput.writeAll(fd, bytes)
     }
 
     private func closeAfterWriteFailure() {
