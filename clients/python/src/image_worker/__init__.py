@@ -14,7 +14,7 @@ See README.md for AsyncWorker, partial images and download_many.
 
 from ._async import AsyncDownloadHandle, AsyncWorker
 from ._binary import find_binary
-from ._bulk import Outcome, download_many
+from ._bulk import Outcome
 from ._errors import (
     ERRORS_BY_CODE,
     BadImageData,
@@ -36,7 +36,7 @@ from ._errors import (
     WorkerExited,
 )
 from ._events import EVENT_TYPES, Completed, Event, Image, PartialImage, Progress, Response, Started
-from ._worker import DownloadHandle, Worker
+from ._worker import DownloadHandle, Worker, download_many
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = "1"

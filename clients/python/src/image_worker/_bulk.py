@@ -6,11 +6,31 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Union
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, TextIO, Union
 
 from ._errors import ImageWorkerError
 from ._events import Completed, Event, Image, Progress
-from ._worker import DownloadHandle, Worker
+
+
+class _Handle(Protocol):
+    """What the bulk path needs of a download handle (:class:`DownloadHandle` is one)."""
+
+    completed: Optional[Completed]
+
+    def exception(self) -> Optional[BaseException]: ...
+
+    def result(self) -> Image: ...
+
+
+class _Downloads(Protocol):
+    """What the bulk path needs of a worker (:class:`Worker` is one): it does not import the
+    worker module, which calls it."""
+
+    def configure(self, **settings: Any) -> Any: ...
+
+    def download(self, url: str, *, on_event: Optional[Callable[[Event], None]] = ..., **options: Any) -> _Handle: ...
+
+    def close(self, cancel_pending: bool = ..., timeout: float = ...) -> Optional[int]: ...
 
 
 @dataclass(frozen=True)
@@ -97,18 +117,9 @@ def _progress_bar(total: int, progress: Union[bool, TextIO]) -> Any:
         return PlainProgress(total, stream)
 
 
-def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
-                  progress: Union[bool, TextIO] = True, worker: Optional[Worker] = None,
-                  binary: Optional[str] = None, **options: Any) -> List[Outcome]:
-    """Downloads every URL (into ``dir`` unless other delivery options are given) with at most
-    ``concurrency`` at once, showing a progress bar on stderr (tqdm when installed). Returns one
-    :class:`Outcome` per URL, in the order given: every URL gets one, whatever happens (a
-    refused request, a failed download, a worker that dies).
-
-    ``worker``: an existing :class:`Worker` (otherwise one is started and closed). Other
-    options go to :meth:`Worker.download` (``format``, ``progressive``, ``max_pixel_size``…)."""
-    own = worker is None
-    active = worker if worker is not None else Worker(binary)
+def run_many(active: _Downloads, own: bool, urls: Sequence[str], dir: Optional[str], concurrency: int,
+             progress: Union[bool, TextIO], options: Dict[str, Any]) -> List[Outcome]:
+    """:func:`download_many` on a worker (closed at the end when ``own``)."""
     bar = _progress_bar(len(urls), progress)
     lock = threading.Lock()
     received: Dict[int, int] = {}
@@ -125,6 +136,9 @@ def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency
         if bar is not None:
             bar.update(*snapshot)
 
+    def reporter(index: int) -> Callable[[Event], None]:
+        return lambda event: report(index, event)
+
     def ended_without_event(index: int) -> None:
         with lock:
             counts["done"] += 1
@@ -136,13 +150,12 @@ def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency
     if dir is not None:
         options["dir"] = dir
     outcomes: List[Optional[Outcome]] = [None] * len(urls)
-    handles: List[Optional[DownloadHandle]] = [None] * len(urls)
+    handles: List[Optional[_Handle]] = [None] * len(urls)
     try:
         active.configure(max_concurrent_downloads=concurrency)
         for index, url in enumerate(urls):
             try:
-                handles[index] = active.download(
-                    url, on_event=lambda event, i=index: report(i, event), **options)  # type: ignore[misc]
+                handles[index] = active.download(url, on_event=reporter(index), **options)
             except (ImageWorkerError, ValueError) as error:
                 outcomes[index] = Outcome(url, error=error)
                 ended_without_event(index)

@@ -9,9 +9,10 @@ import subprocess
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
 
 from ._binary import find_binary
+from ._bulk import Outcome, run_many
 from ._core import Router, Token, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -269,9 +270,8 @@ class Worker:
             future.result()
         return handle
 
-    def download_many(self, urls: Sequence[str], **options: Any) -> "List[Any]":
+    def download_many(self, urls: Sequence[str], **options: Any) -> List[Outcome]:
         """See :func:`image_worker.download_many`; uses this worker."""
-        from ._bulk import download_many
         return download_many(urls, worker=self, **options)
 
     def cancel(self, token: Token) -> bool:
@@ -353,3 +353,17 @@ class Worker:
                 process.wait(timeout=5)
             except Exception:
                 pass
+
+
+def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
+                  progress: Union[bool, TextIO] = True, worker: Optional[Worker] = None,
+                  binary: Optional[str] = None, **options: Any) -> List[Outcome]:
+    """Downloads every URL (into ``dir`` unless other delivery options are given) with at most
+    ``concurrency`` at once, showing a progress bar on stderr (tqdm when installed). Returns one
+    :class:`Outcome` per URL, in the order given: every URL gets one, whatever happens (a
+    refused request, a failed download, a worker that dies).
+
+    ``worker``: an existing :class:`Worker` (otherwise one is started and closed). Other
+    options go to :meth:`Worker.download` (``format``, ``progressive``, ``max_pixel_size``…)."""
+    active = worker if worker is not None else Worker(binary)
+    return run_many(active, worker is None, urls, dir, concurrency, progress, options)

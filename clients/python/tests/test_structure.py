@@ -1,0 +1,36 @@
+"""The package's modules import each other without a circle (each can be read, and loaded,
+after the ones it names)."""
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+import image_worker
+
+PACKAGE = Path(image_worker.__file__).parent
+
+
+def _imports() -> Dict[str, Set[str]]:
+    graph: Dict[str, Set[str]] = {}
+    for path in PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        graph[path.stem] = {node.module for node in ast.walk(tree)
+                            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+    return graph
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = _imports()
+    assert {"_worker", "_bulk", "_async", "_core"} <= set(graph)
+    done: Set[str] = set()
+
+    def visit(module: str, path: List[str]) -> None:
+        assert module not in path, "import circle: " + " -> ".join(path + [module])
+        if module in done:
+            return
+        for imported in sorted(graph.get(module, set())):
+            visit(imported, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
