@@ -97,13 +97,12 @@ let package = Package(
         // Benchmarks (not tests): drives the built binary against the loopback server, prints figures.
         .executableTarget(
             name: "ImageWorkerBenchmark",
-            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "TestSupport"]
+            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures"]
         ),
-        // A misbehaving loopback HTTP server and helpers to drive the built binary.
+        // A misbehaving loopback HTTP server and a seeded generator, shared by tests and benchmarks.
         .target(
-            name: "TestSupport",
+            name: "LoopbackFixtures",
             dependencies: [
-                "ImageWorkerProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -111,7 +110,12 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            ]
+        ),
+        // Helpers to drive the built binary in tests (transcripts, schemas, worker processes).
+        .target(
+            name: "TestSupport",
+            dependencies: ["ImageWorkerProtocol", "LoopbackFixtures"],
             path: "Tests/TestSupport"
         ),
         .testTarget(

@@ -1,6 +1,6 @@
 import Foundation
 import ImageDecoding
-import TestSupport
+import LoopbackFixtures
 
 /// `image-worker-bench progressive FILE [--rounds N]`: what partial images cost end to end, through
 /// the worker, for one (large, progressive) JPEG served from loopback in 64 KiB chunks, 2 ms

@@ -2,7 +2,7 @@ import Foundation
 import ImageDecoding
 import ImageWorkerProtocol
 import Synchronization
-import TestSupport
+import LoopbackFixtures
 
 /// `image-worker-bench decode [CORPUS [NAME]]` compares the decoders with the C anchors instead (see
 /// DecodeBenchmark; NAME: only the corpus files whose names contain it); `image-worker-bench
