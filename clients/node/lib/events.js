@@ -1,0 +1,53 @@
+// Typed events from the worker's download/* notifications.
+import { readFile } from 'node:fs/promises';
+import { downloadError } from './errors.js';
+
+/** Wire fields of each event's params, by method (checked against protocol/schema by the tests). */
+export const EVENT_FIELDS = {
+  'download/started': ['token', 'url'],
+  'download/response': ['token', 'status', 'expectedBytes', 'mimeType', 'url', 'httpVersion'],
+  'download/progress': ['token', 'receivedBytes', 'expectedBytes'],
+  'download/partialImage': ['token', 'sequence', 'width', 'height', 'filledRows', 'passes', 'sourceFormat',
+    'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
+  'download/completed': ['token', 'outcome', 'error'],
+};
+/** Wire fields of a successful download's image. */
+export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
+  'height', 'orientation', 'pixelFormat', 'stride', 'path', 'uri', 'data'];
+
+const EVENT_TYPES = {
+  'download/started': 'started',
+  'download/response': 'response',
+  'download/progress': 'progress',
+  'download/partialImage': 'partialImage',
+  'download/completed': 'completed',
+};
+
+function withData(params) {
+  const out = { ...params };
+  if (typeof out.data === 'string') out.data = Buffer.from(out.data, 'base64');
+  return out;
+}
+
+/** The typed event for a `download/*` notification (null for an unknown method). */
+export function parseEvent(method, params, url) {
+  const type = EVENT_TYPES[method];
+  if (!type || params == null || (typeof params.token !== 'string' && typeof params.token !== 'number')) return null;
+  if (type === 'completed') {
+    const { token, outcome } = params;
+    if (outcome === 'success') {
+      const image = withData(params);
+      delete image.outcome;
+      return { type, token, outcome, image, error: null, raw: params };
+    }
+    return { type, token, outcome, image: null, error: downloadError(params.error, token, url), raw: params };
+  }
+  return { type, ...withData(params), raw: params };
+}
+
+/** Reads a delivered image's bytes: inline `data`, or the file at `path`. */
+export async function readImageBytes(image) {
+  if (image.data) return image.data;
+  if (image.path) return readFile(image.path);
+  throw new TypeError("nothing was delivered (output delivery 'none')");
+}
