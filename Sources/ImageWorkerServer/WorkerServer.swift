@@ -28,7 +28,7 @@ public final class WorkerServer: Sendable {
 
     public let options: WorkerOptions
     public let writer: WireWriter
-    public let downloader: Downloader<JSONObject>
+    public let downloader: Downloader<JSONObject, DeliveryFailure>
     private let httpClient: HTTPClient
     private let logger: Logger
     private let session = LockedState(SessionState())
@@ -246,7 +246,7 @@ public final class WorkerServer: Sendable {
         return RPCReply(
             ["token": token.json],
             afterReply: {
-                await downloader.start(downloadRequest) { resource in
+                await downloader.start(downloadRequest) { resource throws(DeliveryFailure) in
                     try await OutputDelivery.deliver(
                         resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
                         settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })

@@ -8,7 +8,7 @@ import TestSupport
 /// A downloader wired to the real HTTP loader and a recorder of its events.
 final class DownloaderHarness: Sendable {
     let server: TestHTTPServer
-    let downloader: Downloader<Int>
+    let downloader: Downloader<Int, Never>
     let client: HTTPClient
 
     static func make(_ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil) async throws -> DownloaderHarness {
@@ -79,13 +79,13 @@ final class DownloaderHarness: Sendable {
     }
 
     final class Recorder: Sendable {
-        let events = Mutex<[DownloadEvent<Int>]>([])
-        func append(_ e: DownloadEvent<Int>) { events.withLock { $0.append(e) } }
+        let events = Mutex<[DownloadEvent<Int, Never>]>([])
+        func append(_ e: DownloadEvent<Int, Never>) { events.withLock { $0.append(e) } }
     }
 
-    var events: [DownloadEvent<Int>] { recorder.events.withLock { $0 } }
+    var events: [DownloadEvent<Int, Never>] { recorder.events.withLock { $0 } }
 
-    func events(_ token: DownloadToken) -> [DownloadEvent<Int>] { events.filter { $0.token == token } }
+    func events(_ token: DownloadToken) -> [DownloadEvent<Int, Never>] { events.filter { $0.token == token } }
 
     /// Starts a download whose processor answers the body's size.
     func start(_ token: DownloadToken, _ url: String, priority: DownloadPriority = .normal,
@@ -98,7 +98,7 @@ final class DownloaderHarness: Sendable {
 
     /// Waits for the token's terminal event (a liveness guard, not a timing assertion).
     @discardableResult
-    func outcome(_ token: DownloadToken, timeout: Duration = .seconds(30)) async throws -> DownloadOutcome<Int> {
+    func outcome(_ token: DownloadToken, timeout: Duration = .seconds(30)) async throws -> DownloadOutcome<Int, Never> {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             for case .completed(let t, let outcome) in events where t == token { return outcome }

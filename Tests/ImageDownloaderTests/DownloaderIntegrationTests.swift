@@ -262,7 +262,7 @@ import TestSupport
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }
         try await h.downloader.reserve(t, url: "http://x/", priority: .normal)
-        await #expect(throws: Downloader<Int>.TokenInUse.self) { try await h.downloader.reserve(t, url: "http://x/", priority: .normal) }
+        await #expect(throws: Downloader<Int, Never>.TokenInUse.self) { try await h.downloader.reserve(t, url: "http://x/", priority: .normal) }
         await #expect(throws: Never.self) { try await h.downloader.reserve(.int(1), url: "http://x/", priority: .normal) }
         await #expect(throws: Never.self) { try await h.downloader.reserve(.string("1"), url: "http://x/", priority: .normal) }
         // Cancelled while reserved: the terminal event comes when it starts, and the token frees.

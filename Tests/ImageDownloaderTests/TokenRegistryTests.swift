@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct TokenRegistryTests {
     @Test func aTokenIsLiveFromReserveToItsOneEnding() {
-        var registry = TokenRegistry<Int, Int>()
+        var registry = TokenRegistry<Int, Never, Int>()
         let r1 = registry.reserve(.string("a"), url: "http://x/a", priority: .normal)
         #expect(r1)
         let r2 = registry.reserve(.string("a"), url: "http://x/b", priority: .high)
@@ -13,9 +13,9 @@ import Testing
         #expect(registry[.string("a")]?.place == .attached(7) && registry.reserved.isEmpty)
         registry.setPriority(.string("a"), .veryHigh)
         #expect(registry[.string("a")]?.priority == .veryHigh)
-        let r3 = registry.finish(.string("a"), DownloadOutcome<Int>.success(1))
+        let r3 = registry.finish(.string("a"), DownloadOutcome<Int, Never>.success(1))
         #expect(r3)
-        let r4 = registry.finish(.string("a"), DownloadOutcome<Int>.cancelled)
+        let r4 = registry.finish(.string("a"), DownloadOutcome<Int, Never>.cancelled)
         #expect(!r4, "ends once")
         #expect(registry.isEmpty && registry.succeeded == 1 && registry.cancelled == 0)
         let r5 = registry.reserve(.string("a"), url: "http://x/a", priority: .normal)
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func cancellingAReservedTokenMarksIt() {
-        var registry = TokenRegistry<Int, Int>()
+        var registry = TokenRegistry<Int, Never, Int>()
         _ = registry.reserve(.int(1), url: "u", priority: .low)
         let r6 = registry.cancelReserved(.int(1))
         #expect(r6)
@@ -31,7 +31,7 @@ import Testing
         registry.attach(.int(1), to: 3, processor: { _ in 0 })
         let r7 = registry.cancelReserved(.int(1))
         #expect(!r7, "an attached token is cancelled through its fetch")
-        let r8 = registry.finish(.int(1), DownloadOutcome<Int>.failure(.notModified))
+        let r8 = registry.finish(.int(1), DownloadOutcome<Int, Never>.failure(.notModified))
         #expect(r8 && registry.failed == 1)
     }
 }

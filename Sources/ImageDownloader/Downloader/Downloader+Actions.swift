@@ -63,24 +63,22 @@ extension Downloader {
     private func process(_ token: DownloadToken, of id: FetchID) {
         guard let resource = fetches[id]?.resource, let processor = tokens[token]?.processor else { return }
         Task {
-            let result: Result<Delivered, DownloadFailure>
-            do {
+            let result: Result<Delivered, Failure>
+            do throws(Failure) {
                 result = .success(try await processor(resource))
-            } catch let failure as DownloadFailure {
-                result = .failure(failure)
             } catch {
-                result = .failure(.output(String(describing: error), path: nil))
+                result = .failure(error)
             }
             self.processed(id, token, result)
         }
     }
 
-    private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, DownloadFailure>) {
+    private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, Failure>) {
         guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else { return }
         if live {
             switch result {
             case .success(let value): finishToken(token, .success(value))
-            case .failure(let failure): finishToken(token, .failure(failure))
+            case .failure(let failure): finishToken(token, .processingFailed(failure))
             }
         }
         perform(id, actions)
@@ -94,7 +92,7 @@ extension Downloader {
     }
 
     /// A token's one `completed` event; the idle waiters resume when it was the last.
-    func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered>) {
+    func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) {
         guard tokens.finish(token, outcome) else { return }
         sink(.completed(token, outcome))
         if tokens.isEmpty, !idleWaiters.isEmpty {

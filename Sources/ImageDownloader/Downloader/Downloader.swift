@@ -16,9 +16,11 @@ import NIOCore
 /// This file holds the requests; `Downloader+Actions.swift` performs the fetch machine's actions
 /// (events, queue, processing, failed URLs) and `Downloader+Attempts.swift` runs each attempt's
 /// transfer, idle watchdog and retry timer.
-public actor Downloader<Delivered: Sendable> {
-    public typealias Processor = @Sendable (FetchedResource) async throws -> Delivered
-    public typealias EventSink = @Sendable (DownloadEvent<Delivered>) -> Void
+public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
+    /// Turns a fetched body into what a token asked for; its `Failure` (the caller's type: the
+    /// downloader knows nothing of decoding or writing) fails that token alone.
+    public typealias Processor = @Sendable (FetchedResource) async throws(Failure) -> Delivered
+    public typealias EventSink = @Sendable (DownloadEvent<Delivered, Failure>) -> Void
     public typealias BodyObserver = @Sendable (BodyNotice) -> Void
     public typealias Status = DownloaderStatus
 
@@ -62,7 +64,7 @@ public actor Downloader<Delivered: Sendable> {
     var queue: DownloadQueue<FetchID>
     var fetches: [FetchID: Fetch] = [:]
     var fetchByKey: [FetchKey: FetchID] = [:]
-    var tokens = TokenRegistry<Delivered, FetchID>()
+    var tokens = TokenRegistry<Delivered, Failure, FetchID>()
     var failedURLs = FailedURLList()
     private var nextFetchID = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -106,7 +108,7 @@ public actor Downloader<Delivered: Sendable> {
     }
 
     /// Begins the download of a reserved token. `processor` turns the fetched body into what the
-    /// token asked for; its `DownloadFailure` fails that token alone.
+    /// token asked for; its failure fails that token alone.
     public func start(_ request: DownloadRequest, processor: @escaping Processor) {
         let token = request.token
         guard let record = tokens[token], case .reserved(let wasCancelled) = record.place else {

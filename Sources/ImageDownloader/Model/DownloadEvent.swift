@@ -1,11 +1,11 @@
 import NIOCore
 
 /// What a token goes through, in order: started, response, progress…, then exactly one completed.
-public enum DownloadEvent<Delivered: Sendable>: Sendable {
+public enum DownloadEvent<Delivered: Sendable, Failure: Error & Sendable>: Sendable {
     case started(DownloadToken, url: String)
     case response(DownloadToken, ResponseInfo)
     case progress(DownloadToken, received: Int64, expected: Int64?)
-    case completed(DownloadToken, DownloadOutcome<Delivered>)
+    case completed(DownloadToken, DownloadOutcome<Delivered, Failure>)
 
     public var token: DownloadToken {
         switch self {
@@ -33,9 +33,12 @@ public struct ResponseInfo: Sendable, Equatable {
     }
 }
 
-public enum DownloadOutcome<Delivered: Sendable>: Sendable {
+/// How a token ended: its processor's result, its fetch's failure, its processor's failure, or
+/// cancelled.
+public enum DownloadOutcome<Delivered: Sendable, Failure: Error & Sendable>: Sendable {
     case success(Delivered)
     case failure(DownloadFailure)
+    case processingFailed(Failure)
     case cancelled
 }
 

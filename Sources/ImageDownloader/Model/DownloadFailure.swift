@@ -1,5 +1,7 @@
-/// Why a download failed. Each case maps to one application error of the wire protocol
-/// (the mapping lives in the worker; names follow SDWebImage's errors).
+/// Why a fetch failed: the URL, the HTTP exchange, the transport, the body. Each case maps to one
+/// application error of the wire protocol (the mapping lives in the worker, beside that of its
+/// own delivery failures; names follow SDWebImage's errors). Nothing here is about decoding or
+/// writing: a token's processor fails with its own error type (`Downloader`'s `Failure`).
 public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// The URL is missing, unparsable, or of a scheme the worker does not fetch.
     case invalidURL(String)
@@ -13,16 +15,10 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     case network(NetworkReason, String)
     /// A configured limit was exceeded.
     case limitExceeded(LimitKind, limit: Int64, actual: Int64?)
-    /// The image's header announces more pixels than allowed.
-    case imageTooLarge(width: Int, height: Int, maxPixels: UInt64)
     /// The URL failed earlier for a reason that will not go away, and `retryFailed` was not set.
     case blocked(since: String)
-    /// The bytes arrived but could not be turned into what the caller asked for.
+    /// The bytes arrived but cannot be an image (an empty body).
     case badData(String)
-    /// The image format is not one the worker decodes.
-    case unsupportedFormat(String)
-    /// Writing the result where the caller asked failed.
-    case output(String, path: String?)
 
     public enum NetworkReason: String, Sendable {
         case timeout, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io
@@ -30,8 +26,6 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
 
     public enum LimitKind: String, Sendable {
         case bodyBytes
-        case pixels
-        case scans
     }
 
     public var description: String {
@@ -46,16 +40,10 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
             switch kind {
             case .bodyBytes:
                 return "Response body " + (actual.map { "of \($0) bytes " } ?? "") + "exceeds the limit of \(limit) bytes"
-            case .pixels: return "Image exceeds the limit of \(limit) pixels"
-            case .scans: return "Image exceeds the limit of \(limit) progressive scans"
             }
-        case .imageTooLarge(let width, let height, let maxPixels):
-            return "Image of \(width)x\(height) pixels exceeds the limit of \(maxPixels) pixels"
         case .blocked(let since):
             return "URL is on the failed-URL list (\(since)); set retryFailed to try it again"
         case .badData(let m): return m
-        case .unsupportedFormat(let m): return "Unsupported image format: \(m)"
-        case .output(let m, _): return m
         }
     }
 

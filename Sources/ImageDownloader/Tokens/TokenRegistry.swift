@@ -1,8 +1,8 @@
 /// The live tokens: each one's URL (as shown), priority, processor and where it is (reserved, or
 /// attached to a fetch), and the counts of how tokens ended. A value type the downloader owns;
 /// a token is in it from `reserve` until its one `completed` event.
-struct TokenRegistry<Delivered: Sendable, FetchID: Hashable & Sendable> {
-    typealias Processor = @Sendable (FetchedResource) async throws -> Delivered
+struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Hashable & Sendable> {
+    typealias Processor = @Sendable (FetchedResource) async throws(Failure) -> Delivered
 
     enum Place: Equatable {
         /// Taken by `reserve`, not yet started (`cancelled`: cancel came first; start ends it).
@@ -54,11 +54,11 @@ struct TokenRegistry<Delivered: Sendable, FetchID: Hashable & Sendable> {
 
     /// Removes a token as it ends and counts how; false if it had already ended (every token
     /// ends once).
-    mutating func finish<T>(_ token: DownloadToken, _ outcome: DownloadOutcome<T>) -> Bool {
+    mutating func finish(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) -> Bool {
         guard records.removeValue(forKey: token) != nil else { return false }
         switch outcome {
         case .success: succeeded += 1
-        case .failure: failed += 1
+        case .failure, .processingFailed: failed += 1
         case .cancelled: cancelled += 1
         }
         return true

@@ -10,7 +10,7 @@ enum OutputDelivery {
     static func deliver(
         _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
-    ) async throws(DownloadFailure) -> JSONObject {
+    ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
@@ -35,7 +35,7 @@ enum OutputDelivery {
                 image = fitted
             } else if case .failure(let error)? = progressiveResult {
                 await decodes.finished(resource.fetchID)
-                throw failure(error, settings: settings)
+                throw DeliveryFailure(error, settings: settings)
             } else {
                 // No progressive decode, or one scaled for other tokens below what this one asks
                 // (a token that joined the fetch after its decode began): decoded whole.
@@ -68,7 +68,7 @@ enum OutputDelivery {
             result["data"] = .string(payload.base64())
         case .file:
             let url = resource.response.finalURL
-            let path = try await BlockingWork.run { () throws(DownloadFailure) -> String in
+            let path = try await BlockingWork.run { () throws(DeliveryFailure) -> String in
                 // A progressive token's partial images went to a path chosen then: the final
                 // image replaces the last of them there.
                 try writeFile(payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension)
@@ -105,16 +105,16 @@ enum OutputDelivery {
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
     /// (encoding on the blocking pool); for a token that delivers nothing, only described.
-    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DownloadFailure) -> Rendered {
+    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DeliveryFailure) -> Rendered {
         if spec.delivery == .none {
             return described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
         }
-        return try await BlockingWork.run { () throws(DownloadFailure) -> Rendered in try renderNow(image, spec: spec) }
+        return try await BlockingWork.run { () throws(DeliveryFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
     /// A partial image as PNG, encoded from the decoder's frame where it lies (full size, upright
     /// as stored, for a `png` token): the fields `renderNow` gives.
-    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
+    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
         var rendered = described(width: frame.width, height: frame.height, orientation: orientation, source: source, spec: spec)
         do throws(DecodeError) { rendered.payload = Payload(try ImageDecoders.encodePNG(frame, fast: true)) } catch {
             throw .output(error.description, path: nil)
@@ -126,7 +126,7 @@ enum OutputDelivery {
     /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
     /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
     /// several times faster than libpng's defaults for slightly larger files (figures: README).
-    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DownloadFailure) -> Rendered {
+    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
         var rendered = described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
         if spec.format == .png {
@@ -167,7 +167,7 @@ enum OutputDelivery {
     /// asked the same.
     static func decode(
         _ resource: FetchedResource, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
-    ) async throws(DownloadFailure) -> DecodedImage {
+    ) async throws(DeliveryFailure) -> DecodedImage {
         let key = SharedDecodes.Key(
             fetchID: resource.fetchID, format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
@@ -181,19 +181,7 @@ enum OutputDelivery {
         }
         switch result {
         case .success(let image): return image
-        case .failure(let error): throw failure(error, settings: settings)
-        }
-    }
-
-    static func failure(_ error: DecodeError, settings: DecodeSettings) -> DownloadFailure {
-        switch error {
-        case .corrupt(let message): return .badData("Image data cannot be decoded: \(message)")
-        case .truncated(let message): return .badData("Image data is truncated: \(message)")
-        case .unsupported(let message): return .unsupportedFormat(message)
-        case .limit(let message, let width, let height):
-            if message.contains("scans") { return .limitExceeded(.scans, limit: Int64(settings.maxProgressiveScans), actual: nil) }
-            return .imageTooLarge(width: width, height: height, maxPixels: settings.maxPixels)
-        case .outOfMemory(let message): return .badData("Image could not be decoded: \(message)")
+        case .failure(let error): throw DeliveryFailure(error, settings: settings)
         }
     }
 
@@ -234,7 +222,7 @@ enum OutputDelivery {
     static func writeFile(
         _ payload: Payload, spec: OutputSpec, reserved: String?, url: String, token: DownloadToken, source: ImageFormat?,
         fileExtension: String?
-    ) throws(DownloadFailure) -> String {
+    ) throws(DeliveryFailure) -> String {
         if let reserved { return try write(payload, to: reserved) }
         switch spec.target {
         case .path(let path):
@@ -247,7 +235,7 @@ enum OutputDelivery {
         }
     }
 
-    static func write(_ body: Payload, to path: String) throws(DownloadFailure) -> String {
+    static func write(_ body: Payload, to path: String) throws(DeliveryFailure) -> String {
         let dir = (path as NSString).deletingLastPathComponent
         try makeDirectory(dir, for: path)
         let temp = try writeTemporary(body, in: dir, for: path)
@@ -261,7 +249,7 @@ enum OutputDelivery {
 
     /// Writes into `dir` under `name`, or, when that exists and `overwrite` is off, under the
     /// first free `name-1.ext`, `name-2.ext`…; never replaces another file by accident.
-    static func write(_ body: Payload, into dir: String, name: String, overwrite: Bool) throws(DownloadFailure) -> String {
+    static func write(_ body: Payload, into dir: String, name: String, overwrite: Bool) throws(DeliveryFailure) -> String {
         let first = (dir as NSString).appendingPathComponent(name)
         try makeDirectory(dir, for: first)
         if overwrite { return try write(body, to: first) }
@@ -278,7 +266,7 @@ enum OutputDelivery {
         throw .output("no free file name for \(name) in \(dir)", path: first)
     }
 
-    private static func makeDirectory(_ dir: String, for path: String) throws(DownloadFailure) {
+    private static func makeDirectory(_ dir: String, for path: String) throws(DeliveryFailure) {
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         } catch {
@@ -286,7 +274,7 @@ enum OutputDelivery {
         }
     }
 
-    private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DownloadFailure) -> String {
+    private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DeliveryFailure) -> String {
         let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

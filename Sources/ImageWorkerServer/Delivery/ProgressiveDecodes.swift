@@ -228,7 +228,7 @@ final class ProgressiveDecodes: Sendable {
             case .inline:
                 params["data"] = .string(rendered.payload.base64())
             case .file:
-                do throws(DownloadFailure) {
+                do throws(DeliveryFailure) {
                     path = try OutputDelivery.writeFile(
                         rendered.payload, spec: spec, reserved: path, url: registration.url, token: token, source: decoder.format,
                         fileExtension: rendered.fileExtension)

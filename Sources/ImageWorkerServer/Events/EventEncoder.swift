@@ -4,7 +4,7 @@ import ImageWorkerProtocol
 /// Downloader events as wire notifications (protocol/SPEC.md, "Events").
 enum EventEncoder {
     /// The notification, and the key under which a newer one may replace it while unsent.
-    static func encode(_ event: DownloadEvent<JSONObject>) -> (message: JSONValue, replaceKey: String?) {
+    static func encode(_ event: DownloadEvent<JSONObject, DeliveryFailure>) -> (message: JSONValue, replaceKey: String?) {
         switch event {
         case .started(let token, let url):
             return (RPCResponse.notification(method: WorkerEvent.started, params: ["token": token.json, "url": .string(url)]), nil)
@@ -33,6 +33,9 @@ enum EventEncoder {
             case .failure(let failure):
                 params["outcome"] = "error"
                 params["error"] = errorObject(failure)
+            case .processingFailed(let failure):
+                params["outcome"] = "error"
+                params["error"] = errorObject(failure)
             case .cancelled:
                 params["outcome"] = "cancelled"
                 params["error"] = RPCError(
@@ -51,10 +54,13 @@ enum EventEncoder {
         }
     }
 
-    /// `{code, message, data: {name, …}}` for a failed download.
+    // The wire's error codes for every failure, in one place: the fetch's (`DownloadFailure`)
+    // and the delivery's (`DeliveryFailure`).
+
+    /// `{code, message, data: {name, …}}` for a failed fetch.
     static func errorObject(_ failure: DownloadFailure) -> JSONValue {
-        let code: WorkerErrorCode
         var data: JSONObject = [:]
+        let code: WorkerErrorCode
         switch failure {
         case .invalidURL: code = .invalidURL
         case .invalidOperation: code = .invalidDownloadOperation
@@ -73,21 +79,39 @@ enum EventEncoder {
             data["limit"] = .string(kind.rawValue)
             data["maximum"] = .int(limit)
             if let actual { data["actual"] = .int(actual) }
+        case .blocked: code = .blockedURL
+        case .badData: code = .badImageData
+        }
+        return errorObject(code, message: failure.description, data: data)
+    }
+
+    /// `{code, message, data: {name, …}}` for a failed delivery (decode or output).
+    static func errorObject(_ failure: DeliveryFailure) -> JSONValue {
+        var data: JSONObject = [:]
+        let code: WorkerErrorCode
+        switch failure {
+        case .badData: code = .badImageData
+        case .unsupportedFormat: code = .unsupportedFormat
         case .imageTooLarge(let width, let height, let maxPixels):
             code = .limitExceeded
             data["limit"] = "pixels"
             data["maximum"] = .int(Int64(clamping: maxPixels))
             data["width"] = JSONValue(width)
             data["height"] = JSONValue(height)
-        case .blocked: code = .blockedURL
-        case .badData: code = .badImageData
-        case .unsupportedFormat: code = .unsupportedFormat
+        case .tooManyScans(let limit):
+            code = .limitExceeded
+            data["limit"] = "scans"
+            data["maximum"] = JSONValue(limit)
         case .output(_, let path):
             code = .outputFailed
             if let path { data["path"] = .string(path) }
         }
+        return errorObject(code, message: failure.description, data: data)
+    }
+
+    private static func errorObject(_ code: WorkerErrorCode, message: String, data: JSONObject) -> JSONValue {
         var full: JSONObject = ["name": .string(code.name)]
-        for (k, v) in data { full[k] = v }
-        return RPCError(code: code.rawValue, message: failure.description, data: .object(full)).json
+        for (key, value) in data { full[key] = value }
+        return RPCError(code: code.rawValue, message: message, data: .object(full)).json
     }
 }
