@@ -136,6 +136,10 @@ let package = Package(
             dependencies: ["ImageDecoding", "CImageCodecs", "CLibDeflate", "TestSupport"]
         ),
         .testTarget(
+            name: "ImageWorkerServerTests",
+            dependencies: ["ImageWorkerServer", "ImageWorkerProtocol"]
+        ),
+        .testTarget(
             name: "ImageWorkerConsoleTests",
             dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol"]
         ),

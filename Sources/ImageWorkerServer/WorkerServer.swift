@@ -9,11 +9,10 @@ import Synchronization
 public final class WorkerServer: Sendable {
     public static let version = "0.1.0"
 
-    private struct SessionState {
-        var shutdownRequested = false
-        var shutdownCompleted = false
-        var terminating = false
-        var exitCode: Int32?
+    struct SessionState {
+        var lifecycle = ServerLifecycle()
+        /// The stop `exit` planned, performed once its reply (if any) is sent.
+        var exitPlan: ServerLifecycle.StopPlan?
         /// `download` request ids of live tokens, for `$/cancelRequest`.
         var tokenByRequest: [RPCId: DownloadToken] = [:]
         var requestByToken: [DownloadToken: RPCId] = [:]
@@ -29,13 +28,13 @@ public final class WorkerServer: Sendable {
     public let options: WorkerOptions
     public let writer: WireWriter
     public let downloader: Downloader<JSONObject, DeliveryFailure>
-    private let httpClient: HTTPClient
-    private let logger: Logger
-    private let session = LockedState(SessionState())
-    private let decodeSettings: LockedState<DecodeSettings>
-    private let decodes = SharedDecodes()
-    private let slots = DecodeSlots()
-    private let progressive: ProgressiveDecodes
+    let httpClient: HTTPClient
+    let logger: Logger
+    let session = LockedState(SessionState())
+    let decodeSettings: LockedState<DecodeSettings>
+    let decodes = SharedDecodes()
+    let slots = DecodeSlots()
+    let progressive: ProgressiveDecodes
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 
@@ -90,8 +89,8 @@ public final class WorkerServer: Sendable {
             group.addTask {
                 for await event in self.lifecycle {
                     switch event {
-                    case .terminate: return await self.stop(reason: "termination requested", exitCode: 0)
-                    case .clientGone: return await self.stop(reason: "stdout closed: the client is gone", exitCode: 0)
+                    case .terminate: if let code = await self.stop(.terminated) { return code }
+                    case .clientGone: if let code = await self.stop(.clientGone) { return code }
                     case .outputPressure: await self.downloader.setHeld(self.writer.backedUp)
                     }
                 }
@@ -117,17 +116,33 @@ public final class WorkerServer: Sendable {
         try? await httpClient.shutdown()
     }
 
-    private func stop(reason: String, exitCode: Int32) async -> Int32 {
-        logger.info("stopping", metadata: ["reason": "\(reason)"])
-        session.withLock { $0.terminating = true }
-        await downloader.cancelAll()
-        await waitUntilIdle(atMost: .milliseconds(500))
-        await writer.flush(timeout: .milliseconds(500))
-        return exitCode
+    /// The one way out: plans the stop in the lifecycle (nil when another cause is already
+    /// stopping the worker) and performs it.
+    private func stop(_ cause: ServerLifecycle.StopCause) async -> Int32? {
+        guard let plan = session.withLock({ $0.lifecycle.stop(cause) }) else { return nil }
+        return await perform(plan)
     }
 
-    private func waitUntilIdle(atMost limit: Duration) async {
-        await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
+    private func perform(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
+        await settle(plan)
+        return await flush(plan)
+    }
+
+    /// In-flight work cancelled or finished, waited for as the plan says.
+    func settle(_ plan: ServerLifecycle.StopPlan) async {
+        logger.info("stopping", metadata: ["reason": "\(plan.reason)"])
+        if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
+        if let limit = plan.idleWait {
+            await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
+        } else {
+            await downloader.waitUntilIdle()
+        }
+    }
+
+    /// The output drained as the plan says; its exit status.
+    private func flush(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
+        if let limit = plan.flushWait { await writer.flush(timeout: limit) } else { await writer.flush() }
+        return plan.exitCode
     }
 
     private func serve(_ input: InputReader) async -> Int32? {
@@ -135,16 +150,7 @@ public final class WorkerServer: Sendable {
         for await item in input.items {
             switch item {
             case .end:
-                if options.onEOF == .cancel {
-                    logger.info("stdin closed: cancelling what is in flight")
-                    await downloader.cancelAll()
-                } else {
-                    logger.info("stdin closed: finishing what is in flight")
-                    await downloader.resumeToDrain()
-                }
-                await downloader.waitUntilIdle()
-                await writer.flush()
-                return 0
+                return await stop(.inputEnded(cancelInFlight: options.onEOF == .cancel))
             case .message(let bytes, let framing):
                 writer.framing = framing
                 let outcome = await dispatcher.dispatch(bytes)
@@ -158,10 +164,7 @@ public final class WorkerServer: Sendable {
                 writer.send(RPCResponse.failure(id: .null, error: .parseError(reason)))
             }
             input.itemHandled()
-            if let code = session.withLock({ $0.exitCode }) {
-                await writer.flush(timeout: .seconds(2))
-                return code
-            }
+            if let plan = session.withLock({ $0.exitPlan }) { return await flush(plan) }
         }
         return nil
     }
@@ -183,170 +186,10 @@ public final class WorkerServer: Sendable {
         ])
         let session = self.session
         dispatcher.gate = { request in
-            let (shutdown, terminating) = session.withLock { ($0.shutdownRequested, $0.terminating) }
-            if terminating, request.method == WorkerMethod.download {
-                return .invalidRequest("the worker is stopping")
-            }
-            if shutdown, request.method != WorkerMethod.exit {
-                return .invalidRequest("the worker is shutting down: only the exit notification is accepted")
-            }
-            return nil
+            session.withLock { $0.lifecycle.refusal(of: request.method) }.map { RPCError.invalidRequest($0) }
         }
         let logger = self.logger
         dispatcher.onUnanswered = { logger.warning("\($0)") }
         return dispatcher
-    }
-
-    private func initialize(_ request: RPCRequest) async throws -> RPCReply {
-        if let params = request.params, params.objectValue == nil {
-            throw RPCError.invalidParams("initialize takes its params as an object")
-        }
-        let configuration = await downloader.configuration
-        let decoding = decodeSettings.withLock { $0 }
-        return RPCReply([
-            "protocolVersion": .string(WorkerProtocolVersion.current),
-            "serverInfo": ["name": "image-worker", "version": .string(WorkerServer.version)],
-            "capabilities": [
-                "framing": ["ndjson", "content-length"],
-                "batch": true,
-                "delivery": .array(OutputSpec.Delivery.allCases.map { .string($0.rawValue) }),
-                "formats": .array(OutputSpec.Format.allCases.map { .string($0.rawValue) }),
-                "priorities": .array(DownloadPriority.allCases.map { .string($0.name) }),
-                "schemes": .array((["http", "https"] + (options.fileRoot != nil ? ["file"] : [])).map { .string($0) }),
-                "partialImages": true,
-                "decodes": ["jpeg", "png"],
-            ],
-            "configuration": ConfigurationParams.json(configuration, decoding),
-        ])
-    }
-
-    private func download(_ request: RPCRequest) async throws -> RPCReply {
-        let params = try DownloadParams(request)
-        let token = params.request.token
-        do {
-            try await downloader.reserve(token, url: params.request.url, priority: params.request.priority)
-        } catch {
-            throw RPCError.invalidParams("token \(token.json) is already in use by a live download")
-        }
-        if let id = request.id {
-            session.withLock { s in
-                s.tokenByRequest[id] = token
-                s.requestByToken[token] = id
-            }
-        }
-        if params.progressive { progressive.register(token, url: params.request.url, spec: params.output) }
-        let spec = params.output
-        let progressive = self.progressive
-        let downloader = self.downloader
-        let downloadRequest = params.request
-        let decodes = self.decodes
-        let slots = self.slots
-        let settings = self.decodeSettings
-        let writer = self.writer
-        return RPCReply(
-            ["token": token.json],
-            afterReply: {
-                await downloader.start(downloadRequest) { resource throws(DeliveryFailure) in
-                    try await OutputDelivery.deliver(
-                        resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
-                        settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
-                }
-            })
-    }
-
-    private func cancel(_ request: RPCRequest) async throws -> RPCReply {
-        let p = try ParamReader(request, allowed: ["token"])
-        let token = try p.requiredToken()
-        let found = await downloader.cancel(token)
-        return RPCReply(["token": token.json, "found": .bool(found)])
-    }
-
-    private func setPriority(_ request: RPCRequest) async throws -> RPCReply {
-        let p = try ParamReader(request, allowed: ["token", "priority"])
-        let token = try p.requiredToken()
-        guard let name = try p.oneOf("priority", DownloadPriority.allCases.map(\.name)) else {
-            throw RPCError.invalidParams("setPriority needs \"priority\"")
-        }
-        let found = await downloader.setPriority(token, DownloadPriority(name: name)!)
-        return RPCReply(["token": token.json, "found": .bool(found)])
-    }
-
-    private func configure(_ request: RPCRequest) async throws -> RPCReply {
-        var configuration = await downloader.configuration
-        var decoding = decodeSettings.withLock { $0 }
-        let clear = try ConfigurationParams.apply(request, to: &configuration, decoding: &decoding)
-        await downloader.configure(configuration)
-        decodeSettings.withLock { $0 = decoding }
-        if clear { await downloader.clearFailedURLs() }
-        return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
-    }
-
-    private func status(_ request: RPCRequest) async throws -> RPCReply {
-        _ = try ParamReader(request, allowed: [])
-        let s = await downloader.status()
-        let live: [JSONValue] = s.liveTokens.map { t in
-            [
-                "token": t.token.json, "url": .string(t.url), "priority": .string(t.priority.name), "state": .string(t.state.rawValue),
-                "receivedBytes": .int(t.receivedBytes), "expectedBytes": t.expectedBytes.map { .int($0) } ?? .null,
-            ]
-        }
-        let (shuttingDown, framing) = (session.withLock { $0.shutdownRequested }, writer.framing)
-        let decodesStarted = await decodes.decodesStarted + progressive.decodesStarted
-        return RPCReply([
-            "queued": JSONValue(s.queuedTokens),
-            "running": JSONValue(s.runningTokens),
-            "finished": JSONValue(s.succeeded + s.failed + s.cancelled),
-            "succeeded": JSONValue(s.succeeded),
-            "failed": JSONValue(s.failed),
-            "cancelled": JSONValue(s.cancelled),
-            "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches)],
-            "blockedURLs": JSONValue(s.blockedURLs),
-            "decodes": JSONValue(decodesStarted),
-            "liveTokens": .array(live),
-            "configuration": ConfigurationParams.json(s.configuration, decodeSettings.withLock { $0 }),
-            "framing": .string(framing.rawValue),
-            "shuttingDown": .bool(shuttingDown),
-        ])
-    }
-
-    private func cancelAll(_ request: RPCRequest) async throws -> RPCReply {
-        _ = try ParamReader(request, allowed: [])
-        let count = await downloader.cancelAll()
-        return RPCReply(["cancelled": JSONValue(count)])
-    }
-
-    /// LSP's shutdown: refuse everything after it but `exit`; answer once every live token has
-    /// ended (in-flight work finishes, or is cancelled with `cancelPending`).
-    private func shutdown(_ request: RPCRequest) async throws -> RPCReply {
-        let p = try ParamReader(request, allowed: ["cancelPending"])
-        let cancelPending = try p.bool("cancelPending") ?? false
-        session.withLock { $0.shutdownRequested = true }
-        if cancelPending { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
-        await downloader.waitUntilIdle()
-        session.withLock { $0.shutdownCompleted = true }
-        return RPCReply([:])
-    }
-
-    /// LSP's exit: status 0 after a completed shutdown, 1 otherwise (then in-flight work is
-    /// cancelled first, and every token still gets its terminal event).
-    private func exit(_ request: RPCRequest) async throws -> RPCReply {
-        let clean = session.withLock { $0.shutdownCompleted }
-        if !clean {
-            session.withLock { $0.terminating = true }
-            await downloader.cancelAll()
-            await waitUntilIdle(atMost: .seconds(1))
-        }
-        session.withLock { $0.exitCode = clean ? 0 : 1 }
-        return RPCReply([:])
-    }
-
-    private func cancelRequest(_ request: RPCRequest) async throws -> RPCReply {
-        guard let raw = request.params?["id"], let id = RPCId(raw) else {
-            throw RPCError.invalidParams("$/cancelRequest needs \"id\"")
-        }
-        if let token = session.withLock({ $0.tokenByRequest[id] }) {
-            await downloader.cancel(token)
-        }
-        return RPCReply([:])
     }
 }

@@ -1,0 +1,15 @@
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// `configure`: settings changed at run time; params read by `ConfigurationParams`.
+extension WorkerServer {
+    func configure(_ request: RPCRequest) async throws -> RPCReply {
+        var configuration = await downloader.configuration
+        var decoding = decodeSettings.withLock { $0 }
+        let clear = try ConfigurationParams.apply(request, to: &configuration, decoding: &decoding)
+        await downloader.configure(configuration)
+        decodeSettings.withLock { $0 = decoding }
+        if clear { await downloader.clearFailedURLs() }
+        return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
+    }
+}

@@ -1,0 +1,33 @@
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// `status`: counts, live tokens, configuration.
+extension WorkerServer {
+    func status(_ request: RPCRequest) async throws -> RPCReply {
+        _ = try ParamReader(request, allowed: [])
+        let s = await downloader.status()
+        let live: [JSONValue] = s.liveTokens.map { t in
+            [
+                "token": t.token.json, "url": .string(t.url), "priority": .string(t.priority.name), "state": .string(t.state.rawValue),
+                "receivedBytes": .int(t.receivedBytes), "expectedBytes": t.expectedBytes.map { .int($0) } ?? .null,
+            ]
+        }
+        let (shuttingDown, framing) = (session.withLock { $0.lifecycle.isShuttingDown }, writer.framing)
+        let decodesStarted = await decodes.decodesStarted + progressive.decodesStarted
+        return RPCReply([
+            "queued": JSONValue(s.queuedTokens),
+            "running": JSONValue(s.runningTokens),
+            "finished": JSONValue(s.succeeded + s.failed + s.cancelled),
+            "succeeded": JSONValue(s.succeeded),
+            "failed": JSONValue(s.failed),
+            "cancelled": JSONValue(s.cancelled),
+            "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches)],
+            "blockedURLs": JSONValue(s.blockedURLs),
+            "decodes": JSONValue(decodesStarted),
+            "liveTokens": .array(live),
+            "configuration": ConfigurationParams.json(s.configuration, decodeSettings.withLock { $0 }),
+            "framing": .string(framing.rawValue),
+            "shuttingDown": .bool(shuttingDown),
+        ])
+    }
+}
