@@ -48,6 +48,9 @@ int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int ch
 
 void iw_free(void *pointer);
 
+/* Sets a failed result's error kind and message; returns IW_FAILED. */
+int iw_image_fail(iw_image *out, int kind, const char *message);
+
 /* Lets the C allocator (glibc) serve allocations below `bytes` from its heap and keep up to `bytes`
  * of freed memory for reuse, instead of mapping and unmapping each large bitmap (whose fresh pages
  * then fault in one by one). 0 on success, -1 where there is no such setting. */
