@@ -137,7 +137,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageWorkerServerTests",
-            dependencies: ["ImageWorkerServer", "ImageWorkerProtocol"]
+            dependencies: [
+                "ImageWorkerServer", "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",

@@ -28,7 +28,8 @@ public final class WorkerServer: Sendable {
     public let options: WorkerOptions
     public let writer: WireWriter
     public let downloader: Downloader<JSONObject, DeliveryFailure>
-    let httpClient: HTTPClient
+    /// The shared HTTP client, when the worker made its own loader.
+    let httpClient: HTTPClient?
     let logger: Logger
     let session = LockedState(SessionState())
     let decodeSettings: LockedState<DecodeSettings>
@@ -38,8 +39,11 @@ public final class WorkerServer: Sendable {
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 
-    /// - Parameter wireFD: where protocol messages go (a private `dup` of the original stdout).
-    public init(options: WorkerOptions, wireFD: Int32, logger: Logger) {
+    /// - Parameters:
+    ///   - wireFD: where protocol messages go (a private `dup` of the original stdout).
+    ///   - httpLoader: what fetches `http(s)` URLs; by default one shared `HTTPClient` (tests
+    ///     script bodies, stalls and failures with their own).
+    public init(options: WorkerOptions, wireFD: Int32, logger: Logger, httpLoader: (any ResourceLoader)? = nil) {
         self.options = options
         self.logger = logger
         let (lifecycle, continuation) = AsyncStream<LifecycleEvent>.makeStream()
@@ -48,8 +52,15 @@ public final class WorkerServer: Sendable {
         let writer = WireWriter(
             fd: wireFD, onClosed: { continuation.yield(.clientGone) }, onBackedUpChange: { continuation.yield(.outputPressure) })
         self.writer = writer
-        let client = HTTPLoader.makeClient()
-        self.httpClient = client
+        let loader: any ResourceLoader
+        if let httpLoader {
+            loader = httpLoader
+            self.httpClient = nil
+        } else {
+            let client = HTTPLoader.makeClient()
+            loader = HTTPLoader(client: client, cookies: CookieJar(), logger: logger)
+            self.httpClient = client
+        }
         let session = self.session
         let settings = LockedState(DecodeSettings())
         self.decodeSettings = settings
@@ -57,7 +68,7 @@ public final class WorkerServer: Sendable {
         self.progressive = progressive
         self.downloader = Downloader(
             configuration: options.configuration,
-            httpLoader: HTTPLoader(client: client, cookies: CookieJar(), logger: logger),
+            httpLoader: loader,
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,
             bodyObserver: { progressive.observe($0) },
@@ -113,7 +124,7 @@ public final class WorkerServer: Sendable {
     /// Releases the HTTP client (its connections and threads). For a worker run inside a longer
     /// process, after `run` returned; the protocol's process simply exits.
     public func close() async {
-        try? await httpClient.shutdown()
+        try? await httpClient?.shutdown()
     }
 
     /// The one way out: plans the stop in the lifecycle (nil when another cause is already

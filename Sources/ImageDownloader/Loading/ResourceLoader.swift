@@ -21,6 +21,13 @@ public struct LoadedHead: Sendable {
     public var finalURL: URL
     public var httpVersion: String?
 
+    public init(status: Int, headers: [(String, String)], finalURL: URL, httpVersion: String?) {
+        self.status = status
+        self.headers = headers
+        self.finalURL = finalURL
+        self.httpVersion = httpVersion
+    }
+
     public func header(_ name: String) -> String? {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
     }

@@ -1,0 +1,120 @@
+import Foundation
+import ImageWorkerProtocol
+import Logging
+
+@testable import ImageWorkerServer
+
+/// A `WorkerServer` in this process on two pipes, with a `ScriptedLoader` for its HTTP: requests
+/// written as lines, every message read back and parsed. No socket, no child process.
+final class ServerHarness: Sendable {
+    let server: WorkerServer
+    let loader: ScriptedLoader
+    private let input: Int32
+    private let messages = LockedState<[JSONValue]>([])
+    private let exitCode = LockedState<Int32?>(nil)
+    private let nextID = LockedState(0)
+
+    init(_ scripts: [String: ScriptedLoader.Script], configure: (inout WorkerOptions) -> Void = { _ in }) {
+        var inputFDs: [Int32] = [0, 0], outputFDs: [Int32] = [0, 0]
+        precondition(pipe(&inputFDs) == 0 && pipe(&outputFDs) == 0)
+        var options = WorkerOptions()
+        options.configuration.maxRetries = 0
+        configure(&options)
+        var logger = Logger(label: "server-tests")
+        logger.logLevel = .critical
+        loader = ScriptedLoader(scripts)
+        server = WorkerServer(options: options, wireFD: outputFDs[1], logger: logger, httpLoader: loader)
+        input = inputFDs[1]
+        let reader = InputReader(fd: inputFDs[0], maximumMessageBytes: options.maxMessageBytes)
+        let (server, exitCode, outputWrite, inputRead) = (server, exitCode, outputFDs[1], inputFDs[0])
+        Task {
+            let code = await server.run(input: reader)
+            exitCode.withLock { $0 = code }
+            close(outputWrite)
+            close(inputRead)
+        }
+        let (messages, outputRead) = (messages, outputFDs[0])
+        let thread = Thread {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(outputRead, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                pending.append(contentsOf: buffer[0..<n])
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = Array(pending[..<newline])
+                    pending.removeSubrange(...newline)
+                    if let value = try? JSONParser.parse(line) { messages.withLock { $0.append(value) } }
+                }
+            }
+            close(outputRead)
+        }
+        thread.start()
+    }
+
+    /// Sends one request (an id is added unless `notification`); returns its id.
+    @discardableResult
+    func send(_ method: String, _ params: JSONObject? = nil, notification: Bool = false) -> Int {
+        let id = nextID.withLock { $0 += 1; return $0 }
+        var message: JSONObject = ["jsonrpc": "2.0", "method": .string(method)]
+        if !notification { message["id"] = .int(Int64(id)) }
+        if let params { message["params"] = .object(params) }
+        var line = JSONWriter.encode(.object(message))
+        line.append(UInt8(ascii: "\n"))
+        _ = FileDescriptorOutput.writeAll(input, line)
+        return id
+    }
+
+    func download(_ token: String, _ path: String, output: JSONObject = ["format": "rgba", "delivery": "none"],
+                  extra: JSONObject = [:]) {
+        var params: JSONObject = ["token": .string(token), "url": .string("http://scripted.test\(path)"), "output": .object(output)]
+        for (key, value) in extra { params[key] = value }
+        send(WorkerMethod.download, params)
+    }
+
+    /// Ends stdin (the worker drains by default).
+    func endInput() { close(input) }
+
+    var all: [JSONValue] { messages.withLock { $0 } }
+
+    /// The `download/completed` params of `token`, once it came (a liveness guard, not timing).
+    func completed(_ token: String, within limit: Duration = .seconds(20)) async throws -> JSONValue {
+        try await until("\(token) completed", within: limit) {
+            all.first { $0["method"]?.stringValue == WorkerEvent.completed && $0["params"]?["token"]?.stringValue == token }?["params"]
+        }
+    }
+
+    /// The result of request `id`, once answered.
+    func reply(_ id: Int, within limit: Duration = .seconds(20)) async throws -> JSONValue {
+        try await until("reply \(id)", within: limit) {
+            all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }
+        }
+    }
+
+    func exitStatus(within limit: Duration = .seconds(20)) async throws -> Int32 {
+        try await until("exit", within: limit) { exitCode.withLock { $0 } }
+    }
+
+    func events(_ token: String) -> [String] {
+        all.compactMap { message in
+            guard message["params"]?["token"]?.stringValue == token, let method = message["method"]?.stringValue else { return nil }
+            return method
+        }
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        let what: String
+        let messages: [JSONValue]
+        var description: String { "gave up waiting for \(what); messages: \(messages)" }
+    }
+
+    private func until<T>(_ what: String, within limit: Duration, _ probe: () -> T?) async throws -> T {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if let value = probe() { return value }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw Timeout(what: what, messages: all)
+    }
+}
