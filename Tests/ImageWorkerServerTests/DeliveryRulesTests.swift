@@ -140,3 +140,50 @@ import Testing
         #expect(try await h.exitStatus() == 0)
     }
 }
+
+/// The per-fetch delivery session: released by the last of its consumers, whatever each did.
+@Suite struct DeliverySessionTests {
+    @Test func theLastConsumerReleases() {
+        var session = DeliverySession(consumers: 3)
+        #expect(session.tokenFinished() == .none)
+        #expect(session.tokenFinished() == .none)
+        #expect(session.state == .open(remaining: 1))
+        #expect(session.tokenFinished() == .release)
+        #expect(session.state == .released)
+        #expect(session.tokenFinished() == .none, "released once")
+        var single = DeliverySession(consumers: 0)
+        #expect(single.tokenFinished() == .release, "a resource always has at least the consumer that reports")
+    }
+}
+
+extension DeliveryRulesTests {
+    /// A progressive token, a decoded one and an original one share a fetch; when all three have
+    /// their results, nothing of the fetch is left: no shared decode, no progressive decoder.
+    @Test func aFetchLeavesNothingBehindOnceEveryTokenIsDelivered() async throws {
+        let h = ServerHarness(["/a.png": .gated(Self.png, gate: "a"), "/bad.png": .gated(Self.broken, gate: "a")])
+        var ids: [Int] = []
+        for path in ["/a.png", "/bad.png"] {
+            ids.append(h.send(WorkerMethod.download, [
+                "token": .string("p\(path)"), "url": .string("http://scripted.test\(path)"), "progressive": true,
+                "output": ["format": "png", "delivery": "none", "partialIntervalMs": 0],
+            ]))
+            ids.append(h.send(WorkerMethod.download, [
+                "token": .string("d\(path)"), "url": .string("http://scripted.test\(path)"), "output": ["format": "rgb", "delivery": "none", "maxPixelSize": 8],
+            ]))
+            ids.append(h.send(WorkerMethod.download, ["token": .string("o\(path)"), "url": .string("http://scripted.test\(path)"), "output": ["delivery": "none"]]))
+        }
+        for id in ids { _ = try await h.reply(id) }
+        h.loader.open("a")
+        for token in ["p/a.png", "d/a.png", "o/a.png", "o/bad.png"] {
+            #expect(try await h.completed(token)["outcome"]?.stringValue == "success", "\(token)")
+        }
+        for token in ["p/bad.png", "d/bad.png"] {
+            #expect(try await h.completed(token)["outcome"]?.stringValue == "error", "\(token)")
+        }
+        #expect(h.loader.loadCount("/a.png") == 1 && h.loader.loadCount("/bad.png") == 1)
+        #expect(await h.server.decodes.openFetches == 0)
+        #expect(h.server.progressive.openSessions == 0)
+        h.endInput()
+        #expect(try await h.exitStatus() == 0)
+    }
+}

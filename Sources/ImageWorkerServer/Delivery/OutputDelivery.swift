@@ -11,6 +11,24 @@ enum OutputDelivery {
         _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
+        let result: Result<JSONObject, DeliveryFailure>
+        do throws(DeliveryFailure) {
+            result = .success(
+                try await deliverToken(
+                    resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
+                    outputCapacity: outputCapacity))
+        } catch {
+            result = .failure(error)
+        }
+        // Whatever happened, this token is through: the last of the fetch releases its session.
+        if await decodes.tokenFinished(resource) { progressive.release(resource.fetchID) }
+        return try result.get()
+    }
+
+    private static func deliverToken(
+        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
+        progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
+    ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
@@ -26,15 +44,13 @@ enum OutputDelivery {
         if spec.format.needsDecoding {
             await slots.acquire()
             holdsSlot = true
-            // Every consumer of the fetch takes from the progressive session once (none: nil).
+            // The progressive decode's final image, if the fetch had one.
             let progressiveResult = await progressive.take(resource)
             let image: DecodedImage
             // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
             if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
-                await decodes.finished(resource.fetchID)
                 image = fitted
             } else if case .failure(let error)? = progressiveResult {
-                await decodes.finished(resource.fetchID)
                 throw DeliveryFailure(error, settings: settings)
             } else {
                 // No progressive decode, or one scaled for other tokens below what this one asks
@@ -46,8 +62,6 @@ enum OutputDelivery {
             payload = rendered.payload
             fileExtension = rendered.fileExtension
         } else {
-            _ = await progressive.take(resource)
-            await decodes.finished(resource.fetchID)
             payload = Payload(resource.body)
             fileExtension = nil
             let mime = source?.mimeType ?? resource.response.mimeType

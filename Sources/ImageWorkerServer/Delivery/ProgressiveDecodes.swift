@@ -39,6 +39,8 @@ final class ProgressiveDecodes: Sendable {
 
     /// Progressive decodes started since start.
     var decodesStarted: Int { started.withLock { $0 } }
+    /// Fetches whose decoder is still held.
+    var openSessions: Int { sessions.withLock { $0.count } }
     private let writer: WireWriter
     private let settings: LockedState<DecodeSettings>
 
@@ -89,15 +91,18 @@ final class ProgressiveDecodes: Sendable {
     }
 
     /// The fetch's progressively decoded final image (nil when the fetch had no progressive
-    /// token). Each of the fetch's consumers calls this once; the last one frees the session.
+    /// token), once its decoder has taken every byte.
     func take(_ resource: FetchedResource) async -> Result<Frame, DecodeError>? {
         guard let session = sessions.withLock({ $0[resource.fetchID] }) else { return nil }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
             session.queue.async { continuation.resume(returning: session.result) }
         }
-        let last = session.consumed(of: resource.consumers)
-        if last { sessions.withLock { _ = $0.removeValue(forKey: resource.fetchID) } }
-        return result
+    }
+
+    /// Every token of the fetch has finished its delivery (its `DeliverySession` was released):
+    /// the decoder and its frame go.
+    func release(_ fetchID: Int) {
+        sessions.withLock { _ = $0.removeValue(forKey: fetchID) }
     }
 
     /// The progressive tokens among `tokens` whose next partial image is due at `now` (their first,
@@ -268,7 +273,7 @@ final class ProgressiveDecodes: Sendable {
         }
     }
 
-    /// One fetch's decoder. Its state is touched only on `queue`, but `consumed` (under its lock).
+    /// One fetch's decoder. Its state is touched only on `queue`.
     final class Session: @unchecked Sendable {  // decoder state is confined to `queue`
         let fetchID: Int
         let queue: DispatchQueue
@@ -282,7 +287,6 @@ final class ProgressiveDecodes: Sendable {
         private(set) var result: Result<Frame, DecodeError>?
         /// How far to look for a JPEG's frame header before decoding at full size without it.
         static let headerSearchLimit = 1 << 20
-        private let taken = LockedState(0)
 
         init(fetchID: Int) {
             self.fetchID = fetchID
@@ -383,12 +387,5 @@ final class ProgressiveDecodes: Sendable {
             result = .failure(.corrupt("abandoned"))
         }
 
-        /// Counts one consumer; true for the last of `consumers`.
-        func consumed(of consumers: Int) -> Bool {
-            taken.withLock { count in
-                count += 1
-                return count >= consumers
-            }
-        }
     }
 }

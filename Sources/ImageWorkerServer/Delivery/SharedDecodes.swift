@@ -3,7 +3,8 @@ import ImageDownloader
 
 /// One decode per fetch and decode request, shared by the tokens that coalesced on the fetch:
 /// the first token's processor starts it on the blocking pool, the others await the same result.
-/// An entry is dropped once every consumer of the fetch has been through.
+/// Each fetch's `DeliverySession` says when every consumer has been through: then its decodes
+/// are dropped.
 actor SharedDecodes {
     struct Key: Hashable {
         var fetchID: Int
@@ -13,13 +14,15 @@ actor SharedDecodes {
     }
 
     private var tasks: [Key: Task<Result<DecodedImage, DecodeError>, Never>] = [:]
-    private var remaining: [Int: Int] = [:]
+    private var sessions: [Int: DeliverySession] = [:]
     private(set) var decodesStarted = 0
+
+    /// Fetches with state here (a session or a decode): none once every delivery has finished.
+    var openFetches: Int { Set(sessions.keys).union(tasks.keys.map(\.fetchID)).count }
 
     func image(
         for resource: FetchedResource, key: Key, decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
     ) async -> Result<DecodedImage, DecodeError> {
-        if remaining[resource.fetchID] == nil { remaining[resource.fetchID] = resource.consumers }
         let task: Task<Result<DecodedImage, DecodeError>, Never>
         if let existing = tasks[key] {
             task = existing
@@ -34,20 +37,23 @@ actor SharedDecodes {
             }
             tasks[key] = task
         }
-        let result = await task.value
-        finished(resource.fetchID)
-        return result
+        return await task.value
     }
 
-    /// A consumer of the fetch is done (also one that needed no decode).
-    func finished(_ fetchID: Int) {
-        guard let count = remaining[fetchID] else { return }
-        if count <= 1 {
-            remaining[fetchID] = nil
+    /// A token of the resource's fetch finished its delivery (also one that needed no decode, or
+    /// failed). True when it was the last: the fetch's decodes are dropped.
+    func tokenFinished(_ resource: FetchedResource) -> Bool {
+        let fetchID = resource.fetchID
+        var session = sessions[fetchID] ?? DeliverySession(consumers: resource.consumers)
+        switch session.tokenFinished() {
+        case .none:
+            sessions[fetchID] = session
+            return false
+        case .release:
+            sessions[fetchID] = nil
             // Removed in place: rebuilding the dictionary for every fetch showed in profiles.
             for key in tasks.keys.filter({ $0.fetchID == fetchID }) { tasks[key] = nil }
-        } else {
-            remaining[fetchID] = count - 1
+            return true
         }
     }
 }
