@@ -233,15 +233,17 @@ final class ProgressiveDecodes: Sendable {
             case .inline:
                 params["data"] = .string(rendered.payload.base64())
             case .file:
+                let written: String
                 do throws(DeliveryFailure) {
-                    path = try OutputDelivery.writeFile(
+                    written = try OutputDelivery.writeFile(
                         rendered.payload, spec: spec, reserved: path, url: registration.url, token: token, source: decoder.format,
                         fileExtension: rendered.fileExtension)
                 } catch {
                     continue  // the final delivery reports output failures
                 }
-                params["path"] = JSONValue(path)
-                params["uri"] = .string(URL(fileURLWithPath: path!).absoluteString)
+                path = written
+                params["path"] = .string(written)
+                params["uri"] = .string(URL(fileURLWithPath: written).absoluteString)
             }
             registry.withLock { r in
                 guard var current = r.tokens[token], current.instance == registration.instance else { return }
@@ -307,7 +309,10 @@ final class ProgressiveDecodes: Sendable {
             }
             received += Int64(chunk.count)
             (self.settings, self.tokens) = (settings, tokens)
-            if decoder == nil {
+            let active: any IncrementalImageDecoder
+            if let decoder {
+                active = decoder
+            } else {
                 pending += chunk
                 guard pending.count >= ImageFormat.signatureLength else { return }
                 // The decode's size is chosen from the header: wait for it (a JPEG's frame header
@@ -315,27 +320,29 @@ final class ProgressiveDecodes: Sendable {
                 let format = ImageFormat.detect(pending)
                 let probed = ImageDecoders.probeSize(pending)
                 guard probed != nil || (format != .jpeg && format != .png) || pending.count >= Session.headerSearchLimit else { return }
-                guard start(source: probed, owner: owner) else { return }
+                guard let started = start(source: probed, owner: owner) else { return }
+                active = started
                 chunk = pending
                 pending = []
             }
             do {
-                decoder!.wantsPartialFrames = owner.wantsPartialFrame(tokens, decoder: decoder!, source: source)
-                let progress = try decoder!.feed(chunk, isLast: false)
-                if !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? decoder!.size {
+                active.wantsPartialFrames = owner.wantsPartialFrame(tokens, decoder: active, source: source)
+                let progress = try active.feed(chunk, isLast: false)
+                if !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size {
                     owner.partialImages(
-                        from: decoder!, source: source, tokens: tokens, fetchID: fetchID, frameUpdated: progress.contains(.pixels))
+                        from: active, source: source, tokens: tokens, fetchID: fetchID, frameUpdated: progress.contains(.pixels))
                 }
             } catch {
                 result = .failure(error)
             }
         }
 
-        /// Creates the decoder, for an image of `source` size when its header was read.
-        private func start(source probed: (width: Int, height: Int)?, owner: ProgressiveDecodes) -> Bool {
+        /// Creates the decoder, for an image of `source` size when its header was read (nil, with
+        /// the failure in `result`, when it cannot be made).
+        private func start(source probed: (width: Int, height: Int)?, owner: ProgressiveDecodes) -> (any IncrementalImageDecoder)? {
             guard let format = ImageFormat.detect(pending) else {
                 result = .failure(.unsupported("unknown image format (no known signature)"))
-                return false
+                return nil
             }
             var options = DecodeOptions()
             options.maxPixels = settings.maxPixels
@@ -350,28 +357,32 @@ final class ProgressiveDecodes: Sendable {
                 } else {
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options)
                 }
-                return true
+                return decoder
             } catch {
                 result = .failure(error)
-                return false
+                return nil
             }
         }
 
         func end(owner: ProgressiveDecodes) {
             guard result == nil else { return }
-            if decoder == nil {
-                guard !pending.isEmpty, start(source: ImageDecoders.probeSize(pending), owner: owner) else {
+            let active: any IncrementalImageDecoder
+            if let decoder {
+                active = decoder
+            } else {
+                guard !pending.isEmpty, let started = start(source: ImageDecoders.probeSize(pending), owner: owner) else {
                     if result == nil { result = .failure(.corrupt("no image data")) }
                     return
                 }
-                do { _ = try decoder!.feed(pending, isLast: false) } catch {
+                active = started
+                do { _ = try active.feed(pending, isLast: false) } catch {
                     result = .failure(error)
                     return
                 }
             }
             do {
-                _ = try decoder!.feed([], isLast: true)
-                if decoder!.isComplete, let image = decoder!.currentImage() {
+                _ = try active.feed([], isLast: true)
+                if active.isComplete, let image = active.currentImage() {
                     result = .success(Frame(image: image, source: source ?? (image.width, image.height)))
                 } else {
                     result = .failure(.corrupt("no image decoded"))
