@@ -1,7 +1,7 @@
 import ImageDownloader
 import ImageWorkerProtocol
 
-/// LSP's `shutdown` and `exit`, through the server's `ServerLifecycle`.
+/// LSP's `shutdown`, through the server's `ServerLifecycle`.
 extension WorkerServer {
     /// LSP's shutdown: refuse everything after it but `exit`; answer once every live token has
     /// ended (in-flight work finishes, or is cancelled with `cancelPending`).
@@ -12,17 +12,6 @@ extension WorkerServer {
         if cancelPending { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
         await downloader.waitUntilIdle()
         session.withLock { $0.lifecycle.shutdownCompleted() }
-        return RPCReply([:])
-    }
-
-    /// LSP's exit: status 0 after a completed shutdown, 1 otherwise (then in-flight work is
-    /// cancelled first, and every token still gets its terminal event).
-    /// The in-flight work is settled here, before the (rare) reply; the serve loop flushes the
-    /// output and ends with the plan's status.
-    func exit(_ request: RPCRequest) async throws -> RPCReply {
-        guard let plan = session.withLock({ $0.lifecycle.stop(.exit) }) else { return RPCReply([:]) }
-        await settle(plan)
-        session.withLock { $0.exitPlan = plan }
         return RPCReply([:])
     }
 }
