@@ -193,8 +193,8 @@ struct bit_writer {
     int count;
 };
 
-/* Adds up to 57 - 7 bits; stores 8 bytes every time and keeps the last partial byte's bits, so
- * there is no branch (the stream keeps 8 bytes of slack for it). */
+/* Adds `count` (up to 32) bits to the at most 7 pending: stores 8 bytes every time and keeps only
+ * the last partial byte's bits, so there is no branch (the stream keeps 8 bytes of slack for it). */
 static inline void put_bits(struct bit_writer *w, uint32_t value, int count) {
     w->bits |= (uint64_t)value << w->count;
     w->count += count;
