@@ -2,12 +2,14 @@
 # The main job with no network beyond loopback: serve samples/ on 127.0.0.1, download every
 # sample through image-worker into a fresh directory (and one decoded to PNG), and print the events
 # as they arrive.
-#   scripts/demo.sh            (builds the debug binary first if it is missing)
+#   scripts/demo.sh            (installs the system packages a fresh machine lacks, and builds the
+#                               debug binary first if it is missing)
 #   IMAGE_WORKER=path/to/image-worker scripts/demo.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${IMAGE_WORKER:-$root/.build/debug/image-worker}
 if [ ! -x "$bin" ]; then
+    "$root/scripts/system-packages.sh" build
     echo "building image-worker…" >&2
     (cd "$root" && swift build --product image-worker >&2)
 fi

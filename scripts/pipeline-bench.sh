@@ -13,9 +13,7 @@ work="$root/.build-bench"
 missing=()
 for tool in nginx curl; do command -v "$tool" >/dev/null || missing+=("$tool")
 done
-for package in libturbojpeg0-dev libdeflate-dev; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
+"$root/scripts/system-packages.sh" build
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
     echo "pipeline-bench: installing ${missing[*]}" >&2

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian or Ubuntu machine lacks for image-worker, and nothing it has:
+#   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate),
+#           and python3 (the demo's loopback server)
+#   test    what the tests use besides: djpeg, Python's venv, node and tsc, jq, script(1)
+# Checks by what is used (pkg-config modules, commands), installs with apt-get (through sudo when
+# not root). Where that cannot work (no apt-get, or not root and no sudo) it says what to install
+# and exits 1.
+#   scripts/system-packages.sh build [test]
+set -euo pipefail
+missing=()
+need() { missing+=("$@"); }
+for set in "$@"; do
+    case "$set" in
+    build)
+        command -v python3 >/dev/null || need python3
+        command -v pkg-config >/dev/null || need pkg-config
+        for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev; do
+            command -v pkg-config >/dev/null && pkg-config --exists "${pair%%:*}" || need "${pair#*:}"
+        done
+        ;;
+    test)
+        command -v djpeg >/dev/null || need libjpeg-turbo-progs
+        python3 -c 'import ensurepip, venv' 2>/dev/null || need python3-venv
+        command -v node >/dev/null || need nodejs
+        command -v tsc >/dev/null || need node-typescript
+        command -v jq >/dev/null || need jq
+        command -v script >/dev/null || need bsdutils
+        ;;
+    *)
+        echo "system-packages: unknown set '$set' (build, test)" >&2
+        exit 2
+        ;;
+    esac
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if ! command -v apt-get >/dev/null; then
+    echo "system-packages: this machine lacks ${missing[*]} (Debian/Ubuntu names), and has no apt-get:" >&2
+    echo "  install the equivalents with your package manager, then run this again." >&2
+    exit 1
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+elif command -v sudo >/dev/null; then
+    sudo=(sudo)
+else
+    echo "system-packages: this machine lacks ${missing[*]}; as root, run:" >&2
+    echo "  apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "system-packages: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
