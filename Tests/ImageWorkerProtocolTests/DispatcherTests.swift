@@ -131,6 +131,19 @@ import Testing
         #expect(reply["error"]?["code"] == -32600)
     }
 
+    /// `"params": null` is taken as absent (Eglot, Atom's LSP client and the MCP SDK send it); a
+    /// scalar is still an invalid request.
+    @Test func nullParamsAreTakenAsAbsent() async throws {
+        let reply = try #require(try await answer(#"{"jsonrpc":"2.0","id":7,"method":"echo","params":null}"#))
+        #expect(reply["error"] == nil && reply["id"] == 7, "\(reply)")
+        #expect(reply["result"] == .null, "echo answers its params: none")
+        guard case .success(let request) = RPCRequest.validate(try JSONParser.parse(#"{"jsonrpc":"2.0","method":"m","params":null}"#)) else {
+            Issue.record("params null refused")
+            return
+        }
+        #expect(request.params == nil)
+    }
+
     @Test func aBatchWithNullGetsAnArrayOfOneError() async throws {
         let reply = try await answer("[null]")
         #expect(reply?.arrayValue?.count == 1)

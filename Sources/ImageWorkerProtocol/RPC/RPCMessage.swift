@@ -36,7 +36,7 @@ public enum RPCId: Sendable, Hashable, CustomStringConvertible {
 public struct RPCRequest: Sendable {
     public var id: RPCId?
     public var method: String
-    /// An object or an array, or nil when absent.
+    /// An object or an array, or nil when absent (or sent as `null`).
     public var params: JSONValue?
 
     public init(id: RPCId?, method: String, params: JSONValue? = nil) {
@@ -73,6 +73,9 @@ public struct RPCRequest: Sendable {
         let params = object["params"]
         switch params {
         case nil, .object?, .array?: break
+        case .null?:
+            // Taken as absent: Eglot, Atom's LSP client and the MCP SDK (`params=None`) send it.
+            return .success(RPCRequest(id: id, method: method, params: nil))
         default:
             return .failure(RPCFailure(id: id ?? .null, error: .invalidRequest("\"params\" must be an object or an array")))
         }
