@@ -9,7 +9,8 @@ import Synchronization
 /// NDJSON with `--json`). The same engine as the protocol, down to the wire.
 public enum GetRunner {
     /// Runs to the end and returns the exit status: 0 when every URL was downloaded, 1 when any
-    /// failed, 130 / 143 when interrupted by SIGINT / SIGTERM.
+    /// failed, 130 / 143 when interrupted by SIGINT / SIGTERM, 141 (as if killed by SIGPIPE) when
+    /// stdout or stderr was closed: the run is cancelled as soon as a write fails.
     public static func run(_ options: GetOptions, logger: Logger) async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         do {
@@ -32,7 +33,14 @@ public enum GetRunner {
         let signals = server.handleTerminationSignals { number in interruptedBy.withLock { $0 = number } }
 
         let started = ContinuousClock.now
-        let reader = EventReader(fd: outputRead, urls: options.urls, json: options.json, bars: options.progressBars)
+        let outputClosed = Mutex(false)
+        let reader = EventReader(fd: outputRead, urls: options.urls, json: options.json, bars: options.progressBars) {
+            let first = outputClosed.withLock { closed in
+                defer { closed = true }
+                return !closed
+            }
+            if first { server.requestTermination() }
+        }
         let requests = (0..<options.urls.count).map { options.downloadRequest(index: $0) }
         let feeder = Thread {
             for request in requests {
@@ -58,6 +66,7 @@ public enum GetRunner {
             TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + "\n")
         }
         if let number = interruptedBy.withLock({ $0 }) { return 128 + number }
+        if outputClosed.withLock({ $0 }) { return 128 + SIGPIPE }
         return session.succeeded == session.items.count ? 0 : 1
     }
 
@@ -75,16 +84,19 @@ public enum GetRunner {
 final class EventReader: Sendable {
     private let result = Mutex<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
 
-    init(fd: Int32, urls: [String], json: Bool, bars: Bool) {
+    /// `onOutputClosed`: stdout or stderr could not be written (the reader went away).
+    init(fd: Int32, urls: [String], json: Bool, bars: Bool, onOutputClosed: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
             var session = GetSession(urls: urls)
-            let display = TerminalDisplay(bars: bars && !json)
+            let display = TerminalDisplay(bars: bars && !json, onClosed: onOutputClosed)
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func take(_ line: ArraySlice<UInt8>) {
                 guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
-                if json, message["method"] != nil || message["error"] != nil {
-                    TerminalDisplay.write(STDOUT_FILENO, String(decoding: line, as: UTF8.self) + "\n")
+                if json, message["method"] != nil || message["error"] != nil,
+                    !TerminalDisplay.write(STDOUT_FILENO, String(decoding: line, as: UTF8.self) + "\n")
+                {
+                    onOutputClosed()
                 }
                 for output in session.handle(message) {
                     guard !json else { continue }

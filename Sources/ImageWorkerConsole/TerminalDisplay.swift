@@ -5,19 +5,22 @@ import ImageWorkerServer
 /// on stderr, redrawn in place. Used from one thread only.
 final class TerminalDisplay {
     private let bars: Bool
+    /// Called when stdout or stderr is closed (a write failed).
+    private let onClosed: @Sendable () -> Void
     private var drawnLines = 0
     private var dirty = false
     private var lastDraw = ContinuousClock.now - .seconds(1)
     static let redrawInterval = Duration.milliseconds(100)
 
-    init(bars: Bool) {
+    init(bars: Bool, onClosed: @escaping @Sendable () -> Void) {
         self.bars = bars
+        self.onClosed = onClosed
     }
 
     /// A URL ended: its line goes to stdout above the board.
     func result(_ line: String, _ session: GetSession) {
         erase()
-        Self.write(STDOUT_FILENO, line + "\n")
+        if !Self.write(STDOUT_FILENO, line + "\n") { onClosed() }
         draw(session)
     }
 
@@ -43,7 +46,7 @@ final class TerminalDisplay {
         erase()
         let size = Self.terminalSize()
         let lines = ProgressBoard.render(session, width: size.columns, maxBars: max(1, min(12, size.rows - 3)))
-        Self.write(STDERR_FILENO, lines.joined(separator: "\n") + "\n")
+        if !Self.write(STDERR_FILENO, lines.joined(separator: "\n") + "\n") { onClosed() }
         drawnLines = lines.count
         dirty = false
         lastDraw = .now
@@ -52,7 +55,7 @@ final class TerminalDisplay {
     private func erase() {
         guard drawnLines > 0 else { return }
         // Up to the board's first line, then clear to the end of the screen.
-        Self.write(STDERR_FILENO, "\u{1B}[\(drawnLines)A\r\u{1B}[J")
+        if !Self.write(STDERR_FILENO, "\u{1B}[\(drawnLines)A\r\u{1B}[J") { onClosed() }
         drawnLines = 0
     }
 
@@ -64,8 +67,9 @@ final class TerminalDisplay {
         return (80, 24)
     }
 
-    /// Writes all of `text`; a closed stdout (`| head`) ends the output, not the run.
-    static func write(_ fd: Int32, _ text: String) {
-        _ = FileDescriptorOutput.writeAll(fd, Array(text.utf8))
+    /// Writes all of `text`; false when the descriptor is closed (`| head`) or failing.
+    @discardableResult
+    static func write(_ fd: Int32, _ text: String) -> Bool {
+        FileDescriptorOutput.writeAll(fd, Array(text.utf8))
     }
 }

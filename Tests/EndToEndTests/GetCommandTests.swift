@@ -127,6 +127,49 @@ import TestSupport
         #expect(screen.contains("1 downloaded"), "\(screen)")
     }
 
+    /// `get --json URL | head -n 1`: once stdout is closed, the next write fails and the run is
+    /// cancelled at once, exit status 141 (as if killed by SIGPIPE), where it used to go on
+    /// downloading (the slow URL below takes two minutes) and exit 0.
+    @Test func aClosedStdoutCancelsTheRun() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let url = server.url("/files/testorig.jpg?chunk=50&delayMs=1000")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
+        process.arguments = ["get", "--json", "-o", out.path, url]
+        process.standardInput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
+        try process.run()
+        // Read the first line (download/started), then close the pipe as `head -n 1` does.
+        let reader = stdout.fileHandleForReading
+        var first = Data()
+        while !first.contains(UInt8(ascii: "\n")) {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            first.append(chunk)
+        }
+        try reader.close()
+        #expect(String(decoding: first, as: UTF8.self).contains("download/started"))
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(30))
+            process.terminate()
+        }
+        var status: Int32 = -1
+        for await s in exited.stream {
+            status = s
+            break
+        }
+        deadline.cancel()
+        #expect(status == 141, "exit status \(status): the run was not cancelled when its stdout closed")
+        #expect(server.hits("/files/testorig.jpg") == 1)
+    }
+
     @Test func ctrlCCancelsAndSaysSo() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
