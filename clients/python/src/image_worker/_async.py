@@ -7,11 +7,10 @@ import collections
 from typing import Any, AsyncIterator, Callable, Deque, Dict, Generator, List, Mapping, Optional, Sequence
 
 from ._binary import find_binary
-from ._core import Action, Router, Token, configure_params, download_params
+from ._core import END, Action, Router, Token, configure_params, download_params, queued_event
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
-_END = object()
 
 
 class AsyncDownloadHandle:
@@ -42,27 +41,24 @@ class AsyncDownloadHandle:
             else:
                 assert event.image is not None
                 self._result.set_result(event.image)
-            self._events.put_nowait(_END)
+            self._events.put_nowait(END)
 
     def _fail(self, error: BaseException) -> None:
         if self._result.done():
             return
         self._result.set_exception(error)
         self._events.put_nowait(error)
-        self._events.put_nowait(_END)
+        self._events.put_nowait(END)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Event]:
         while True:
-            item = await self._events.get()
-            if item is _END:
+            event = queued_event(await self._events.get())
+            if event is None:
                 return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, Event)
-            yield item
+            yield event
 
     def done(self) -> bool:
         return self._result.done()

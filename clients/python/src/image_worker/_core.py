@@ -12,6 +12,19 @@ from ._events import Completed, Event, parse_event
 
 Token = Union[str, int]
 PRIORITIES = ("veryLow", "low", "normal", "high", "veryHigh")
+
+#: Put on a handle's event queue after its last item (the sync and async handles share it).
+END = object()
+
+
+def queued_event(item: object) -> Optional[Event]:
+    """A handle's queued item as the event to yield: None at the end; an error is raised."""
+    if item is END:
+        return None
+    if isinstance(item, BaseException):
+        raise item
+    assert isinstance(item, Event)
+    return item
 FORMATS = ("original", "png", "rgba", "rgb", "gray")
 
 

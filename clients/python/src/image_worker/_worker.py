@@ -13,11 +13,10 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional
 
 from ._binary import find_binary
 from ._bulk import Outcome, run_many
-from ._core import Router, Token, configure_params, download_params
+from ._core import END, Router, Token, configure_params, download_params, queued_event
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
-_END = object()
 
 
 class DownloadHandle:
@@ -57,7 +56,7 @@ class DownloadHandle:
                 import traceback
                 traceback.print_exc()
         if isinstance(event, Completed):
-            self._events.put(_END)
+            self._events.put(END)
             self._done.set()
 
     def _fail(self, error: BaseException) -> None:
@@ -65,18 +64,15 @@ class DownloadHandle:
             return
         self._error = error
         self._events.put(error)
-        self._events.put(_END)
+        self._events.put(END)
         self._done.set()
 
     def __iter__(self) -> Iterator[Event]:
         while True:
-            item = self._events.get()
-            if item is _END:
+            event = queued_event(self._events.get())
+            if event is None:
                 return
-            if isinstance(item, BaseException):
-                raise item
-            assert isinstance(item, Event)
-            yield item
+            yield event
 
     def done(self) -> bool:
         return self._done.is_set()
