@@ -431,6 +431,20 @@ import TestSupport
         #expect(answers.contains { $0["id"] == 7 && $0["result"] != nil }, "\(raw)")
     }
 
+    /// An LSP client may open with `Content-Type` before `Content-Length`: still that framing.
+    @Test func contentLengthFramingMayOpenWithAnotherHeader() async throws {
+        let worker = try WorkerProcess()
+        let status = #"{"jsonrpc":"2.0","id":9,"method":"status","params":null}"#
+        worker.send("Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: \(status.utf8.count)\r\n\r\n\(status)")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+        let raw = String(decoding: worker.rawOutput, as: UTF8.self)
+        #expect(raw.hasPrefix("Content-Length: "), "answered in the client's framing: \(raw)")
+        let body = try #require(raw.components(separatedBy: "\r\n\r\n").dropFirst().first)
+        let answer = try JSONParser.parse(body)
+        #expect(answer["id"] == 9 && answer["result"]?["framing"] == "content-length", "\(raw)")
+    }
+
     @Test func numericIdsAreEchoedAsSent() async throws {
         let worker = try WorkerProcess()
         for id in ["18446744073709551615", "1e2", "-0", "2.50"] {

@@ -36,6 +36,40 @@ import Testing
         #expect(messages(items) == ["{\"ok\":1}"])
     }
 
+    /// LSP allows any header first: a block that opens with `Content-Type` (or any `Name: value`)
+    /// is Content-Length framing too, in pieces or whole; a first line that is not a header is
+    /// NDJSON (and later a parse error), whatever letter it starts with.
+    @Test func detectsContentLengthFramingFromAnyHeader() {
+        let body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}"
+        for first in ["Content-Type: application/vscode-jsonrpc; charset=utf-8", "X-Trace-Id:7", "content-length: \(body.utf8.count)"] {
+            let wire = "\(first)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            for piece in [1, 5, wire.utf8.count] {
+                var framer = InputFramer()
+                var items: [InputFramer.Item] = []
+                let bytes = Array(wire.utf8)
+                var i = 0
+                while i < bytes.count {
+                    items += framer.append(bytes[i..<min(bytes.count, i + piece)])
+                    i += piece
+                }
+                #expect(framer.framing == .contentLength, "\(first), pieces of \(piece)")
+                #expect(messages(items) == [body], "\(first), pieces of \(piece)")
+            }
+        }
+        for line in ["Content is not a header", "hello", "C", ": no name", "{\"a\":1}"] {
+            var framer = InputFramer()
+            let items = framer.append(Array((line + "\n").utf8))
+            #expect(framer.framing == .ndjson, "\(line)")
+            #expect(messages(items) == [line], "\(line)")
+        }
+        var undecided = InputFramer()
+        #expect(undecided.append(Array("Content-Le".utf8)).isEmpty && undecided.framing == nil, "the first line decides")
+        #expect(undecided.finish() == [.message(Array("Content-Le".utf8))], "cut before its colon: a line (a parse error)")
+        var cut = InputFramer()
+        #expect(cut.append(Array("Content-Length: 10".utf8)).isEmpty)
+        #expect(cut.finish() == [.badHeader("input ended inside a header block")])
+    }
+
     @Test func detectsContentLengthFramingFromTheFirstByte() {
         var framer = InputFramer()
         let body1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}"

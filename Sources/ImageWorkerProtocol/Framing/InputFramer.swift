@@ -1,5 +1,6 @@
-/// Splits the input byte stream into messages. The framing is chosen from the first non-blank
-/// byte: `{` or `[` (or anything else) means NDJSON, `C`/`c` means LSP `Content-Length:` headers.
+/// Splits the input byte stream into messages. The framing is chosen from the input's start: a
+/// first line that is a header (`Name: value`, any header, so `Content-Type` may come before
+/// `Content-Length`) means LSP's `Content-Length` framing; anything else (`{`, `[`, …) NDJSON.
 /// A message over `maximumMessageBytes` is skipped whole and reported once, and reading goes on.
 /// After a header block it cannot use, the framer resynchronises at the next `Content-Length`
 /// header, so one bad block costs one error, not the rest of the stream.
@@ -67,11 +68,35 @@ public struct InputFramer: Sendable {
         if framing == nil {
             while start < buffer.count, isBlank(buffer[start]) { start += 1 }
             guard start < buffer.count else { return }
-            framing = (buffer[start] == UInt8(ascii: "C") || buffer[start] == UInt8(ascii: "c")) ? .contentLength : .ndjson
+            if buffer[start] == UInt8(ascii: "{") || buffer[start] == UInt8(ascii: "[") {
+                framing = .ndjson
+            } else if let newline = buffer[start...].firstIndex(of: 0x0A) {
+                framing = isHeaderLine(start..<newline) ? .contentLength : .ndjson
+            } else if atEOF || buffer.count - start > 8192 {
+                framing = isHeaderLine(start..<buffer.count) ? .contentLength : .ndjson
+            } else {
+                return  // the first line decides: wait for its end
+            }
         }
         switch framing! {
         case .ndjson: processLines(into: &items, atEOF: atEOF)
         case .contentLength: processHeaders(into: &items, atEOF: atEOF)
+        }
+    }
+
+    /// `Name: value`: an HTTP field name (RFC 9110 token characters) and a colon.
+    private func isHeaderLine(_ range: Range<Int>) -> Bool {
+        var i = range.lowerBound
+        while i < range.upperBound, Self.isTokenByte(buffer[i]) { i += 1 }
+        return i > range.lowerBound && i < range.upperBound && buffer[i] == UInt8(ascii: ":")
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
         }
     }
 
