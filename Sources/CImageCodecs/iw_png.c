@@ -116,9 +116,11 @@ void iw_png_apply_read_limits(png_structp png) {
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
 }
 
-int iw_png_check_chunks(const uint8_t *data, size_t length, char error[256]) {
+int iw_png_check_chunks(const uint8_t *data, size_t length, int *may_have_alpha, char error[256]) {
     static const uint8_t signature[8] = {137, 80, 78, 71, 13, 10, 26, 10};
     error[0] = 0;
+    *may_have_alpha = 1; /* until IHDR and the chunks before IDAT say otherwise */
+    int seen_ihdr = 0, seen_idat = 0, alpha = 0;
     if (length < 8 || memcmp(data, signature, 8) != 0) {
         snprintf(error, 256, "not a PNG signature");
         return IW_ERR_CORRUPT;
@@ -136,7 +138,18 @@ int iw_png_check_chunks(const uint8_t *data, size_t length, char error[256]) {
                      length - at - 8);
             return IW_ERR_TRUNCATED;
         }
-        if (memcmp(type, "IEND", 4) == 0) return IW_ERR_NONE;
+        if (memcmp(type, "IHDR", 4) == 0 && size >= 13) {
+            seen_ihdr = 1;
+            alpha |= (type[4 + 9] & 4) != 0; /* colour type with an alpha channel */
+        } else if (memcmp(type, "tRNS", 4) == 0 && !seen_idat) {
+            alpha = 1; /* tRNS must come before the image data */
+        } else if (memcmp(type, "IDAT", 4) == 0) {
+            seen_idat = 1;
+        }
+        if (memcmp(type, "IEND", 4) == 0) {
+            *may_have_alpha = !seen_ihdr || alpha;
+            return IW_ERR_NONE;
+        }
         at += (size_t)size + 12;
     }
     snprintf(error, 256, "the PNG data ends before its IEND chunk");

@@ -151,13 +151,13 @@ public enum ImageDecoders {
     /// libpng's simplified API (the reference the progressive reader matches, and faster on a whole
     /// buffer), straight into the returned array.
     static func decodePNG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
-        try checkPNGChunks(data)
+        let mayHaveAlpha = try checkPNGChunks(data)
         guard let (width, height) = probeSize(data), width > 0, height > 0 else {
             return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
         }
         try checkPixelLimit((width, height), options)
         // Exactly what the simplified API will write: RGB for an opaque file asked as RGB.
-        let capacity = width * height * (options.layout == .rgb && !pngMayHaveAlpha(data) ? 3 : 4)
+        let capacity = width * height * (options.layout == .rgb && !mayHaveAlpha ? 3 : 4)
         var failure: DecodeError?
         var channels = 4
         let pixels = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
@@ -219,30 +219,19 @@ public enum ImageDecoders {
 
     /// A whole PNG's chunks lie inside the buffer, up to IEND (`iw_png_check_chunks`): checked
     /// before libpng reads from memory, which has no limit of its own on what a chunk claims.
-    static func checkPNGChunks(_ data: [UInt8]) throws(DecodeError) {
+    /// Returns whether the file may have alpha (an alpha channel, or tRNS before its image data).
+    @discardableResult
+    static func checkPNGChunks(_ data: [UInt8]) throws(DecodeError) -> Bool {
         var message = [CChar](repeating: 0, count: 256)
+        var mayHaveAlpha: Int32 = 1
         let kind = message.withUnsafeMutableBufferPointer { text in
-            data.withUnsafeBufferPointer { iw_png_check_chunks($0.baseAddress, $0.count, text.baseAddress) }
+            data.withUnsafeBufferPointer { iw_png_check_chunks($0.baseAddress, $0.count, &mayHaveAlpha, text.baseAddress) }
         }
         guard kind == IW_ERR_NONE else {
             let (w, h) = probeSize(data) ?? (0, 0)
             throw DecodeError(kind: Int(kind), message: text(message), width: w, height: h, format: "PNG")
         }
-    }
-
-    /// Whether a PNG has an alpha channel or a tRNS chunk (which must come before the image data).
-    static func pngMayHaveAlpha(_ data: [UInt8]) -> Bool {
-        guard data.count >= 33 else { return true }
-        if data[25] & 4 != 0 { return true }
-        var offset = 33  // after the signature and IHDR
-        while offset + 8 <= data.count {
-            let length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
-            let type = data[(offset + 4)..<(offset + 8)]
-            if type.elementsEqual("tRNS".utf8) { return true }
-            if type.elementsEqual("IDAT".utf8) { return false }
-            offset += 12 + length
-        }
-        return true
+        return mayHaveAlpha != 0
     }
 
     static func decodeIncrementally(_ data: [UInt8], format: ImageFormat, options: DecodeOptions) throws(DecodeError) -> DecodedImage {

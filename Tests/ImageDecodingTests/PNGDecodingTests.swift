@@ -128,6 +128,24 @@ struct PNGDecodingTests {
         }
     }
 
+    /// Asked as RGB, a whole PNG is decoded straight into RGB only when it can have no alpha: a
+    /// file with a tRNS chunk (PngSuite's t*) or an alpha channel is read as RGBA first (the
+    /// chunk walk that checks the file says which), and either way gives the RGBA decode's RGB.
+    @Test func rgbOfTransparentAndOpaqueFilesMatchesTheRGBADecode() throws {
+        let files = Corpora.files("pngsuite", suffix: ".png").filter {
+            let name = ($0 as NSString).lastPathComponent
+            return name.hasPrefix("t") || name.hasPrefix("basn") || name.hasPrefix("bgan")
+        }
+        #expect(files.count >= 20)
+        for path in files {
+            let data = try Corpora.bytes(path)
+            var rgb = DecodeOptions()
+            rgb.layout = .rgb
+            let direct = try ImageDecoders.decode(data, options: rgb)
+            #expect(direct == (try ImageDecoders.decode(data)).converted(to: .rgb), "\(path)")
+        }
+    }
+
     @Test func encodesPNGThatDecodesBackToTheSamePixels() throws {
         for path in ["pngsuite/basn6a08.png", "pngsuite/basn2c16.png", "pngsuite/basn0g08.png"] {
             let image = try ImageDecoders.decode(try Corpora.bytes(path))

@@ -15,8 +15,9 @@ typedef struct iw_png iw_png;
  * up to IEND lies inside the buffer. IW_ERR_NONE, or IW_ERR_TRUNCATED / IW_ERR_CORRUPT with a
  * message: so a chunk that claims more bytes than there are allocates nothing, and a file cut
  * anywhere before its IEND fails the same way in every path (the progressive reader needs IEND
- * too). */
-int iw_png_check_chunks(const uint8_t *data, size_t length, char error[256]);
+ * too). On the way, `*may_have_alpha`: 0 only for a file whose IHDR has no alpha channel and
+ * with no tRNS chunk before its image data. */
+int iw_png_check_chunks(const uint8_t *data, size_t length, int *may_have_alpha, char error[256]);
 
 /* Progressive PNG decoding (libpng's png_process_data) to 8-bit RGBA, with the transforms of
  * libpng's simplified API (png_image_finish_read with PNG_FORMAT_RGBA), so the result is the
