@@ -3,17 +3,15 @@
  * The worker encodes every PNG it delivers with `fast`: the Up filter on every row and iw_deflate's
  * Huffman-and-runs compression, rows filtered and compressed a block at a time, chunks written here.
  * Without `fast`: libpng's defaults (adaptive filters, level 6) through the simplified API, for
- * callers who want the smallest file. libpng's errors longjmp back to this file's frame only. */
+ * callers who want the smallest file (the simplified API catches libpng's errors itself: nothing
+ * longjmps here). */
 #include "iw_whole.h"
 #include "iw_deflate.h"
-#include "iw_png_failure.h"
 #include <libdeflate.h>
 #include <png.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 /* Filtered rows compressed per deflate block: enough for a block's code tables to pay for themselves,
  * small enough to stay in cache between filtering and the two compression passes. */
