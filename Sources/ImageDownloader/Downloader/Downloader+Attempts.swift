@@ -37,6 +37,12 @@ extension Downloader {
         return fetch.machine.state == .running(attempt: number)
     }
 
+    /// Whether the loader's head and bytes still go to attempt `number`: it is current and its
+    /// transfer was not stopped (by the idle watchdog) meanwhile.
+    private func isTransferring(_ id: FetchID, _ number: Int) -> Bool {
+        isCurrent(id, number) && fetches[id]?.attempt?.isTransferring == true
+    }
+
     private func attemptBegan(_ id: FetchID, _ number: Int) {
         guard isCurrent(id, number), !Task.isCancelled else { return }
         let now = clock()
@@ -47,7 +53,7 @@ extension Downloader {
     }
 
     private func headReceived(_ id: FetchID, _ number: Int, _ head: LoadedHead) throws {
-        guard isCurrent(id, number) else { throw CancellationError() }
+        guard isTransferring(id, number) else { throw CancellationError() }
         let length = head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         let retryAfter = head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) }
         let now = clock()
@@ -70,7 +76,7 @@ extension Downloader {
     }
 
     private func chunkReceived(_ id: FetchID, _ number: Int, _ chunk: ByteBuffer) throws {
-        guard isCurrent(id, number) else { throw CancellationError() }
+        guard isTransferring(id, number) else { throw CancellationError() }
         let now = clock()
         let maxBodyBytes = configuration.maxBodyBytes
         let throttle = ProgressThrottle(configuration)
