@@ -14,7 +14,7 @@ import TestSupport
         try await h.start(t, h.server.url("/files/a.bin?chunk=16384&delayMs=2"))
         #expect(try await h.outcome(t).value == 200_000)
         let events = h.events(t)
-        guard case .started = events.first, case .response(_, let info) = events[1], case .completed = events.last else {
+        guard case .started = events.first, case .response(_, _, let info) = events[1], case .completed = events.last else {
             Issue.record("bad order: \(events)")
             return
         }
@@ -138,7 +138,7 @@ import TestSupport
         h.server.setFile("r.bin", bytes(10))
         try await h.start(t, h.server.url("/redirect/3/r.bin"))
         #expect(try await h.outcome(t).value == 10)
-        let response = h.events(t).compactMap { e -> ResponseInfo? in if case .response(_, let i) = e { return i } else { return nil } }
+        let response = h.events(t).compactMap { e -> ResponseInfo? in if case .response(_, _, let i) = e { return i } else { return nil } }
         #expect(response.first?.finalURL == h.server.url("/files/r.bin"))
 
         let tooMany = DownloadToken.string("many")

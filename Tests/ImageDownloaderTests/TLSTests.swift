@@ -20,7 +20,7 @@ import TestSupport
         #expect(tls.hits("/files/a.bin") == 0, "no request went over the untrusted connection")
         try await h.start(.string("lax"), url) { $0.allowInvalidCertificates = true }
         #expect(try await h.outcome(.string("lax")).value == 70_000, "a TLS failure does not block the URL")
-        let info = h.events(.string("lax")).compactMap { e -> ResponseInfo? in if case .response(_, let i) = e { return i } else { return nil } }
+        let info = h.events(.string("lax")).compactMap { e -> ResponseInfo? in if case .response(_, _, let i) = e { return i } else { return nil } }
         #expect(info.first?.httpVersion == "1.1")
     }
 
@@ -34,7 +34,7 @@ import TestSupport
             try await h.start(.int(Int64(i)), tls.url("/files/b.bin?chunk=30000&n=\(i)")) { $0.allowInvalidCertificates = true }
         }
         for i in 0..<3 { #expect(try await h.outcome(.int(Int64(i))).value == 300_000) }
-        let versions = h.events.compactMap { e -> String? in if case .response(_, let i) = e { return i.httpVersion } else { return nil } }
+        let versions = h.events.compactMap { e -> String? in if case .response(_, _, let i) = e { return i.httpVersion } else { return nil } }
         #expect(versions == ["2", "2", "2"])
     }
 }

@@ -16,7 +16,7 @@ extension Downloader {
             case .emitStarted(let token):
                 sink(.started(token, url: tokens[token]?.url ?? ""))
             case .emitResponse(let token, let info):
-                sink(.response(token, info))
+                sink(.response(token, url: tokens[token]?.url ?? "", info))
             case .emitProgress(let token, let received, let expected):
                 sink(.progress(token, received: received, expected: expected))
             case .emitCancelled(let token):

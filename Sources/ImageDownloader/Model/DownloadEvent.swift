@@ -1,15 +1,17 @@
 import NIOCore
 
 /// What a token goes through, in order: started, response, progress…, then exactly one completed.
+/// `url` is the token's URL as its request gave it (user information removed), whatever fetch it
+/// shares and wherever redirects took it.
 public enum DownloadEvent<Delivered: Sendable, Failure: Error & Sendable>: Sendable {
     case started(DownloadToken, url: String)
-    case response(DownloadToken, ResponseInfo)
+    case response(DownloadToken, url: String, ResponseInfo)
     case progress(DownloadToken, received: Int64, expected: Int64?)
     case completed(DownloadToken, DownloadOutcome<Delivered, Failure>)
 
     public var token: DownloadToken {
         switch self {
-        case .started(let t, _), .response(let t, _), .progress(let t, _, _), .completed(let t, _): return t
+        case .started(let t, _), .response(let t, _, _), .progress(let t, _, _), .completed(let t, _): return t
         }
     }
 }
@@ -19,7 +21,7 @@ public struct ResponseInfo: Sendable, Equatable {
     public var expectedBytes: Int64?
     /// From Content-Type, without its parameters.
     public var mimeType: String?
-    /// The URL the body came from, after redirects.
+    /// The URL the body came from, after redirects, as fetched (percent-encoded, no fragment).
     public var finalURL: String
     /// "1.1" or "2".
     public var httpVersion: String?

@@ -7,15 +7,16 @@ import NIOCore
 /// Turns a fetched resource into what a token's `output` asked for, and describes the result
 /// for its `download/completed` event.
 enum OutputDelivery {
+    /// `url`: the token's URL as sent (user information removed); the resource's is the final one.
     static func deliver(
-        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
+        _ resource: FetchedResource, token: DownloadToken, url: String, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
-                    resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
+                    resource, token: token, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
                     outputCapacity: outputCapacity))
         } catch {
             result = .failure(error)
@@ -26,13 +27,14 @@ enum OutputDelivery {
     }
 
     private static func deliverToken(
-        _ resource: FetchedResource, token: DownloadToken, spec: OutputSpec, decodes: SharedDecodes,
+        _ resource: FetchedResource, token: DownloadToken, url sentURL: String, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
             "byteLength": JSONValue(resource.byteCount),
-            "url": .string(resource.response.finalURL),
+            "url": .string(sentURL),
+            "finalUrl": .string(resource.response.finalURL),
             "status": JSONValue(resource.response.status),
         ]
         let payload: Payload

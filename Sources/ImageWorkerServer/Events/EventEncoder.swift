@@ -8,13 +8,14 @@ enum EventEncoder {
         switch event {
         case .started(let token, let url):
             return (RPCResponse.notification(method: WorkerEvent.started, params: ["token": token.json, "url": .string(url)]), nil)
-        case .response(let token, let info):
+        case .response(let token, let url, let info):
             return (
                 RPCResponse.notification(
                     method: WorkerEvent.response,
                     params: [
                         "token": token.json, "status": JSONValue(info.status), "expectedBytes": info.expectedBytes.map { .int($0) } ?? .null,
-                        "mimeType": JSONValue(info.mimeType), "url": .string(info.finalURL), "httpVersion": JSONValue(info.httpVersion),
+                        "mimeType": JSONValue(info.mimeType), "url": .string(url), "finalUrl": .string(info.finalURL),
+                        "httpVersion": JSONValue(info.httpVersion),
                     ]), nil
             )
         case .progress(let token, let received, let expected):

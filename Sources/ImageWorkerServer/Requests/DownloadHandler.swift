@@ -1,4 +1,5 @@
 import ImageDownloader
+import InputValidation
 import ImageWorkerProtocol
 
 /// `download`: the token reserved before the reply, the download started after it (so that no
@@ -27,12 +28,13 @@ extension WorkerServer {
         let slots = self.slots
         let settings = self.decodeSettings
         let writer = self.writer
+        let sentURL = DownloadURL.redacted(params.request.url)
         return RPCReply(
             ["token": token.json],
             afterReply: {
                 await downloader.start(downloadRequest) { resource throws(DeliveryFailure) in
                     try await OutputDelivery.deliver(
-                        resource, token: token, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
+                        resource, token: token, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
                         settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
                 }
             })

@@ -5,14 +5,14 @@ import { downloadError } from './errors.js';
 /** Wire fields of each event's params, by method (checked against protocol/schema by the tests). */
 export const EVENT_FIELDS = {
   'download/started': ['token', 'url'],
-  'download/response': ['token', 'status', 'expectedBytes', 'mimeType', 'url', 'httpVersion'],
+  'download/response': ['token', 'status', 'expectedBytes', 'mimeType', 'url', 'finalUrl', 'httpVersion'],
   'download/progress': ['token', 'receivedBytes', 'expectedBytes'],
   'download/partialImage': ['token', 'sequence', 'width', 'height', 'filledRows', 'passes', 'sourceFormat',
     'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
   'download/completed': ['token', 'outcome', 'error'],
 };
 /** Wire fields of a successful download's image. */
-export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
+export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
   'height', 'orientation', 'pixelFormat', 'stride', 'path', 'uri', 'data'];
 
 const EVENT_TYPES = {

@@ -1,5 +1,6 @@
 // A loopback HTTP server for the tests: the repository's samples/ at /files/NAME
-// (?chunk=N&delayMs=M trickles them), /status/CODE, /hang, /truncate/NAME, /text.
+// (?chunk=N&delayMs=M trickles them), /status/CODE, /redirect/N/NAME (N redirects, then
+// /files/NAME), /hang, /truncate/NAME, /text.
 import { createServer } from 'node:http';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -43,6 +44,11 @@ export async function startServer() {
         res.write(body.subarray(start, start + chunk));
         await new Promise((r) => setTimeout(r, delay));
       }
+      return res.end();
+    }
+    if (parts[0] === 'redirect' && parts.length === 3) {
+      const n = Number(parts[1]);
+      res.writeHead(302, { Location: n <= 1 ? `/files/${parts[2]}` : `/redirect/${n - 1}/${parts[2]}`, 'Content-Length': 0 });
       return res.end();
     }
     if (parts[0] === 'status') return plain(Number(parts[1]), `status ${parts[1]}`);

@@ -1,6 +1,6 @@
 """A loopback HTTP server for the tests, serving the repository's samples/ like the Swift test
-server does for the transcripts: /files/NAME[?chunk=N&delayMs=M], /status/CODE, and a few
-misbehaving routes (/hang, /truncate/NAME)."""
+server does for the transcripts: /files/NAME[?chunk=N&delayMs=M], /status/CODE, /redirect/N/NAME
+(N redirects, then /files/NAME), and a few misbehaving routes (/hang, /truncate/NAME)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ class LoopbackServer:
                     if parts[0] == "files" and len(parts) == 2 and parts[1] in server.files:
                         self.send_body(server.files[parts[1]], int(query.get("chunk", 0)), int(query.get("delayMs", 0)),
                                        query.get("type") or mimetypes.guess_type(parts[1])[0] or "application/octet-stream")
+                    elif parts[0] == "redirect" and len(parts) == 3:
+                        n = int(parts[1])
+                        self.send_response(302)
+                        self.send_header("Location", f"/files/{parts[2]}" if n <= 1 else f"/redirect/{n - 1}/{parts[2]}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
                     elif parts[0] == "status" and len(parts) == 2:
                         self.send_plain(int(parts[1]), b"status " + parts[1].encode())
                     elif parts[0] == "hang":

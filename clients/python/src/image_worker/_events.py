@@ -81,6 +81,8 @@ class Image(_Pixels):
     status: int
     byte_length: int
     mime_type: Optional[str]
+    #: where redirects led, as fetched (``url`` is the URL exactly as given)
+    final_url: str = ""
     source_format: Optional[str] = None
     width: Optional[int] = None
     height: Optional[int] = None
@@ -94,7 +96,7 @@ class Image(_Pixels):
 
     # Wire name -> attribute, for every field the protocol defines (checked against the schema).
     WIRE: ClassVar[Dict[str, str]] = {
-        "token": "token", "outcome": "", "url": "url", "status": "status", "byteLength": "byte_length",
+        "token": "token", "outcome": "", "url": "url", "finalUrl": "final_url", "status": "status", "byteLength": "byte_length",
         "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
         "uri": "uri", "data": "data",
@@ -104,7 +106,7 @@ class Image(_Pixels):
     def from_params(p: Mapping[str, Any]) -> "Image":
         data = _str(p.get("data"))
         return Image(
-            token=p["token"], url=str(p.get("url", "")), status=_int(p.get("status")) or 0,
+            token=p["token"], url=str(p.get("url", "")), final_url=str(p.get("finalUrl", "")), status=_int(p.get("status")) or 0,
             byte_length=_int(p.get("byteLength")) or 0, mime_type=_str(p.get("mimeType")),
             source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
             orientation=_int(p.get("orientation")), pixel_format=_str(p.get("pixelFormat")),
@@ -141,12 +143,14 @@ class Response(Event):
     expected_bytes: Optional[int] = None
     mime_type: Optional[str] = None
     url: str = ""
+    #: where redirects led, as fetched (``url`` is the URL exactly as given)
+    final_url: str = ""
     http_version: Optional[str] = None
 
     METHOD: ClassVar[str] = "download/response"
     WIRE: ClassVar[Dict[str, str]] = {
         "token": "token", "status": "status", "expectedBytes": "expected_bytes", "mimeType": "mime_type",
-        "url": "url", "httpVersion": "http_version"}
+        "url": "url", "finalUrl": "final_url", "httpVersion": "http_version"}
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,7 @@ def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) ->
     if method == Response.METHOD:
         return Response(token, raw, status=_int(p.get("status")) or 0, expected_bytes=_int(p.get("expectedBytes")),
                         mime_type=_str(p.get("mimeType")), url=str(p.get("url", "")),
-                        http_version=_str(p.get("httpVersion")))
+                        final_url=str(p.get("finalUrl", "")), http_version=_str(p.get("httpVersion")))
     if method == Progress.METHOD:
         return Progress(token, raw, received_bytes=_int(p.get("receivedBytes")) or 0,
                         expected_bytes=_int(p.get("expectedBytes")))
