@@ -1,5 +1,35 @@
-// Type declarations of the image-worker Node client (index.js).
-import { EventEmitter } from 'node:events';
+// Type declarations of the image-worker Node client (index.js). Self-contained: they type-check
+// with `tsc --strict` and the ES2022 library alone, with or without @types/node.
+
+declare global {
+  // As @types/node and TypeScript 5.2's esnext.disposable declare it (Node >= 18.18 has it).
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
+
+/** Bytes: a Node `Buffer` at run time (a Uint8Array subclass). */
+export type Bytes = Uint8Array;
+
+/** An `AbortSignal` (Node's, or any with this shape). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+}
+
+/**
+ * The part of Node's EventEmitter the client's classes are used through, typed by event name (at
+ * run time they are EventEmitters).
+ */
+export interface TypedEmitter<Events> {
+  on<K extends keyof Events>(event: K, listener: Events[K]): this;
+  once<K extends keyof Events>(event: K, listener: Events[K]): this;
+  off<K extends keyof Events>(event: K, listener: Events[K]): this;
+  addListener<K extends keyof Events>(event: K, listener: Events[K]): this;
+  removeListener<K extends keyof Events>(event: K, listener: Events[K]): this;
+  removeAllListeners(event?: keyof Events): this;
+  listenerCount(event: keyof Events): number;
+}
 
 export declare const PROTOCOL_VERSION: string;
 export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
@@ -69,12 +99,15 @@ export interface Delivered {
   path?: string;
   uri?: string;
   /** delivery 'inline': the bytes, decoded from base64 */
-  data?: Buffer;
+  data?: Bytes;
 }
 
 export interface ImageResult extends Delivered {
   token: Token;
+  /** The URL exactly as given to download(). */
   url: string;
+  /** Where redirects led, as fetched (percent-encoded, no fragment). */
+  finalUrl: string;
   status: number;
 }
 
@@ -88,7 +121,10 @@ export interface ResponseEvent extends EventBase {
   status: number;
   expectedBytes: number | null;
   mimeType: string | null;
+  /** The URL exactly as given to download(). */
   url: string;
+  /** Where redirects led, as fetched (percent-encoded, no fragment). */
+  finalUrl: string;
   httpVersion: string | null;
 }
 export interface ProgressEvent extends EventBase { type: 'progress'; receivedBytes: number; expectedBytes: number | null }
@@ -138,11 +174,23 @@ export interface DownloadOptions {
   /** Your own token (otherwise one is made). */
   token?: Token;
   /** Cancels the download when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
 }
 export declare function downloadParams(url: string, token: Token, options?: DownloadOptions): Record<string, unknown>;
 
-export declare class DownloadHandle extends EventEmitter implements AsyncIterable<DownloadEvent> {
+export interface DownloadHandleEvents {
+  event: (event: DownloadEvent) => void;
+  started: (event: StartedEvent) => void;
+  response: (event: ResponseEvent) => void;
+  progress: (event: ProgressEvent) => void;
+  partialImage: (event: PartialImageEvent) => void;
+  completed: (event: CompletedEvent) => void;
+  /** Only when the worker failed or was closed under the download (with a listener; `done` rejects too). */
+  error: (error: Error) => void;
+}
+
+export interface DownloadHandle extends TypedEmitter<DownloadHandleEvents> {}
+export declare class DownloadHandle implements AsyncIterable<DownloadEvent> {
   readonly token: Token;
   readonly url: string;
   /** The image, or rejected with the download's error (a DownloadError subclass, RequestError, WorkerExited). */
@@ -154,13 +202,6 @@ export declare class DownloadHandle extends EventEmitter implements AsyncIterabl
   [Symbol.asyncIterator](): AsyncIterator<DownloadEvent>;
   cancel(): Promise<boolean>;
   setPriority(priority: Priority): Promise<boolean>;
-  on(event: 'event', listener: (event: DownloadEvent) => void): this;
-  on(event: 'started', listener: (event: StartedEvent) => void): this;
-  on(event: 'response', listener: (event: ResponseEvent) => void): this;
-  on(event: 'progress', listener: (event: ProgressEvent) => void): this;
-  on(event: 'partialImage', listener: (event: PartialImageEvent) => void): this;
-  on(event: 'completed', listener: (event: CompletedEvent) => void): this;
-  on(event: 'error', listener: (error: Error) => void): this;
 }
 
 export interface WorkerOptions {
@@ -168,7 +209,7 @@ export interface WorkerOptions {
   binary?: string;
   /** Extra command-line options, e.g. ['--file-root', '/data']. */
   args?: string[];
-  env?: NodeJS.ProcessEnv;
+  env?: { [name: string]: string | undefined };
   cwd?: string;
   /** How many of the worker's last stderr lines to keep for error messages (default 40). */
   stderrLines?: number;
@@ -177,7 +218,56 @@ export interface WorkerOptions {
 export declare function findBinary(explicit?: string): { path: string; source: 'argument' | '$IMAGE_WORKER_BIN' | 'PATH' | '.build/release' };
 export declare function spawnWorker(options?: WorkerOptions): Promise<Worker>;
 
-export declare class Worker extends EventEmitter {
+/** `configure()`'s settings (protocol/SPEC.md, `configure`): each optional, applied all at once or not at all. */
+export interface Settings {
+  /** Fetches running at once, 1…1024 (default 6). */
+  maxConcurrentDownloads?: number;
+  /** Among equal priorities (default 'fifo'). */
+  executionOrder?: 'fifo' | 'lifo';
+  /** While true, nothing new starts; running fetches go on. */
+  suspended?: boolean;
+  /** Idle timeout in ms, 1…86400000 (default 15000). */
+  timeoutMs?: number;
+  /** Default request headers (replaces the previous set). */
+  headers?: Record<string, string>;
+  /** Fraction of the expected size (0…1) between two progress events. */
+  minimumProgressInterval?: number;
+  /** Time between two progress events, 0…3600000 ms (default 100). */
+  progressIntervalMs?: number;
+  /** Retries after a transient failure, 0…20 (default 2). */
+  maxRetries?: number;
+  retryBaseDelayMs?: number;
+  retryMaxDelayMs?: number;
+  /** Larger bodies fail with LimitExceeded (default 256 MiB). */
+  maxBodyBytes?: number;
+  /** 0…100 (default 10). */
+  maxRedirects?: number;
+  failedURLExpiryMs?: number;
+  userAgent?: string;
+  /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
+  maxPixels?: number;
+  maxProgressiveScans?: number;
+  /** `true` empties the failed-URL list (not a setting). */
+  clearFailedURLs?: boolean;
+}
+
+/** The worker's whole configuration, as `configure()` and `initialize` report it. */
+export interface Configuration extends Required<Omit<Settings, 'clearFailedURLs'>> {
+  [other: string]: unknown;
+}
+
+export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2';
+
+export interface WorkerEvents {
+  exit: (code: number | null, signal: string | null) => void;
+}
+
+export interface Worker extends TypedEmitter<WorkerEvents> {}
+/**
+ * An image-worker process. Its child process does not keep Node running while no request or
+ * download is under way, so a script that forgets `close()` still exits; `await using` closes it.
+ */
+export declare class Worker {
   constructor(options?: WorkerOptions);
   readonly binary: string;
   readonly binarySource: string;
@@ -191,11 +281,12 @@ export declare class Worker extends EventEmitter {
   cancel(token: Token): Promise<boolean>;
   setPriority(token: Token, priority: Priority): Promise<boolean>;
   cancelAll(): Promise<number>;
-  configure(settings: Record<string, unknown>): Promise<Record<string, any>>;
+  configure(settings: Settings): Promise<Configuration>;
   status(): Promise<Record<string, any>>;
   close(options?: { cancelPending?: boolean; timeoutMs?: number }): Promise<number | null>;
-  kill(signal?: NodeJS.Signals): void;
-  on(event: 'exit', listener: (code: number | null, signal: string | null) => void): this;
+  kill(signal?: Signal): void;
+  /** `close()`, for `await using worker = await spawnWorker()`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
-export declare function readImageBytes(image: Delivered): Promise<Buffer>;
+export declare function readImageBytes(image: Delivered): Promise<Bytes>;

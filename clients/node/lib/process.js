@@ -59,6 +59,16 @@ export class WorkerProcess {
     });
   }
 
+  /**
+   * Whether the process and its pipes keep Node's event loop alive. An idle worker should not:
+   * a script that ends without `close()` then exits, and the worker sees its stdin close.
+   */
+  keepAlive(active) {
+    const method = active ? 'ref' : 'unref';
+    this.#child[method]();
+    for (const stream of [this.#child.stdin, this.#child.stdout, this.#child.stderr]) stream?.[method]?.();
+  }
+
   /** The last lines of standard error. */
   get stderrTail() {
     return [...this.#stderr];

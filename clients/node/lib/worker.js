@@ -14,7 +14,10 @@ export async function spawnWorker(options = {}) {
   return worker;
 }
 
-/** An image-worker process. Prefer `spawnWorker()`; call `close()` when done. */
+/**
+ * An image-worker process. Prefer `spawnWorker()`; call `close()` when done (or `await using`).
+ * While no request or download is under way it does not keep Node running.
+ */
 export class Worker extends EventEmitter {
   #process;
   #nextId = 0;
@@ -51,6 +54,11 @@ export class Worker extends EventEmitter {
     this.ready.catch(() => {});
   }
 
+  /** Keeps Node running while a reply or a download is awaited, or while closing; not otherwise. */
+  #updateKeepAlive() {
+    this.#process.keepAlive(this.#replies.size > 0 || this.#handles.size > 0 || this.#closing);
+  }
+
   /** The worker's last lines of standard error. */
   get stderrTail() {
     return this.#process.stderrTail;
@@ -73,13 +81,17 @@ export class Worker extends EventEmitter {
       if (!handle) return;
       const event = parseEvent(message.method, message.params, handle.url);
       if (!event) return;
-      if (event.type === 'completed') this.#handles.delete(event.token);
+      if (event.type === 'completed') {
+        this.#handles.delete(event.token);
+        this.#updateKeepAlive();
+      }
       handle._deliver(event);
       return;
     }
     const reply = this.#replies.get(message.id);
     if (!reply) return;
     this.#replies.delete(message.id);
+    this.#updateKeepAlive();
     if (message.error) reply.reject(new RequestError(message.error.code, message.error.message, message.error.data));
     else reply.resolve(message.result);
   }
@@ -90,6 +102,7 @@ export class Worker extends EventEmitter {
     this.#replies.clear();
     for (const handle of this.#handles.values()) handle._fail(error);
     this.#handles.clear();
+    this.#updateKeepAlive();
   }
 
   #checkUsable() {
@@ -106,6 +119,7 @@ export class Worker extends EventEmitter {
     const id = ++this.#nextId;
     return new Promise((resolve, reject) => {
       this.#replies.set(id, { resolve, reject });
+      this.#updateKeepAlive();
       this.#process.send(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
     });
   }
@@ -123,6 +137,7 @@ export class Worker extends EventEmitter {
     this.#handles.set(token, handle);
     handle.accepted = this.#call('download', params).then(() => undefined, (error) => {
       this.#handles.delete(token);
+      this.#updateKeepAlive();
       handle._fail(error);
       throw error;
     });
@@ -174,6 +189,7 @@ export class Worker extends EventEmitter {
           new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), timeoutMs); }),
         ]);
         this.#closing = true;
+        this.#updateKeepAlive();
         this.#process.send({ jsonrpc: '2.0', method: 'exit' });
       } catch {
         // the worker is gone or stuck: ended below
@@ -182,12 +198,18 @@ export class Worker extends EventEmitter {
       }
     }
     this.#closing = true;
+    this.#updateKeepAlive();
     this.#process.endInput();
     const killer = setTimeout(() => this.#process.kill('SIGKILL'), timeoutMs);
     const status = await this.#exited;
     clearTimeout(killer);
     this.#failAll(new WorkerClosed('the worker was closed'));
     return status.code ?? null;
+  }
+
+  /** `await using worker = await spawnWorker()` closes it at the end of the block. */
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 
   /** Kills the process at once (pending handles fail with WorkerExited). */

@@ -1,24 +1,57 @@
-// Compiled by test/types.test.js with tsc (when installed): the declarations must describe the
-// way the README uses the client.
-import { Cancelled, DownloadError, spawnWorker, type DownloadEvent, type ImageResult } from '../index.js';
+// Compiled by test/types.test.js with tsc --strict (test/tsconfig.json: ES2022 library only, no
+// @types/node): the declarations must describe the way the README uses the client, and catch
+// the mistakes a typed client should.
+import {
+  Cancelled, DownloadError, spawnWorker, type Configuration, type DownloadEvent, type ImageResult, type Settings,
+} from '../index.js';
+
+declare const console: { log(...args: unknown[]): void };
 
 async function main(): Promise<void> {
-  const worker = await spawnWorker({ args: ['--log-level', 'info'] });
-  const handle = worker.download('https://example.org/a.jpg', { dir: '/tmp/images', format: 'png', progressive: true });
+  const worker = await spawnWorker({ args: ['--log-level', 'info'], env: { PATH: '/usr/bin' } });
+  const controller: { signal: { aborted: boolean; addEventListener(type: 'abort', listener: () => void): void } } = {
+    signal: { aborted: false, addEventListener() {} },
+  };
+  const handle = worker.download('https://example.org/a.jpg', {
+    dir: '/tmp/images', format: 'png', progressive: true, priority: 'high', signal: controller.signal,
+  });
   handle.on('partialImage', (event) => console.log(event.sequence, event.filledRows, event.path));
+  handle.once('completed', (event) => console.log(event.outcome, event.image?.finalUrl));
+  // @ts-expect-error: no such event
+  handle.on('finished', () => {});
   for await (const event of handle) {
     const e: DownloadEvent = event;
     if (e.type === 'progress') console.log(e.receivedBytes, e.expectedBytes ?? '?');
+    if (e.type === 'response') console.log(e.url, e.finalUrl, e.httpVersion);
     if (e.type === 'completed' && e.error) console.log(e.error.errorName);
   }
   try {
     const image: ImageResult = await handle.done;
-    console.log(image.width, image.height, image.path);
+    console.log(image.width, image.height, image.path, image.url, image.finalUrl, image.data?.byteLength);
   } catch (error) {
     if (error instanceof Cancelled) console.log('cancelled');
     else if (error instanceof DownloadError) console.log(error.code, error.data);
   }
   await handle.setPriority('high');
+  // @ts-expect-error: not a priority
+  await handle.setPriority('urgent');
+  // @ts-expect-error: a typo in an option
+  worker.download('https://example.org/b.jpg', { maxPixelSise: 256 });
+
+  const settings: Settings = { maxConcurrentDownloads: 8, executionOrder: 'lifo', headers: { Accept: 'image/*' } };
+  const configuration: Configuration = await worker.configure(settings);
+  const order: 'fifo' | 'lifo' = configuration.executionOrder;
+  const limit: number = configuration.maxConcurrentDownloads;
+  console.log(order, limit);
+  // @ts-expect-error: a typo in a setting
+  await worker.configure({ maxConcurentDownloads: 8 });
+  // @ts-expect-error: not an execution order
+  await worker.configure({ executionOrder: 'random' });
+
+  // `await using worker = …` (TypeScript 5.2+) calls this at the end of the block.
+  const disposable: { [Symbol.asyncDispose](): Promise<void> } = worker;
+  await disposable[Symbol.asyncDispose]();
+  worker.on('exit', (code, signal) => console.log(code, signal));
   const status: number | null = await worker.close({ cancelPending: true });
   console.log(status);
 }

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import {
   BadImageData, Cancelled, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
   UnsupportedFormat, WorkerClosed, WorkerExited, readImageBytes, spawnWorker,
 } from '../index.js';
-import { SAMPLES, binaryPath, startServer } from './loopback.js';
+import { REPO, SAMPLES, binaryPath, startServer } from './loopback.js';
 
 const binary = binaryPath();
 
@@ -143,4 +144,81 @@ test('close finishes or cancels, and leaves no process', () => withSetup(async (
   await hanging.accepted;
   assert.equal(await second.close({ cancelPending: true }), 0);
   await assert.rejects(hanging.done, Cancelled);
+}));
+
+/** Runs `body` (an ES module's text, given SERVER and BINARY) in its own node process. */
+function runScript(body, server) {
+  return new Promise((resolve) => {
+    const script = `import { spawnWorker } from ${JSON.stringify(join(REPO, 'clients', 'node', 'index.js'))};\n` +
+      `const SERVER = ${JSON.stringify(server.url(''))}, BINARY = ${JSON.stringify(binary)};\n${body}`;
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const killer = setTimeout(() => child.kill('SIGKILL'), 20000);
+    child.on('close', (code, signal) => {
+      clearTimeout(killer);
+      resolve({ code, signal, out, err, ms: Date.now() - started });
+    });
+  });
+}
+
+async function gone(pid, withinMs) {
+  for (const until = Date.now() + withinMs; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+  }
+  return false;
+}
+
+test('a script that forgets close() still exits, and so does its worker', () => withSetup(async (server) => {
+  const run = await runScript(`
+    const worker = await spawnWorker({ binary: BINARY });
+    const image = await worker.download(SERVER + '/files/testorig.jpg?chunk=1000&delayMs=20').done;
+    console.log(JSON.stringify({ pid: worker.pid, bytes: image.byteLength }));
+  `, server);
+  assert.equal(run.signal, null, `node hung and was killed: ${run.err}`);
+  assert.equal(run.code, 0, run.err);
+  const { pid, bytes } = JSON.parse(run.out);
+  assert.equal(bytes, 5770);
+  assert.ok(await gone(pid, 5000), 'the worker exits once its parent is gone');
+}));
+
+test('a download under way keeps node running until it ends', () => withSetup(async (server) => {
+  const run = await runScript(`
+    const worker = await spawnWorker({ binary: BINARY });
+    const handle = worker.download(SERVER + '/files/testorig.jpg?chunk=500&delayMs=60');
+    handle.done.then((image) => console.log(JSON.stringify({ pid: worker.pid, bytes: image.byteLength })));
+  `, server);
+  assert.equal(run.code, 0, run.err);
+  assert.equal(JSON.parse(run.out).bytes, 5770, 'the download finished before node exited');
+  assert.ok(run.ms >= 600, `12 chunks 60 ms apart take at least 0.6 s (${run.ms} ms)`);
+}));
+
+test('Symbol.asyncDispose closes the worker (await using)', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const handle = worker.download(server.url('/files/testorig.jpg?chunk=1000&delayMs=20'));
+  await worker[Symbol.asyncDispose]();
+  assert.equal((await handle.done).byteLength, 5770, 'downloads under way finish first');
+  assert.equal(worker.exitCode, 0);
+  assert.throws(() => process.kill(worker.pid, 0));
+  assert.throws(() => worker.download(server.url('/files/testorig.jpg')), WorkerClosed);
+}));
+
+test('events carry the URL as given and the final URL apart', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const given = server.url('/files/testorig.jpg?note=a b#frag');
+  const handle = worker.download(given);
+  const response = await new Promise((resolve) => handle.once('response', resolve));
+  const image = await handle.done;
+  assert.equal(response.url, given);
+  assert.equal(image.url, given);
+  assert.equal(image.finalUrl, server.url('/files/testorig.jpg?note=a%20b'));
+  assert.equal(response.finalUrl, image.finalUrl);
+  await worker.close();
 }));
