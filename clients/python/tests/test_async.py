@@ -81,3 +81,71 @@ def test_async_close_cancels_on_error(binary: str, server: LoopbackServer) -> No
         with pytest.raises(OSError):
             os.kill(worker.pid, 0)
     run(main())
+
+
+def test_handles_nobody_awaited_log_nothing(binary: str, server: LoopbackServer) -> None:
+    """Failed handles and interrupted calls nobody awaited must not print asyncio's "Future
+    exception was never retrieved" (it did, once per handle, after a Ctrl-C)."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent(f"""
+        import asyncio, gc
+        from image_worker import AsyncWorker
+
+        async def main():
+            worker = await AsyncWorker({binary!r}).start()
+            failing = [await worker.download({server.url("/status/404")!r}) for _ in range(3)]
+            hanging = [await worker.download({server.url("/hang")!r}) for _ in range(3)]
+            # A call interrupted the way Ctrl-C interrupts asyncio.run: its task is cancelled.
+            task = asyncio.ensure_future(worker.status())
+            await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.sleep(0.5)
+            await worker.close(cancel_pending=True)
+            del failing, hanging, task
+            gc.collect()
+
+        asyncio.run(main())
+        gc.collect()
+        print("done")
+    """)
+    run = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "done"
+    assert "never retrieved" not in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+
+
+def test_ctrl_c_during_a_bulk_await_logs_nothing(binary: str, server: LoopbackServer) -> None:
+    """Ctrl-C while awaiting many downloads ends with KeyboardInterrupt alone: no "never
+    retrieved" report per handle or per call."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent(f"""
+        import asyncio, gc, sys
+        from image_worker import AsyncWorker
+
+        async def main():
+            async with AsyncWorker({binary!r}) as worker:
+                handles = [await worker.download({server.url("/hang")!r}) for _ in range(10)]
+                handles += [await worker.download({server.url("/status/503")!r}) for _ in range(5)]
+                print("ready", flush=True)
+                await asyncio.gather(*handles, worker.status())
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        gc.collect()
+    """)
+    child = subprocess.Popen([sys.executable, "-X", "dev", "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert out.strip() == "interrupted", err
+    assert "never retrieved" not in err, err
+    assert "Traceback" not in err, err

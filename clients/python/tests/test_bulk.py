@@ -3,6 +3,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from image_worker import InvalidDownloadStatusCode, InvalidURL, RequestError, Worker, download_many
 from image_worker._bulk import PlainProgress
 from loopback import LoopbackServer
@@ -22,11 +24,31 @@ def test_every_url_gets_an_outcome_in_order(binary: str, server: LoopbackServer,
     assert "5/5 images, 2 failed" in last  # the plain bar (tqdm is used when installed)
 
 
-def test_refused_requests_are_outcomes_too(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+def test_impossible_options_fail_the_job_once_up_front(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    urls = [server.url("/files/testorig.jpg")] * 2
     with Worker(binary) as worker:
-        outcomes = worker.download_many([server.url("/files/testorig.jpg")] * 2, progress=False,
-                                        progressive=True, format="original")
-    assert [type(o.error) for o in outcomes] == [RequestError, RequestError]
+        with pytest.raises(RequestError) as caught:
+            worker.download_many(urls, progress=False, progressive=True, format="original")
+        assert caught.value.data == {"option": "format"}
+        assert worker.status()["finished"] == 0, "nothing was sent"
+    # Checked before a worker is even started (this binary does not exist).
+    with pytest.raises(RequestError, match="max_pixel_size"):
+        download_many(urls, dir=str(tmp_path), format="png", max_pixel_size=0, binary="/nonexistent/image-worker")
+    with pytest.raises(RequestError, match="concurrency"):
+        download_many(urls, dir=str(tmp_path), concurrency=0, binary="/nonexistent/image-worker")
+    with pytest.raises(RequestError, match="urls"):
+        download_many(server.url("/files/testorig.jpg"), binary="/nonexistent/image-worker")  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_url_is_an_outcome_too(binary: str, server: LoopbackServer) -> None:
+    # A bad URL fails that URL alone (refused before sending, or by the worker: InvalidURL).
+    with Worker(binary) as worker:
+        outcomes = worker.download_many([server.url("/files/testorig.jpg"), 42, "ftp://x/y.jpg"],  # type: ignore[list-item]
+                                        progress=False)
+    assert outcomes[0].ok
+    assert isinstance(outcomes[1].error, RequestError) and outcomes[1].error.data == {"option": "url"}
+    assert isinstance(outcomes[2].error, InvalidURL)
 
 
 def test_plain_progress_bar_on_a_pipe() -> None:

@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Set
 import pytest
 
 import image_worker
-from image_worker import ERRORS_BY_CODE, EVENT_TYPES, Image
-from image_worker._core import configure_params, download_params
+from image_worker import ERRORS_BY_CODE, EVENT_TYPES, Image, RequestError
+from image_worker._options import DOWNLOAD_RULES, SETTING_RULES, Rule, configure_params, download_params
 from image_worker._events import parse_event
 from loopback import SAMPLES, LoopbackServer
 from protocol_files import (
@@ -178,22 +178,97 @@ def test_every_error_code_has_its_exception() -> None:
 
 def test_requests_the_client_builds_are_valid() -> None:
     params = download_params(
-        "https://example.org/a.jpg", "t1", dir="/tmp/x", format="rgba", progressive=True, priority="high",
+        "https://example.org/a.jpg", "t1", dict(dir="/tmp/x", format="rgba", progressive=True, priority="high",
         headers={"X-A": "b"}, timeout_ms=5000, credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
-        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64)
+        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64))
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}
     assert not SCHEMAS.problems(request, "requests/download.schema.json")
     # Every download option of the schema can be set from Python.
     schema_params = _params_schema("requests/download.schema.json")["properties"]
     assert set(params) == set(schema_params)
     assert set(params["output"]) | {"path", "delivery"} >= set(schema_params["output"]["properties"])
-    inline = download_params("u", 1, inline=True)
+    inline = download_params("u", 1, {"inline": True})
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": inline}, "requests/download.schema.json")
 
     configuration = SCHEMAS.documents["common.schema.json"]["$defs"]["configuration"]["properties"]
-    snake = {"".join("_" + c.lower() if c.isupper() else c for c in key): value for key, value in configuration.items()}
-    assert set(configure_params(snake)) == set(configuration)
+    assert set(configuration) <= {rule.wire for rule in SETTING_RULES.values()}
     methods = {n[len("requests/"):-len(".schema.json")] for n in SCHEMAS.documents if n.startswith("requests/")}
     assert {"initialize", "download", "cancel", "setPriority", "configure", "status", "cancelAll", "shutdown",
             "exit"} <= methods
+
+
+def _rule_matches(rule: Rule, schema: Dict[str, Any]) -> List[str]:
+    """How ``rule`` differs from the schema of its wire field (empty when they agree)."""
+    if "$ref" in schema:
+        document, _, pointer = schema["$ref"].rpartition("#")
+        schema = SCHEMAS.documents[document.rsplit("/", 1)[-1]]
+        for part in pointer.strip("/").split("/"):
+            schema = schema[part]
+    problems = []
+    if rule.kind in ("int", "number"):
+        if schema.get("type") != ("integer" if rule.kind == "int" else "number"):
+            problems.append(f"type {schema.get('type')}")
+        for bound in ("minimum", "maximum"):
+            if schema.get(bound) != getattr(rule, bound):
+                problems.append(f"{bound}: schema {schema.get(bound)}, client {getattr(rule, bound)}")
+    elif rule.kind == "enum":
+        if tuple(schema.get("enum", ())) != rule.choices:
+            problems.append(f"enum: schema {schema.get('enum')}, client {rule.choices}")
+    elif rule.kind in ("bool", "string", "path", "headers", "credentials"):
+        wanted = {"bool": "boolean", "string": "string", "path": "string", "headers": "object", "credentials": "object"}
+        if schema.get("type") != wanted[rule.kind]:
+            problems.append(f"type: schema {schema.get('type')}, client {rule.kind}")
+    return problems
+
+
+def test_the_clients_option_checks_are_the_schemas() -> None:
+    """The client checks options before sending them: with the worker's own ranges and choices."""
+    params = _params_schema("requests/download.schema.json")["properties"]
+    for option, rule in DOWNLOAD_RULES.items():
+        if option == "inline":
+            continue  # output.delivery "inline"
+        schema = params["output"]["properties"][rule.wire] if rule.output else params[rule.wire]
+        assert not _rule_matches(rule, schema), f"{option}: {_rule_matches(rule, schema)}"
+    settings = _params_schema("requests/configure.schema.json")["properties"]
+    assert set(settings) == {rule.wire for rule in SETTING_RULES.values()}
+    for option, rule in SETTING_RULES.items():
+        assert not _rule_matches(rule, settings[rule.wire]), f"{option}: {_rule_matches(rule, settings[rule.wire])}"
+
+
+@pytest.mark.parametrize("options, option", [
+    ({"max_pixel_sise": 256}, "max_pixel_sise"),
+    ({"format": "jpeg"}, "format"),
+    ({"format": "png", "max_pixel_size": 0}, "max_pixel_size"),
+    ({"format": "png", "max_pixel_size": 2.5}, "max_pixel_size"),
+    ({"format": "png", "max_pixel_size": True}, "max_pixel_size"),
+    ({"priority": "urgent"}, "priority"),
+    ({"timeout_ms": 0}, "timeout_ms"),
+    ({"headers": {"X-A": 1}}, "headers"),
+    ({"credentials": ("only-user",)}, "credentials"),
+    ({"dir": "a", "path": "b"}, "path"),
+    ({"inline": True, "dir": "a"}, "inline"),
+    ({"progressive": True, "format": "original"}, "format"),
+    ({"max_pixel_size": 256}, "max_pixel_size"),
+    ({"inline": "yes"}, "inline"),
+    ({"partial_interval_ms": -1}, "partial_interval_ms"),
+])
+def test_bad_download_options_name_themselves(options: Dict[str, Any], option: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        download_params("https://example.org/a.jpg", "t", options)
+    assert caught.value.code == -32602
+    assert caught.value.data == {"option": option}
+    assert str(caught.value).startswith(option + ":")
+
+
+def test_unknown_options_suggest_the_known_one() -> None:
+    with pytest.raises(RequestError, match=r"did you mean max_pixel_size\?"):
+        download_params("u", "t", {"max_pixel_sise": 1})
+    with pytest.raises(RequestError, match=r"did you mean max_concurrent_downloads\?"):
+        configure_params({"max_concurent_downloads": 1})
+    with pytest.raises(RequestError) as caught:
+        configure_params({"execution_order": "random"})
+    assert caught.value.data == {"option": "execution_order"}
+    # snake_case or the wire's own names, including the ones with capitals inside
+    assert configure_params({"failed_url_expiry_ms": 5, "clearFailedURLs": True}) == {
+        "failedURLExpiryMs": 5, "clearFailedURLs": True}

@@ -44,13 +44,17 @@ def test_inline_pixels_over_64_kib_per_line_and_numpy(binary: str, server: Loopb
         on_disk = worker.download(server.url("/files/testorig.jpg"), dir=str(tmp_path), format="rgba").result(30)
         gray = worker.download(server.url("/files/testorig.jpg"), inline=True, format="gray",
                                max_pixel_size=100).result(30)
+        rgb = worker.download(server.url("/files/testorig.jpg"), inline=True, format="rgb").result(30)
     assert inline.data is not None and len(inline.data) == 227 * 149 * 4  # ~180 KB of base64 on one line
     assert inline.pixel_format == "rgba" and inline.stride == 227 * 4 and inline.width == 227
     assert inline.data == Path(on_disk.path or "").read_bytes()
     array = inline.to_numpy()
     assert array.shape == (149, 227, 4) and array.dtype == numpy.uint8
     assert (array[:, :, 3] == 255).all()
-    assert gray.width == 100 and gray.to_numpy().shape == (gray.height, 100)
+    # (height, width, channels) for every format, as documented: gray too.
+    assert gray.width == 100 and gray.to_numpy().shape == (gray.height, 100, 1)
+    assert rgb.to_numpy().shape == (149, 227, 3)
+    assert (rgb.to_numpy() == array[:, :, :3]).all()
 
 
 def test_to_pil_when_pillow_is_installed(binary: str, server: LoopbackServer) -> None:
@@ -94,11 +98,22 @@ def test_refused_requests_raise_at_once(binary: str, server: LoopbackServer) -> 
         with pytest.raises(RequestError) as caught:
             worker.download(server.url("/files/testorig.jpg"), progressive=True, format="original")
         assert caught.value.code == -32602
-        with pytest.raises(ValueError):
+        assert caught.value.data == {"option": "format"}
+        with pytest.raises(RequestError):
             worker.download(server.url("/files/testorig.jpg"), dir="a", path="b")
-        with pytest.raises(ValueError):
-            worker.download(server.url("/files/testorig.jpg"), token="t", priority="urgent")
-        # The worker goes on.
+        with pytest.raises(RequestError):
+            worker.download(server.url("/files/testorig.jpg"), token="t", priority="urgent")  # type: ignore[arg-type]
+        with pytest.raises(RequestError, match="did you mean max_pixel_size"):
+            worker.download(server.url("/files/testorig.jpg"), format="png", max_pixel_sise=5)  # type: ignore[call-arg]
+        with pytest.raises(RequestError):
+            worker.set_priority("t", "urgent")  # type: ignore[arg-type]
+        with pytest.raises(RequestError) as caught:
+            worker.configure(max_concurrent_downloads=0)
+        assert caught.value.data == {"option": "max_concurrent_downloads"}
+        # Refused before anything was sent: the worker saw no download, and goes on.
+        status = worker.status()
+        assert status["finished"] == 0 and status["liveTokens"] == []
+        assert status["configuration"]["maxConcurrentDownloads"] == 6
         assert worker.download(server.url("/files/testorig.jpg")).result(30).byte_length == 5770
 
 

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Any, AsyncIterator, Callable, Deque, Dict, Generator, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Deque, Dict, Generator, List, Mapping, Optional, Sequence
 
 from ._binary import find_binary
-from ._core import END, Action, Router, Token, configure_params, download_params, queued_event
+from ._core import END, Action, Router, queued_event
+from ._options import DownloadOptions, ManyOptions, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+def _fail_future(future: "asyncio.Future[Any]", error: BaseException) -> None:
+    """Fails ``future`` and marks its exception retrieved: whoever awaits it still gets the
+    error, and nobody awaiting it (a handle left alone, a call interrupted by Ctrl-C) is not a
+    bug worth asyncio's "Future exception was never retrieved" at exit."""
+    future.set_exception(error)
+    future.exception()
 
 
 class AsyncDownloadHandle:
@@ -37,7 +48,7 @@ class AsyncDownloadHandle:
         if isinstance(event, Completed) and not self._result.done():
             self.completed = event
             if event.error is not None:
-                self._result.set_exception(event.error)
+                _fail_future(self._result, event.error)
             else:
                 assert event.image is not None
                 self._result.set_result(event.image)
@@ -46,7 +57,7 @@ class AsyncDownloadHandle:
     def _fail(self, error: BaseException) -> None:
         if self._result.done():
             return
-        self._result.set_exception(error)
+        _fail_future(self._result, error)
         self._events.put_nowait(error)
         self._events.put_nowait(END)
 
@@ -75,7 +86,8 @@ class AsyncDownloadHandle:
             return False
         return await self.worker.cancel(self.token)
 
-    async def set_priority(self, priority: str) -> bool:
+    async def set_priority(self, priority: Priority) -> bool:
+        check_priority(priority)
         if self.done():
             return False
         return await self.worker.set_priority(self.token, priority)
@@ -194,7 +206,7 @@ class AsyncWorker:
             if future.done():
                 return
             if error is not None:
-                future.set_exception(error)
+                _fail_future(future, error)
             else:
                 future.set_result(result)
 
@@ -202,12 +214,12 @@ class AsyncWorker:
         return await future
 
     async def download(self, url: str, *, token: Optional[Token] = None,
-                       on_event: Optional[Callable[[Event], None]] = None, **options: Any) -> AsyncDownloadHandle:
+                       on_event: Optional[Callable[[Event], None]] = None, **options: Unpack[DownloadOptions]) -> AsyncDownloadHandle:
         """Starts a download (options as :meth:`Worker.download`) and returns its handle once
         the worker accepted it."""
         self._check_usable()
         chosen: Token = token if token is not None else self._router.new_token()
-        params = download_params(url, chosen, **options)
+        params = download_params(url, chosen, options)
         handle = AsyncDownloadHandle(self, chosen, url, on_event)
         self._router.add_handle(chosen, handle)
         try:
@@ -222,7 +234,8 @@ class AsyncWorker:
         result = await self._call("cancel", {"token": token})
         return bool(result.get("found")) if isinstance(result, dict) else False
 
-    async def set_priority(self, token: Token, priority: str) -> bool:
+    async def set_priority(self, token: Token, priority: Priority) -> bool:
+        check_priority(priority)
         result = await self._call("setPriority", {"token": token, "priority": priority})
         return bool(result.get("found")) if isinstance(result, dict) else False
 
@@ -230,7 +243,7 @@ class AsyncWorker:
         result = await self._call("cancelAll")
         return int(result.get("cancelled", 0)) if isinstance(result, dict) else 0
 
-    async def configure(self, **settings: Any) -> Dict[str, Any]:
+    async def configure(self, **settings: Unpack[Settings]) -> Dict[str, Any]:
         result = await self._call("configure", configure_params(settings))
         return dict(result.get("configuration", {})) if isinstance(result, dict) else {}
 

@@ -6,10 +6,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, TextIO, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, TextIO, Union, cast
 
 from ._errors import ImageWorkerError
 from ._events import Completed, Event, Image, Progress
+from ._options import SETTING_RULES, DownloadOptions, ManyOptions, Settings, Token, check, download_params, invalid
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class _Handle(Protocol):
@@ -26,9 +30,10 @@ class _Downloads(Protocol):
     """What the bulk path needs of a worker (:class:`Worker` is one): it does not import the
     worker module, which calls it."""
 
-    def configure(self, **settings: Any) -> Any: ...
+    def configure(self, **settings: Unpack[Settings]) -> Any: ...
 
-    def download(self, url: str, *, on_event: Optional[Callable[[Event], None]] = ..., **options: Any) -> _Handle: ...
+    def download(self, url: str, *, token: Optional[Token] = ..., on_event: Optional[Callable[[Event], None]] = ...,
+                 **options: Unpack[DownloadOptions]) -> _Handle: ...
 
     def close(self, cancel_pending: bool = ..., timeout: float = ...) -> Optional[int]: ...
 
@@ -117,8 +122,17 @@ def _progress_bar(total: int, progress: Union[bool, TextIO]) -> Any:
         return PlainProgress(total, stream)
 
 
+def check_many(urls: Sequence[str], dir: Optional[str], concurrency: int, options: ManyOptions) -> None:
+    """A bulk job's options, checked once before anything starts: a bad one raises
+    :class:`RequestError` naming it, instead of failing every URL with the same error."""
+    if isinstance(urls, str) or not isinstance(urls, Sequence):
+        raise invalid("urls", f"must be a sequence of URLs, not {type(urls).__name__}")
+    check("concurrency", concurrency, SETTING_RULES["max_concurrent_downloads"])
+    download_params("", "check", {**options, "dir": dir} if dir is not None else dict(options))
+
+
 def run_many(active: _Downloads, own: bool, urls: Sequence[str], dir: Optional[str], concurrency: int,
-             progress: Union[bool, TextIO], options: Dict[str, Any]) -> List[Outcome]:
+             progress: Union[bool, TextIO], options: ManyOptions) -> List[Outcome]:
     """:func:`download_many` on a worker (closed at the end when ``own``)."""
     bar = _progress_bar(len(urls), progress)
     lock = threading.Lock()
@@ -147,15 +161,16 @@ def run_many(active: _Downloads, own: bool, urls: Sequence[str], dir: Optional[s
         if bar is not None:
             bar.update(*snapshot)
 
+    each = cast(DownloadOptions, dict(options))
     if dir is not None:
-        options["dir"] = dir
+        each["dir"] = dir
     outcomes: List[Optional[Outcome]] = [None] * len(urls)
     handles: List[Optional[_Handle]] = [None] * len(urls)
     try:
         active.configure(max_concurrent_downloads=concurrency)
         for index, url in enumerate(urls):
             try:
-                handles[index] = active.download(url, on_event=reporter(index), **options)
+                handles[index] = active.download(url, on_event=reporter(index), **each)
             except (ImageWorkerError, ValueError) as error:
                 outcomes[index] = Outcome(url, error=error)
                 ended_without_event(index)

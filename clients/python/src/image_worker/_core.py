@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 from ._errors import RequestError
 from ._events import Completed, Event, parse_event
+from ._options import Token
 
-Token = Union[str, int]
-PRIORITIES = ("veryLow", "low", "normal", "high", "veryHigh")
 
 #: Put on a handle's event queue after its last item (the sync and async handles share it).
 END = object()
@@ -25,7 +24,6 @@ def queued_event(item: object) -> Optional[Event]:
         raise item
     assert isinstance(item, Event)
     return item
-FORMATS = ("original", "png", "rgba", "rgb", "gray")
 
 
 class Sink(Protocol):
@@ -44,69 +42,6 @@ Action = Callable[[], None]
 
 def encode(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def configure_params(settings: Mapping[str, Any]) -> Dict[str, Any]:
-    """``configure`` params from snake_case (``max_concurrent_downloads=8``) or wire names."""
-    return {_camel(key): value for key, value in settings.items()}
-
-
-def download_params(
-    url: str, token: Token, *, dir: Optional[str] = None, path: Optional[str] = None, inline: bool = False,
-    format: Optional[str] = None, progressive: bool = False, priority: Optional[str] = None,
-    headers: Optional[Mapping[str, str]] = None, timeout_ms: Optional[int] = None,
-    credentials: Optional[Tuple[str, str]] = None, allow_invalid_certificates: Optional[bool] = None,
-    handle_cookies: Optional[bool] = None, retry_failed: Optional[bool] = None,
-    max_pixel_size: Optional[int] = None, max_pixel_count: Optional[int] = None,
-    apply_orientation: Optional[bool] = None, overwrite: Optional[bool] = None,
-    partial_interval_ms: Optional[int] = None, partial_max_pixel_size: Optional[int] = None,
-) -> Dict[str, Any]:
-    """The ``download`` params; see protocol/SPEC.md. ``dir`` or ``path`` delivers a file,
-    ``inline=True`` the bytes in the event, neither only metadata. ``progressive`` without a
-    ``format`` means PNG (partial images need a decoded format)."""
-    if dir is not None and path is not None:
-        raise ValueError("give dir or path, not both")
-    if inline and (dir is not None or path is not None):
-        raise ValueError("inline=True delivers the bytes in the event: no dir or path with it")
-    if priority is not None and priority not in PRIORITIES:
-        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}")
-    if format is None and progressive:
-        format = "png"
-    if format is not None and format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}")
-    output: Dict[str, Any] = {}
-    if dir is not None:
-        output.update(delivery="file", dir=str(dir))
-    elif path is not None:
-        output.update(delivery="file", path=str(path))
-    elif inline:
-        output["delivery"] = "inline"
-    for key, value in (("format", format), ("overwrite", overwrite), ("maxPixelSize", max_pixel_size),
-                       ("maxPixelCount", max_pixel_count), ("applyOrientation", apply_orientation),
-                       ("partialIntervalMs", partial_interval_ms), ("partialMaxPixelSize", partial_max_pixel_size)):
-        if value is not None:
-            output[key] = value
-    params: Dict[str, Any] = {"url": url, "token": token}
-    if headers is not None:
-        params["headers"] = dict(headers)
-    settings: Tuple[Tuple[str, Any], ...] = (
-        ("priority", priority), ("timeoutMs", timeout_ms), ("allowInvalidCertificates", allow_invalid_certificates),
-        ("handleCookies", handle_cookies), ("retryFailed", retry_failed))
-    for key, value in settings:
-        if value is not None:
-            params[key] = value
-    if credentials is not None:
-        params["credentials"] = {"user": credentials[0], "password": credentials[1]}
-    if progressive:
-        params["progressive"] = True
-    if output:
-        params["output"] = output
-    return params
 
 
 class Router:

@@ -54,7 +54,8 @@ class _Pixels:
         return PILImage.open(io.BytesIO(raw))
 
     def to_numpy(self) -> Any:
-        """A ``numpy`` array of shape (height, width, channels) (or (height, width) for gray).
+        """A ``numpy`` array of shape (height, width, channels), ``uint8``: channels is 4 for
+        ``rgba``, 3 for ``rgb`` and 1 for ``gray`` (and for grayscale PNG or original bytes).
 
         Raw formats (``rgba``, ``rgb``, ``gray``) need only numpy; PNG and original bytes need
         Pillow too, to decode them."""
@@ -63,13 +64,14 @@ class _Pixels:
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("to_numpy() needs numpy: pip install numpy") from e
         if self.pixel_format is None:
-            return numpy.asarray(self.to_pil())
+            array = numpy.asarray(self.to_pil())
+            return array[:, :, None] if array.ndim == 2 else array
         assert self.width is not None and self.height is not None
         channels = {"rgba": 4, "rgb": 3, "gray": 1}[self.pixel_format]
         stride = self.stride or self.width * channels
         rows = numpy.frombuffer(self.read_bytes(), dtype=numpy.uint8).reshape(self.height, stride)
         pixels = rows[:, : self.width * channels]
-        return pixels.reshape(self.height, self.width) if channels == 1 else pixels.reshape(self.height, self.width, channels)
+        return pixels.reshape(self.height, self.width, channels)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,17 @@ import subprocess
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
 
 from ._binary import find_binary
-from ._bulk import Outcome, run_many
-from ._core import END, Router, Token, configure_params, download_params, queued_event
+from ._bulk import Outcome, check_many, run_many
+from ._core import END, Router, queued_event
+from ._options import DownloadOptions, ManyOptions, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class DownloadHandle:
@@ -104,8 +107,9 @@ class DownloadHandle:
             return False
         return bool(self.worker.cancel(self.token))
 
-    def set_priority(self, priority: str) -> bool:
+    def set_priority(self, priority: Priority) -> bool:
         """``veryLow``, ``low``, ``normal``, ``high`` or ``veryHigh``; False when it had ended."""
+        check_priority(priority)
         if self._done.is_set():
             return False
         return bool(self.worker.set_priority(self.token, priority))
@@ -229,7 +233,7 @@ class Worker:
             raise WorkerClosed("the worker is closed")
 
     def download(self, url: str, *, token: Optional[Token] = None,
-                 on_event: Optional[Callable[[Event], None]] = None, **options: Any) -> DownloadHandle:
+                 on_event: Optional[Callable[[Event], None]] = None, **options: Unpack[DownloadOptions]) -> DownloadHandle:
         """Starts a download and returns its handle.
 
         Options (all optional): ``dir`` or ``path`` (deliver a file) or ``inline=True`` (the
@@ -241,11 +245,12 @@ class Worker:
         ``allow_invalid_certificates``; ``handle_cookies``; ``retry_failed``.
         ``on_event`` is called on the reader thread with every event.
 
-        Raises :class:`RequestError` when the worker refuses the request (bad options)."""
+        Raises :class:`RequestError` for a bad option, naming it, before anything is sent (the
+        options are typed: see :class:`DownloadOptions`), or when the worker refuses the request."""
         with self._lock:
             self._check_usable()
             chosen: Token = token if token is not None else self._router.new_token()
-        params = download_params(url, chosen, **options)
+        params = download_params(url, chosen, options)
         handle = DownloadHandle(self, chosen, url, on_event)
         future: "Future[Any]" = Future()
 
@@ -266,9 +271,10 @@ class Worker:
             future.result()
         return handle
 
-    def download_many(self, urls: Sequence[str], **options: Any) -> List[Outcome]:
+    def download_many(self, urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
+                      progress: Union[bool, TextIO] = True, **options: Unpack[ManyOptions]) -> List[Outcome]:
         """See :func:`image_worker.download_many`; uses this worker."""
-        return download_many(urls, worker=self, **options)
+        return download_many(urls, dir, concurrency=concurrency, progress=progress, worker=self, **options)
 
     def cancel(self, token: Token) -> bool:
         """Cancels a download by token; False when it was unknown or had ended (True, without
@@ -276,7 +282,8 @@ class Worker:
         result = self._call("cancel", {"token": token})
         return bool(result.get("found")) if isinstance(result, dict) else result is None
 
-    def set_priority(self, token: Token, priority: str) -> bool:
+    def set_priority(self, token: Token, priority: Priority) -> bool:
+        check_priority(priority)
         result = self._call("setPriority", {"token": token, "priority": priority})
         return bool(result.get("found")) if isinstance(result, dict) else result is None
 
@@ -284,9 +291,11 @@ class Worker:
         result = self._call("cancelAll")
         return int(result.get("cancelled", 0)) if isinstance(result, dict) else 0
 
-    def configure(self, **settings: Any) -> Dict[str, Any]:
+    def configure(self, **settings: Unpack[Settings]) -> Dict[str, Any]:
         """Changes settings at run time (``max_concurrent_downloads=8``, ``execution_order="lifo"``,
-        ``timeout_ms``, ``max_retries``, …; see protocol/SPEC.md). Returns the configuration."""
+        ``timeout_ms``, ``max_retries``, …; see :class:`Settings` and protocol/SPEC.md), all at
+        once or not at all. Returns the configuration. A bad setting raises
+        :class:`RequestError` naming it, before anything is sent."""
         result = self._call("configure", configure_params(settings))
         return dict(result.get("configuration", {})) if isinstance(result, dict) else {}
 
@@ -353,13 +362,17 @@ class Worker:
 
 def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
                   progress: Union[bool, TextIO] = True, worker: Optional[Worker] = None,
-                  binary: Optional[str] = None, **options: Any) -> List[Outcome]:
+                  binary: Optional[str] = None, **options: Unpack[ManyOptions]) -> List[Outcome]:
     """Downloads every URL (into ``dir`` unless other delivery options are given) with at most
     ``concurrency`` at once, showing a progress bar on stderr (tqdm when installed). Returns one
     :class:`Outcome` per URL, in the order given: every URL gets one, whatever happens (a
     refused request, a failed download, a worker that dies).
 
     ``worker``: an existing :class:`Worker` (otherwise one is started and closed). Other
-    options go to :meth:`Worker.download` (``format``, ``progressive``, ``max_pixel_size``…)."""
+    options go to :meth:`Worker.download` (``format``, ``progressive``, ``max_pixel_size``…).
+
+    Bad options (or ``concurrency``) raise :class:`RequestError` once, before anything starts,
+    rather than failing every URL."""
+    check_many(urls, dir, concurrency, options)
     active = worker if worker is not None else Worker(binary)
     return run_many(active, worker is None, urls, dir, concurrency, progress, options)
