@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The clients' tests against the built binary (.build/debug/image-worker unless $IMAGE_WORKER_BIN):
 # the Python package (installed into a throwaway venv, mypy --strict, pytest) and the Node
-# package (node --test; tsc checks index.d.ts when installed).
+# package (node --test; tsc checks index.d.ts when installed), then the preview example in
+# headless chromium (clients/examples/preview/).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export IMAGE_WORKER_BIN="${IMAGE_WORKER_BIN:-$root/.build/debug/image-worker}"
@@ -20,3 +21,7 @@ echo "clients: pytest"
 (cd "$root/clients/python" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
 echo "clients: node --test"
 (cd "$root/clients/node" && node --test test/)
+echo "clients: the preview example in headless chromium"
+websocket=()
+node -e 'process.exit(typeof WebSocket === "undefined" ? 1 : 0)' || websocket=(--experimental-websocket)
+(cd "$root" && node "${websocket[@]}" --test clients/examples/preview/test/)
