@@ -42,7 +42,7 @@ import TestSupport
                 } else {
                     #expect(invalid, "\(name): \(text) is not JSON but not marked -->!")
                 }
-                worker.send(text + "\n")
+                worker.send(transcript.framed(text))
             case .eof:
                 worker.closeStdin()
             }

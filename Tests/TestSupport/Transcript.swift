@@ -18,6 +18,15 @@ public struct Transcript: Sendable, CustomStringConvertible {
     public var steps: [Step] = []
     public var optional: [JSONValue] = []
     public var exitStatus: Int32?
+    /// `!framing content-length`: each message is sent as an LSP frame, its `Content-Type` header
+    /// first (and answered in `Content-Length` frames).
+    public var contentLengthFraming = false
+
+    /// `text` as the transcript's framing sends it.
+    public func framed(_ text: String) -> String {
+        guard contentLengthFraming else { return text + "\n" }
+        return "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: \(text.utf8.count)\r\n\r\n\(text)"
+    }
 
     public var description: String { name }
 
@@ -49,6 +58,8 @@ public struct Transcript: Sendable, CustomStringConvertible {
                 transcript.steps.append(Step(action: .send(String(line.dropFirst(5)), deliberatelyInvalid: true)))
             } else if line.hasPrefix("--> ") {
                 transcript.steps.append(Step(action: .send(String(line.dropFirst(4)), deliberatelyInvalid: false)))
+            } else if line == "!framing content-length" {
+                transcript.contentLengthFraming = true
             } else if line == "!eof" {
                 transcript.steps.append(Step(action: .eof))
             } else if line.hasPrefix("<-- ") {

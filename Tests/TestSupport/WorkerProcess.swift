@@ -73,11 +73,7 @@ public final class WorkerProcess: Sendable {
                 if n <= 0 { break }
                 pending.append(contentsOf: buffer[0..<n])
                 inbox.raw(buffer[0..<n])
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = Array(pending[..<newline])
-                    pending.removeFirst(newline + 1)
-                    inbox.deliver(line)
-                }
+                while let message = WorkerProcess.nextMessage(&pending) { inbox.deliver(message) }
             }
             inbox.close()
         }
@@ -91,6 +87,25 @@ public final class WorkerProcess: Sendable {
                 errText.append(String(decoding: buffer[0..<n], as: UTF8.self))
             }
         }
+    }
+
+    /// The next whole message at the front of `pending`, removed from it: a line, or (the worker
+    /// answers Content-Length framing in kind) a `Content-Length: N` frame's body.
+    static func nextMessage(_ pending: inout [UInt8]) -> [UInt8]? {
+        let header = Array("Content-Length: ".utf8)
+        if pending.starts(with: header) {
+            guard let end = pending.firstRange(of: [13, 10, 13, 10]),
+                let length = Int(String(decoding: pending[header.count..<end.lowerBound], as: UTF8.self)),
+                pending.count >= end.upperBound + length
+            else { return nil }
+            let body = Array(pending[end.upperBound..<end.upperBound + length])
+            pending.removeFirst(end.upperBound + length)
+            return body
+        }
+        guard let newline = pending.firstIndex(of: 0x0A) else { return nil }
+        let line = Array(pending[..<newline])
+        pending.removeFirst(newline + 1)
+        return line
     }
 
     // Small Sendable views for the reader threads.

@@ -25,12 +25,30 @@ for (const name of transcriptNames()) {
     const transcript = loadTranscript(name, { BASE: server.base, OUT: out, SAMPLES });
     const child = spawn(binary, transcript.args, { stdio: ['pipe', 'pipe', 'pipe'] });
     const messages = [];
-    let pending = '';
+    let pending = Buffer.alloc(0);
     let stderr = '';
+    // Lines, or Content-Length frames (the worker answers that framing in kind); bytes, so that
+    // neither a frame's length nor a character is cut by a chunk boundary.
+    const header = Buffer.from('Content-Length: ');
     child.stdout.on('data', (chunk) => {
-      const lines = (pending + chunk).split('\n');
-      pending = lines.pop();
-      for (const line of lines) if (line) messages.push(JSON.parse(line));
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        let body;
+        if (pending.subarray(0, header.length).equals(header)) {
+          const end = pending.indexOf('\r\n\r\n');
+          if (end < 0) break;
+          const length = Number(pending.subarray(header.length, end).toString());
+          if (pending.length < end + 4 + length) break;
+          body = pending.subarray(end + 4, end + 4 + length);
+          pending = pending.subarray(end + 4 + length);
+        } else {
+          const newline = pending.indexOf(10);
+          if (newline < 0) break;
+          body = pending.subarray(0, newline);
+          pending = pending.subarray(newline + 1);
+        }
+        if (body.length) messages.push(JSON.parse(body.toString('utf8')));
+      }
     });
     child.stderr.on('data', (chunk) => { stderr += chunk; });
     const exited = new Promise((resolve) => child.on('close', (code) => resolve(code)));
@@ -57,7 +75,10 @@ for (const name of transcriptNames()) {
               assert.deepEqual(schemas.problems(element, schema), [], `${name}: request ${step.send}`);
             }
           }
-          child.stdin.write(step.send + '\n');
+          const body = Buffer.from(step.send);
+          child.stdin.write(transcript.contentLength
+            ? Buffer.concat([Buffer.from(`Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: ${body.length}\r\n\r\n`), body])
+            : Buffer.concat([body, Buffer.from('\n')]));
         }
         for (const pattern of step.expected) {
           const key = orderKey(pattern);

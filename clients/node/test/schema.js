@@ -115,10 +115,11 @@ export function transcriptNames() {
 
 export function loadTranscript(name, substitutions) {
   const text = readFileSync(join(PROTOCOL, 'transcripts', name), 'utf8').replace(/\{\{(\w+)\}\}/g, (_, k) => substitutions[k]);
-  const transcript = { name, args: [], steps: [], optional: [], exitStatus: null };
+  const transcript = { name, args: [], steps: [], optional: [], exitStatus: null, contentLength: false };
   for (const line of text.split('\n')) {
     if (!line.trim() || line.startsWith('#')) continue;
     if (line.startsWith('!args ')) transcript.args = line.slice(6).split(/\s+/).filter(Boolean);
+    else if (line.trim() === '!framing content-length') transcript.contentLength = true;
     else if (line.startsWith('-->! ')) transcript.steps.push({ send: line.slice(5), invalid: true, expected: [] });
     else if (line.startsWith('--> ')) transcript.steps.push({ send: line.slice(4), invalid: false, expected: [] });
     else if (line.startsWith('<-- ')) transcript.steps.at(-1).expected.push(JSON.parse(line.slice(4)));

@@ -68,6 +68,15 @@ class Transcript:
     steps: List[Step] = field(default_factory=list)
     optional: List[Any] = field(default_factory=list)
     exit_status: Optional[int] = None
+    #: ``!framing content-length``: messages go as LSP frames, Content-Type header first
+    content_length: bool = False
+
+    def framed(self, text: str) -> bytes:
+        body = text.encode()
+        if not self.content_length:
+            return body + b"\n"
+        return (b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
 
 def transcript_names() -> List[str]:
@@ -91,6 +100,8 @@ def load_transcript(name: str, substitutions: Dict[str, str]) -> Transcript:
             transcript.steps[-1].expected.append(json.loads(line[4:]))
         elif line.startswith("<~~ "):
             transcript.optional.append(json.loads(line[4:]))
+        elif line.strip() == "!framing content-length":
+            transcript.content_length = True
         elif line.strip() == "!eof":
             transcript.steps.append(Step(None))
         elif line.startswith("!exit "):

@@ -42,8 +42,17 @@ class RawWorker:
         self.err_reader.start()
 
     def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
+        """Lines, or Content-Length frames (the worker answers that framing in kind)."""
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            line = stream.readline()
+            if not line:
+                return
+            if line.startswith(b"Content-Length: "):
+                length = int(line[len(b"Content-Length: "):].strip())
+                assert stream.readline() == b"\r\n", "one header, then a blank line"
+                line = stream.read(length)
             with self.lock:
                 self.messages.append(json.loads(line))
 
@@ -51,9 +60,9 @@ class RawWorker:
         assert self.process.stderr is not None
         self.stderr = self.process.stderr.read()
 
-    def send(self, text: str) -> None:
+    def send(self, data: bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.write(data)
         self.process.stdin.flush()
 
     def close_stdin(self) -> None:
@@ -92,7 +101,7 @@ def test_replay(name: str, binary: str, server: LoopbackServer, tmp_path: Path) 
                     if not step.invalid and isinstance(element, dict):
                         schema = incoming_schema(element) or "none"
                         assert not SCHEMAS.problems(element, schema), f"{name}: request {step.send}"
-                worker.send(step.send)
+                worker.send(transcript.framed(step.send))
             for pattern in step.expected:
                 key = order_key(pattern)
                 after = last_index.get(key, -1)
