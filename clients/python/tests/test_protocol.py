@@ -254,6 +254,8 @@ def test_the_clients_option_checks_are_the_schemas() -> None:
     ({"priority": "urgent"}, "priority"),
     ({"timeout_ms": 0}, "timeout_ms"),
     ({"headers": {"X-A": 1}}, "headers"),
+    ({"headers": {"Bad Name": "x"}}, "headers"),
+    ({"headers": {"X-A": "a\r\nX-Smuggled: b"}}, "headers"),
     ({"credentials": ("only-user",)}, "credentials"),
     ({"dir": "a", "path": "b"}, "path"),
     ({"inline": True, "dir": "a"}, "inline"),

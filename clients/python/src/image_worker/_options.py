@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union, cast
 
@@ -24,6 +25,8 @@ EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
 #: JSON-RPC's "invalid params", the code the worker would answer with.
 INVALID_PARAMS = -32602
+#: An HTTP token (RFC 9110 5.1): what a header name may be.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class ManyOptions(TypedDict, total=False):
@@ -177,8 +180,13 @@ def check(option: str, value: Any, rule: Rule) -> Any:
             raise invalid(option, f"must be a non-empty path, not {value!r}")
         return str(os.fspath(value))
     if rule.kind == "headers":
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()):
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
             raise invalid(option, f"must be a mapping of header names to strings, not {value!r}")
+        for name, text in value.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise invalid(option, f"{name!r} is not a valid header name")
+            if any(c in text for c in "\r\n\0"):
+                raise invalid(option, f"the value of header {name!r} contains CR, LF or NUL")
         return dict(value)
     if rule.kind == "credentials":
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, str) for v in value)):
