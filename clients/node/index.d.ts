@@ -8,8 +8,11 @@ declare global {
   }
 }
 
-/** Bytes: a Node `Buffer` at run time (a Uint8Array subclass). */
-export type Bytes = Uint8Array;
+/**
+ * Bytes: a Node `Buffer` at run time. Typed `Buffer` where Node's types are loaded (they declare
+ * the global `Buffer`), `Uint8Array` (its base class) where they are not.
+ */
+export type Bytes = typeof globalThis extends { Buffer: { alloc(size: number): infer B } } ? B : Uint8Array;
 
 /** An `AbortSignal` (Node's, or any with this shape). */
 export interface AbortSignalLike {

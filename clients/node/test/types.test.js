@@ -13,6 +13,8 @@ const tsc = spawnSync('tsc', ['--version'], { encoding: 'utf8' });
 test('index.d.ts type-checks with tsc --strict alone (no @types/node)', { skip: tsc.error ? 'tsc is not installed (Debian: node-typescript)' : false }, () => {
   const result = spawnSync('tsc', ['-p', join(here, 'tsconfig.json')], { encoding: 'utf8' });
   assert.equal(result.status, 0, result.stdout + result.stderr);
+  const withBuffer = spawnSync('tsc', ['-p', join(here, 'tsconfig-buffer.json')], { encoding: 'utf8' });
+  assert.equal(withBuffer.status, 0, withBuffer.stdout + withBuffer.stderr);
 });
 
 test('configure() is typed with every setting the protocol defines', () => {
