@@ -41,6 +41,26 @@ import TestSupport
 
     // MARK: Crash
 
+    /// An empty `Content-Type` (or one that is only parameters) once took the whole worker down.
+    @Test func aContentTypeWithoutAMediaTypeCrashesNothing() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let types = ["", "%3B", "%3Bcharset%3Dx", "%20%3B", "%20IMAGE/JPEG%20%3B%20q%3D1", "image/jpeg"]
+        for (i, type) in types.enumerated() {
+            worker.request(i, "download", ["url": .string(server.url("/files/testorig.jpg?type=\(type)")), "token": .int(Int64(i))])
+        }
+        var mimeTypes: [String?] = []
+        for i in types.indices {
+            let token = JSONValue.int(Int64(i))
+            #expect(try await worker.completion(token)["params"]?["outcome"] == "success", "type \(types[i])")
+            mimeTypes.append(worker.events(token).first { $0["method"] == "download/response" }?["params"]?["mimeType"]?.stringValue)
+        }
+        #expect(mimeTypes == [nil, nil, nil, nil, "image/jpeg", "image/jpeg"])
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func aPortOutOfRangeIsAnInvalidURLAndCrashesNothing() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

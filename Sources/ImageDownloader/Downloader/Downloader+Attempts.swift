@@ -54,7 +54,7 @@ extension Downloader {
 
     private func headReceived(_ id: FetchID, _ number: Int, _ head: LoadedHead) throws {
         guard isTransferring(id, number) else { throw CancellationError() }
-        let length = head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let length = head.header("Content-Length").flatMap { Int64($0) ?? Int64($0.trimmingCharacters(in: .whitespaces)) }
         let retryAfter = head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) }
         let now = clock()
         let maxBodyBytes = configuration.maxBodyBytes
@@ -62,8 +62,10 @@ extension Downloader {
             fetch.attempt?.headReceived(status: head.status, contentLength: length, retryAfterSeconds: retryAfter, maxBodyBytes: maxBodyBytes, now: now)
         }
         if let refusal, let failure = refusal { throw failure }
-        let mime = head.header("Content-Type").map {
-            $0.split(separator: ";", maxSplits: 1)[0].trimmingCharacters(in: .whitespaces).lowercased()
+        let mime = head.header("Content-Type").map { value -> String in
+            let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let plain = type.utf8.allSatisfy { (0x21...0x7E).contains($0) && !(0x41...0x5A).contains($0) }
+            return plain ? String(type) : type.trimmingCharacters(in: .whitespaces).lowercased()
         }
         let info = ResponseInfo(
             status: head.status, expectedBytes: length, mimeType: mime?.isEmpty == false ? mime : nil,
