@@ -38,7 +38,7 @@ public struct DownloadURL: Sendable, Equatable {
     /// `file` URLs pass (the `FileURLPolicy` decides about them); `fileURLsEnabled` only says
     /// whether an unsupported scheme's message lists them.
     public static func parse(_ string: String, fileURLsEnabled: Bool) throws(Invalid) -> DownloadURL {
-        let trimmed = string.trimmingCharacters(in: .whitespaces)
+        let trimmed = hasEdgeSpace(string) ? string.trimmingCharacters(in: .whitespaces) : string
         guard !trimmed.isEmpty else { throw Invalid(reason: "the URL is empty") }
         guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased() else {
             throw Invalid(reason: "cannot parse \"\(redacted(string))\"")
@@ -83,6 +83,13 @@ public struct DownloadURL: Sendable, Equatable {
     /// Whether the authority ends in `:` and at least one character (digits or not) meant as a
     /// port (`host:` alone names none): Foundation returns nil for a port that overflows, which
     /// must not read as "no port".
+    /// Whether Foundation's trimming could change the string: its first or last scalar is not
+    /// a printable ASCII one (the usual URL skips Foundation's Unicode trimming).
+    static func hasEdgeSpace(_ string: String) -> Bool {
+        guard let first = string.utf8.first, let last = string.utf8.last else { return false }
+        return !(0x21...0x7E).contains(first) || !(0x21...0x7E).contains(last)
+    }
+
     private static func namesAPort(_ string: String) -> Bool {
         guard let schemeEnd = string.range(of: "://") else { return false }
         let rest = string[schemeEnd.upperBound...]

@@ -29,7 +29,17 @@ public struct LoadedHead: Sendable {
     }
 
     public func header(_ name: String) -> String? {
-        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+        headers.first { LoadedHead.sameName($0.0, name) }?.1
+    }
+
+    /// Header names compare ASCII case-insensitively (RFC 9110 §5.1); others exactly.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return false }
+        for (p, q) in zip(x, y) where p != q {
+            guard p | 0x20 == q | 0x20, (0x61...0x7A).contains(p | 0x20) else { return false }
+        }
+        return true
     }
 }
 

@@ -90,7 +90,7 @@ enum OutputDelivery {
                 try writeFile(payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension)
             }
             result["path"] = .string(path)
-            result["uri"] = .string(URL(fileURLWithPath: path).absoluteString)
+            result["uri"] = .string(URL(fileURLWithPath: path, isDirectory: false).absoluteString)
         }
         return result
     }
@@ -201,10 +201,17 @@ enum OutputDelivery {
         }
     }
 
+    /// `path` made absolute (against the working directory, `~` expanded), without empty or `.`
+    /// components. Lexically, without touching the file system: symbolic links stay as named. A
+    /// path with `..` is resolved by Foundation (links and all), as `..` after a link means the
+    /// link target's parent.
     static func absolute(_ path: String) -> String {
-        let expanded = (path as NSString).expandingTildeInPath
-        if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
-        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+        let expanded = path.hasPrefix("~") ? (path as NSString).expandingTildeInPath : path
+        let rooted = expanded.hasPrefix("/") ? expanded : FileManager.default.currentDirectoryPath + "/" + expanded
+        let components = rooted.split(separator: "/", omittingEmptySubsequences: true)
+        if components.contains("..") { return (rooted as NSString).standardizingPath }
+        let kept = components.filter { $0 != "." }
+        return kept.isEmpty ? "/" : "/" + kept.joined(separator: "/")
     }
 
     /// A safe ASCII file name from the URL's last path component (or the token), with an
@@ -253,7 +260,6 @@ enum OutputDelivery {
 
     static func write(_ body: Payload, to path: String) throws(DeliveryFailure) -> String {
         let dir = (path as NSString).deletingLastPathComponent
-        try makeDirectory(dir, for: path)
         let temp = try writeTemporary(body, in: dir, for: path)
         guard rename(temp, path) == 0 else {
             let reason = errnoText()
@@ -267,7 +273,6 @@ enum OutputDelivery {
     /// first free `name-1.ext`, `name-2.ext`…; never replaces another file by accident.
     static func write(_ body: Payload, into dir: String, name: String, overwrite: Bool) throws(DeliveryFailure) -> String {
         let first = (dir as NSString).appendingPathComponent(name)
-        try makeDirectory(dir, for: first)
         if overwrite { return try write(body, to: first) }
         let temp = try writeTemporary(body, in: dir, for: first)
         defer { unlink(temp) }
@@ -293,7 +298,12 @@ enum OutputDelivery {
     private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DeliveryFailure) -> String {
         let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        var fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == ENOENT {
+            // The directory is made only when missing: one `open` is all a usual write costs.
+            try makeDirectory(dir, for: path)
+            fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        }
         guard fd >= 0 else { throw .output("cannot write \(path): \(errnoText())", path: path) }
         let ok = body.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
         let reason = ok ? "" : errnoText()

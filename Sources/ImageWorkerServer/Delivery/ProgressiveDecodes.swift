@@ -243,7 +243,7 @@ final class ProgressiveDecodes: Sendable {
                 }
                 path = written
                 params["path"] = .string(written)
-                params["uri"] = .string(URL(fileURLWithPath: written).absoluteString)
+                params["uri"] = .string(URL(fileURLWithPath: written, isDirectory: false).absoluteString)
             }
             registry.withLock { r in
                 guard var current = r.tokens[token], current.instance == registration.instance else { return }
