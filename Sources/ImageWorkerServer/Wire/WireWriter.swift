@@ -4,8 +4,8 @@ import ImageWorkerProtocol
 import Synchronization
 
 /// The one writer of the wire. Every message is encoded by the sender, queued, and written by a
-/// dedicated thread with one `write` per whole message, so lines never interleave and a slow
-/// reader never blocks the network or the decoders.
+/// dedicated thread, whole messages only (the ones waiting together in one `write`), so lines
+/// never interleave and a slow reader never blocks the network or the decoders.
 ///
 /// The queue is bounded in what matters: under pressure (more than `pressureBytes` waiting, i.e.
 /// the reader has fallen behind by more than a pipe's buffer), a message sent with a `replaceKey`
@@ -27,6 +27,8 @@ public final class WireWriter: Sendable {
         var replaceIndex: [String: Int] = [:]
         var pendingBytes = 0
         var writing = false
+        /// The writer thread found nothing to write and waits (or is about to) for `wake`.
+        var sleeping = false
         var closed = false
         var backedUp = false
         var capacityWaiters: [CheckedContinuation<Void, Never>] = []
@@ -76,8 +78,8 @@ public final class WireWriter: Sendable {
     /// images: at most one waits per token).
     public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false) {
         let json = JSONWriter.encode(message)
-        let becameBackedUp = state.withLock { s -> Bool in
-            guard !s.closed else { return false }
+        let (wakeWriter, becameBackedUp) = state.withLock { s -> (Bool, Bool) in
+            guard !s.closed else { return (false, false) }
             let bytes = s.framing.frame(json)
             if let replaceKey, alwaysReplace || s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
                 let old = s.slots[index]
@@ -89,11 +91,13 @@ public final class WireWriter: Sendable {
                 s.slots.append(Pending(bytes: bytes, replaceKey: replaceKey))
                 s.pendingBytes += bytes.count
             }
-            guard !s.backedUp, s.pendingBytes >= highWaterBytes else { return false }
+            let wakeWriter = s.sleeping
+            s.sleeping = false
+            guard !s.backedUp, s.pendingBytes >= highWaterBytes else { return (wakeWriter, false) }
             s.backedUp = true
-            return true
+            return (wakeWriter, true)
         }
-        wake.signal()
+        if wakeWriter { wake.signal() }
         if becameBackedUp { onBackedUpChange() }
     }
 
@@ -128,31 +132,49 @@ public final class WireWriter: Sendable {
 
     private func run() {
         while true {
-            wake.wait()
-            while let bytes = takeNext() {
-                if !writeAll(bytes) {
-                    closeAfterWriteFailure()
-                    break
-                }
+            guard let bytes = takeNext() else {
+                wake.wait()
+                continue
+            }
+            if writeAll(bytes) {
                 finishWrite()
+            } else {
+                closeAfterWriteFailure()
             }
         }
     }
 
+    /// Messages waiting together are joined into one write of up to `batchBytes` (a larger
+    /// message goes alone, uncopied): one system call and one wake-up of the reader for a burst
+    /// of events rather than one each.
+    private static let batchBytes = 64 << 10
+
+    /// The next whole messages to write, or nil (the writer then sleeps until `send` wakes it).
     private func takeNext() -> [UInt8]? {
         state.withLock { s -> [UInt8]? in
-            guard !s.closed else { return nil }
-            while s.head < s.slots.count {
-                let pending = s.slots[s.head]
+            var batch: [UInt8]? = nil
+            while !s.closed, s.head < s.slots.count {
+                guard let pending = s.slots[s.head] else {
+                    s.head += 1
+                    continue
+                }
+                if var joined = batch {
+                    guard joined.count + pending.bytes.count <= Self.batchBytes else { break }
+                    batch = nil  // (so that `joined` is uniquely referenced and grows in place)
+                    joined.append(contentsOf: pending.bytes)
+                    batch = joined
+                } else {
+                    batch = pending.bytes
+                }
                 s.slots[s.head] = nil
                 s.head += 1
-                guard let pending else { continue }
                 if let key = pending.replaceKey, s.replaceIndex[key] == s.head - 1 { s.replaceIndex[key] = nil }
                 s.pendingBytes -= pending.bytes.count
-                s.writing = true
-                return pending.bytes
+                if pending.bytes.count > Self.batchBytes { break }
             }
-            return nil
+            s.writing = batch != nil
+            s.sleeping = batch == nil
+            return batch
         }
     }
 

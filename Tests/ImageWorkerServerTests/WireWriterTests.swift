@@ -1,0 +1,57 @@
+import Foundation
+import ImageWorkerProtocol
+import Testing
+
+@testable import ImageWorkerServer
+
+/// The wire writer on a real pipe: whole lines, in order, none lost, however they are batched.
+@Suite struct WireWriterTests {
+    @Test func burstsOfMessagesArriveWholeAndInOrder() async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let writer = WireWriter(fd: writeEnd, onClosed: {})
+        // Read concurrently, slowly at first, so that messages pile up and go out in batches.
+        let reader = Task.detached { () -> [UInt8] in
+            var all: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var reads = 0
+            while true {
+                let n = read(readEnd, &buffer, buffer.count)
+                if n <= 0 { break }
+                all.append(contentsOf: buffer[0..<n])
+                reads += 1
+                if reads < 20 { usleep(2_000) }
+            }
+            return all
+        }
+        let big = String(repeating: "x", count: 100_000)  // larger than a batch: written alone
+        for i in 0..<3000 {
+            let text = i == 1500 ? big : String(repeating: "y", count: i % 97)
+            writer.send(["n": .int(Int64(i)), "text": .string(text)])
+        }
+        await writer.flush()
+        close(writeEnd)
+        let bytes = await reader.value
+        close(readEnd)
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        #expect(lines.count == 3001 && lines.last?.isEmpty == true, "every message ends with its own newline")
+        for (i, line) in lines.dropLast().enumerated() {
+            let message = try JSONParser.parse(String(decoding: line, as: UTF8.self))
+            #expect(message["n"] == .int(Int64(i)))
+            if i == 1500 { #expect(message["text"]?.stringValue?.count == 100_000) }
+        }
+    }
+
+    @Test func outputPathsAreMadeAbsoluteWithoutTouchingTheFileSystem() {
+        let cwd = FileManager.default.currentDirectoryPath
+        #expect(OutputDelivery.absolute("/a/./b//c/") == "/a/b/c")
+        #expect(OutputDelivery.absolute("out/x.png") == cwd + "/out/x.png")
+        #expect(OutputDelivery.absolute("./x.png") == cwd + "/x.png")
+        #expect(OutputDelivery.absolute("/") == "/")
+        #expect(OutputDelivery.absolute("~/x.png") == NSHomeDirectory() + "/x.png")
+        // `..` goes through Foundation, which resolves it (after any link) rather than dropping it.
+        #expect(OutputDelivery.absolute("/tmp/../tmp/x.png").hasSuffix("/tmp/x.png"))
+        #expect(!OutputDelivery.absolute("/tmp/../tmp/x.png").contains(".."))
+    }
+}
