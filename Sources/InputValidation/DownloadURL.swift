@@ -80,9 +80,6 @@ public struct DownloadURL: Sendable, Equatable {
         return String(string[..<authorityStart]) + String(string[string.index(after: at)...])
     }
 
-    /// Whether the authority ends in `:` and at least one character (digits or not) meant as a
-    /// port (`host:` alone names none): Foundation returns nil for a port that overflows, which
-    /// must not read as "no port".
     /// Whether Foundation's trimming could change the string: its first or last scalar is not
     /// a printable ASCII one (the usual URL skips Foundation's Unicode trimming).
     static func hasEdgeSpace(_ string: String) -> Bool {
@@ -90,6 +87,9 @@ public struct DownloadURL: Sendable, Equatable {
         return !(0x21...0x7E).contains(first) || !(0x21...0x7E).contains(last)
     }
 
+    /// Whether the authority ends in `:` and at least one character (digits or not) meant as a
+    /// port (`host:` alone names none): Foundation returns nil for a port that overflows, which
+    /// must not read as "no port".
     private static func namesAPort(_ string: String) -> Bool {
         guard let schemeEnd = string.range(of: "://") else { return false }
         let rest = string[schemeEnd.upperBound...]
