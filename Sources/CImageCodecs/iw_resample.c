@@ -236,7 +236,7 @@ iw_resampler *iw_resampler_new(uint32_t in_w, uint32_t in_h, uint32_t out_w, uin
     if (!r) return NULL;
     r->in_w = in_w, r->in_h = in_h, r->out_w = out_w, r->out_h = out_h, r->channels = channels;
 #ifdef IW_RESAMPLE_X86
-    r->sse41 = __builtin_cpu_supports("sse4.1") && !getenv("IW_RESAMPLE_SCALAR");
+    r->sse41 = __builtin_cpu_supports("sse4.1");
 #endif
     const size_t n = (size_t)out_w * channels;
     if (axis_make(&r->across, in_w, out_w) != 0 || axis_make(&r->down, in_h, out_h) != 0) goto fail;
@@ -296,11 +296,21 @@ uint32_t iw_resampler_completed_rows(const iw_resampler *r) { return r->next_out
 
 uint8_t *iw_resampler_output(iw_resampler *r) { return r->output; }
 
-int iw_resize(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h) {
+static int resize(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h,
+                  int vectors) {
     iw_resampler *r = iw_resampler_new(in_w, in_h, out_w, out_h, channels, output);
     if (!r) return -1;
+    if (!vectors) r->sse41 = 0;
     const size_t stride = (size_t)in_w * channels;
     for (uint32_t y = 0; y < in_h; y++) iw_resampler_push(r, input + y * stride);
     iw_resampler_free(r);
     return 0;
+}
+
+int iw_resize(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h) {
+    return resize(input, in_w, in_h, channels, output, out_w, out_h, 1);
+}
+
+int iw_resize_portable(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h) {
+    return resize(input, in_w, in_h, channels, output, out_w, out_h, 0);
 }

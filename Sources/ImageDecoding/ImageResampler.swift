@@ -34,9 +34,25 @@ public enum ImageResampler {
         }
     }
 
+    /// `resize` with the portable C loops only, never the vector ones: the same bytes (a test
+    /// holds them to that).
+    static func resizePortably(_ image: DecodedImage, width: Int, height: Int) -> DecodedImage {
+        image.pixels.withUnsafeBufferPointer { pixels in
+            resize(
+                BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), width: width, height: height,
+                orientation: image.orientation, format: image.format, portable: true)
+        }
+    }
+
     /// `resize` of pixels lent by a decoder (no copy of them first); at their own size, a copy.
     public static func resize(
         _ frame: BorrowedPixels, width: Int, height: Int, orientation: Int = 1, format: ImageFormat
+    ) -> DecodedImage {
+        resize(frame, width: width, height: height, orientation: orientation, format: format, portable: false)
+    }
+
+    private static func resize(
+        _ frame: BorrowedPixels, width: Int, height: Int, orientation: Int, format: ImageFormat, portable: Bool
     ) -> DecodedImage {
         if width == frame.width && height == frame.height {
             return DecodedImage(
@@ -45,7 +61,7 @@ public enum ImageResampler {
         precondition(width > 0 && height > 0, "resize to an empty image")
         let count = width * height * frame.layout.channels
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let status = iw_resize(
+            let status = (portable ? iw_resize_portable : iw_resize)(
                 frame.bytes.baseAddress, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), buffer.baseAddress,
                 UInt32(width), UInt32(height))
             precondition(status == 0, "out of memory while resampling")

@@ -26,5 +26,8 @@ uint8_t *iw_resampler_output(iw_resampler *r);
 /* A whole image (rows of in_w * channels bytes, no padding) into `output`; 0, or -1 when memory
  * runs out. */
 int iw_resize(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h);
+/* iw_resize with the portable loops only, where the CPU has vector ones (SSE4.1): the same bytes,
+ * for comparing the two. */
+int iw_resize_portable(const uint8_t *input, uint32_t in_w, uint32_t in_h, int channels, uint8_t *output, uint32_t out_w, uint32_t out_h);
 
 #endif
