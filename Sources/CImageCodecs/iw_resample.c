@@ -53,8 +53,7 @@ static int axis_make(iw_axis *a, uint32_t in, uint32_t out) {
     if (a->span > in) a->span = in;
     a->first = malloc(sizeof(uint32_t) * out);
     a->count = malloc(sizeof(uint32_t) * out);
-    /* Zero past each pixel's count: the vector loop may run a whole span of taps. */
-    a->weights = calloc((size_t)out * a->span, sizeof(int32_t));
+    a->weights = malloc(sizeof(int32_t) * (size_t)out * a->span);
     if (!a->first || !a->count || !a->weights) {
         axis_free(a);
         return -1;
@@ -178,16 +177,6 @@ __attribute__((target("sse4.1"))) static void row_across_sse41(const iw_resample
         const uint8_t *p = in + (size_t)first * c;
         __m128i acc = half;
         uint32_t k = 0;
-        if (first + a->span <= wide_end) {
-            /* Every output pixel but the last few: the whole span, the same number of taps each
-             * time (the weights past `n` are 0), which the branch predictor learns. */
-            for (; k < a->span; k++, p += c) {
-                int32_t v;
-                memcpy(&v, p, 4);
-                const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
-                acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(w[k])));
-            }
-        }
         for (; k < n && first + k < wide_end; k++, p += c) {
             int32_t v;
             memcpy(&v, p, 4);

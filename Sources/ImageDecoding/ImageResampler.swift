@@ -26,21 +26,17 @@ public enum ImageResampler {
     }
 
     public static func resize(_ image: DecodedImage, width: Int, height: Int) -> DecodedImage {
+        resize(image, width: width, height: height, portable: false)
+    }
+
+    /// `portable`: the portable C loops only, never the vector ones; the same bytes (a test holds
+    /// them to that).
+    static func resize(_ image: DecodedImage, width: Int, height: Int, portable: Bool) -> DecodedImage {
         guard width != image.width || height != image.height else { return image }
         return image.pixels.withUnsafeBufferPointer { pixels in
             resize(
                 BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), width: width, height: height,
-                orientation: image.orientation, format: image.format)
-        }
-    }
-
-    /// `resize` with the portable C loops only, never the vector ones: the same bytes (a test
-    /// holds them to that).
-    static func resizePortably(_ image: DecodedImage, width: Int, height: Int) -> DecodedImage {
-        image.pixels.withUnsafeBufferPointer { pixels in
-            resize(
-                BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), width: width, height: height,
-                orientation: image.orientation, format: image.format, portable: true)
+                orientation: image.orientation, format: image.format, portable: portable)
         }
     }
 

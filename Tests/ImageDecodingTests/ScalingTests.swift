@@ -84,7 +84,7 @@ import Testing
             for (inW, inH, outW, outH) in [(97, 61, 33, 17), (600, 40, 256, 17), (301, 30, 256, 26), (5, 3, 2, 1), (64, 64, 64, 20), (7, 9, 13, 4)] {
                 let source = image(inW, inH, layout) { _, _, _ in UInt8.random(in: 0...255, using: &generator) }
                 let vector = ImageResampler.resize(source, width: outW, height: outH)
-                let portable = ImageResampler.resizePortably(source, width: outW, height: outH)
+                let portable = ImageResampler.resize(source, width: outW, height: outH, portable: true)
                 #expect(vector.width == outW && vector.height == outH)
                 #expect(vector == portable, "\(layout) \(inW)x\(inH) → \(outW)x\(outH)")
             }
