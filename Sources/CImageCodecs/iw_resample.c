@@ -10,26 +10,27 @@
 #define IW_RESAMPLE_X86 1
 #endif
 
-/* Weights of 22 bits: a sum of 255 * (1 << 22) plus the rounding half still fits an int32. */
-#define IW_RESAMPLE_BITS 22
-#define IW_RESAMPLE_ONE (1 << IW_RESAMPLE_BITS)
-#define IW_RESAMPLE_HALF (1 << (IW_RESAMPLE_BITS - 1))
+/* Weights are 16-bit integers (so that SSE2's multiply-add takes two taps at once) of up to 15
+ * fractional bits per axis: as many as the axis' largest weight leaves room for. */
+#define IW_RESAMPLE_MAX_BITS 15
 
-/* One axis: output pixel o covers input pixels first[o] .. first[o] + count[o] - 1 with
- * weights[o * span + k]. */
+/* One axis: output pixel o is the weighted sum of input pixels first[o] .. first[o] + taps - 1,
+ * weights[o * taps + k], the same number of taps for every output pixel (weights of 0 pad a
+ * footprint that covers fewer pixels; windows at the end of the axis start earlier), so that the
+ * loops over taps have no per-pixel length. */
 typedef struct {
     uint32_t *first;
-    uint32_t *count;
-    int32_t *weights;
-    uint32_t span; /* the largest count */
+    int16_t *weights; /* one spare at the end: the vector loops read weights two at a time */
+    uint32_t taps;
+    int bits;         /* the weights sum to exactly 1 << bits */
 } iw_axis;
 
 struct iw_resampler {
     uint32_t in_w, in_h, out_w, out_h;
     int channels;
     iw_axis across, down;
-    uint8_t *ring;      /* the last `down.span` input rows, resampled across (out_w * channels each) */
-    int32_t *sums;      /* one output row being summed */
+    uint8_t *ring;      /* the last `down.taps` input rows, resampled across (out_w * channels each) */
+    int32_t *sums;      /* one output row being summed (the portable loop) */
     uint8_t *converted; /* push_rgba's row in the resampler's channels */
     uint8_t *output;
     int owns_output;
@@ -39,55 +40,87 @@ struct iw_resampler {
 
 static void axis_free(iw_axis *a) {
     free(a->first);
-    free(a->count);
     free(a->weights);
 }
 
+/* The input pixels that output pixel o's footprint [o * scale, (o + 1) * scale) overlaps. */
+static void footprint(uint32_t o, double scale, uint32_t in, uint32_t *first, uint32_t *last) {
+    const double start = o * scale, end = start + scale;
+    *first = (uint32_t)start;
+    if (*first > in - 1) *first = in - 1;
+    const double last_f = floor(end - 1e-9);
+    *last = last_f < 0 ? 0 : (uint32_t)last_f;
+    if (*last > in - 1) *last = in - 1;
+    if (*last < *first) *last = *first;
+}
+
 /* The overlap of each output pixel's footprint [o * scale, (o + 1) * scale) with each input pixel,
- * over the footprint's length, rounded to integers that sum to exactly IW_RESAMPLE_ONE (the
- * rounding remainder goes to the largest weight). */
+ * over the footprint's length, rounded to integers that sum to exactly 1 << bits (the rounding
+ * remainder goes to the largest weight). An even number of taps where the axis is long enough,
+ * so that the vector loops take them in pairs. The same size on both sides: one tap of weight 1. */
 static int axis_make(iw_axis *a, uint32_t in, uint32_t out) {
     memset(a, 0, sizeof *a);
     const double scale = (double)in / (double)out;
-    a->span = (uint32_t)ceil(scale) + 1;
-    if (a->span > in) a->span = in;
+    /* The most input pixels one footprint covers, made even where the axis is long enough. */
+    uint32_t taps = 1;
+    for (uint32_t o = 0; o < out; o++) {
+        uint32_t first, last;
+        footprint(o, scale, in, &first, &last);
+        if (last - first + 1 > taps) taps = last - first + 1;
+    }
+    if (taps % 2 == 1 && taps < in) taps++;
+    a->taps = taps;
     a->first = malloc(sizeof(uint32_t) * out);
-    a->count = malloc(sizeof(uint32_t) * out);
-    a->weights = malloc(sizeof(int32_t) * (size_t)out * a->span);
-    if (!a->first || !a->count || !a->weights) {
+    a->weights = calloc((size_t)out * taps + 1, sizeof(int16_t));
+    double *exact = malloc(sizeof(double) * taps);
+    if (!a->first || !a->weights || !exact) {
+        free(exact);
         axis_free(a);
         return -1;
     }
-    for (uint32_t o = 0; o < out; o++) {
-        const double start = o * scale, end = start + scale;
-        uint32_t first = (uint32_t)start;
-        if (first > in - 1) first = in - 1;
-        double last_f = floor(end - 1e-9);
-        uint32_t last = last_f < 0 ? 0 : (uint32_t)last_f;
-        if (last > in - 1) last = in - 1;
-        if (last < first) last = first;
-        uint32_t count = last - first + 1;
-        if (count > a->span) count = a->span;
-        int32_t *w = a->weights + (size_t)o * a->span;
-        int64_t total = 0;
-        uint32_t largest = 0;
-        for (uint32_t k = 0; k < count; k++) {
-            const double lo = start > first + k ? start : (double)(first + k);
-            const double hi = end < first + k + 1 ? end : (double)(first + k + 1);
-            const double overlap = hi > lo ? hi - lo : 0;
-            w[k] = (int32_t)lrint(overlap / scale * IW_RESAMPLE_ONE);
-            total += w[k];
-            if (w[k] > w[largest]) largest = k;
+    for (int bits = IW_RESAMPLE_MAX_BITS; bits >= 1; bits--) {
+        const int32_t one = (int32_t)1 << bits;
+        int fits = 1;
+        for (uint32_t o = 0; o < out && fits; o++) {
+            const double start = o * scale, end = start + scale;
+            uint32_t first, last;
+            footprint(o, scale, in, &first, &last);
+            const uint32_t window = first < in - taps ? first : in - taps;
+            int16_t *w = a->weights + (size_t)o * taps;
+            int64_t total = 0;
+            uint32_t largest = first - window;
+            for (uint32_t k = 0; k < taps; k++) {
+                const uint32_t x = window + k;
+                double overlap = 0;
+                if (x >= first && x <= last) {
+                    const double lo = start > x ? start : (double)x;
+                    const double hi = end < x + 1 ? end : (double)(x + 1);
+                    overlap = hi > lo ? hi - lo : 0;
+                }
+                exact[k] = overlap / scale * one;
+                total += lrint(exact[k]);
+                if (exact[k] > exact[largest]) largest = k;
+            }
+            for (uint32_t k = 0; k < taps; k++) {
+                const int64_t v = lrint(exact[k]) + (k == largest ? one - total : 0);
+                if (v < 0 || v > INT16_MAX) fits = 0;
+                w[k] = (int16_t)v;
+            }
+            a->first[o] = window;
         }
-        w[largest] += (int32_t)(IW_RESAMPLE_ONE - total);
-        a->first[o] = first;
-        a->count[o] = count;
+        if (fits) {
+            a->bits = bits;
+            free(exact);
+            return 0;
+        }
     }
-    return 0;
+    free(exact);
+    axis_free(a);
+    return -1;
 }
 
-static inline uint8_t clamp_byte(int32_t sum) {
-    sum >>= IW_RESAMPLE_BITS;
+static inline uint8_t clamp_byte(int32_t sum, int bits) {
+    sum >>= bits;
     return sum < 0 ? 0 : sum > 255 ? 255 : (uint8_t)sum;
 }
 
@@ -99,102 +132,149 @@ static void row_across_scalar(const iw_resampler *r, const uint8_t *in, uint8_t 
         return;
     }
     const iw_axis *a = &r->across;
+    const uint32_t taps = a->taps;
+    const int32_t half = (int32_t)1 << (a->bits - 1);
     for (uint32_t o = 0; o < r->out_w; o++) {
         const uint8_t *p = in + (size_t)a->first[o] * c;
-        const int32_t *w = a->weights + (size_t)o * a->span;
-        const uint32_t n = a->count[o];
+        const int16_t *w = a->weights + (size_t)o * taps;
         uint8_t *q = out + (size_t)o * c;
-        if (c == 4) {
-            int32_t s0 = IW_RESAMPLE_HALF, s1 = IW_RESAMPLE_HALF, s2 = IW_RESAMPLE_HALF, s3 = IW_RESAMPLE_HALF;
-            for (uint32_t k = 0; k < n; k++, p += 4) {
-                s0 += p[0] * w[k];
-                s1 += p[1] * w[k];
-                s2 += p[2] * w[k];
-                s3 += p[3] * w[k];
-            }
-            q[0] = clamp_byte(s0), q[1] = clamp_byte(s1), q[2] = clamp_byte(s2), q[3] = clamp_byte(s3);
-        } else if (c == 3) {
-            int32_t s0 = IW_RESAMPLE_HALF, s1 = IW_RESAMPLE_HALF, s2 = IW_RESAMPLE_HALF;
-            for (uint32_t k = 0; k < n; k++, p += 3) {
-                s0 += p[0] * w[k];
-                s1 += p[1] * w[k];
-                s2 += p[2] * w[k];
-            }
-            q[0] = clamp_byte(s0), q[1] = clamp_byte(s1), q[2] = clamp_byte(s2);
-        } else {
-            for (int ch = 0; ch < c; ch++) {
-                int32_t s = IW_RESAMPLE_HALF;
-                for (uint32_t k = 0; k < n; k++) s += p[(size_t)k * c + ch] * w[k];
-                q[ch] = clamp_byte(s);
-            }
+        for (int ch = 0; ch < c; ch++) {
+            int32_t s = half;
+            for (uint32_t k = 0; k < taps; k++) s += p[(size_t)k * c + ch] * w[k];
+            q[ch] = clamp_byte(s, a->bits);
         }
     }
 }
 
-/* Output row o down from the ring, whose rows first[o] .. first[o] + count[o] - 1 are all there.
- * Inlined into a baseline and an SSE4.1 function, which the compiler vectorizes each its way. */
-static inline __attribute__((always_inline)) void row_down_body(iw_resampler *r, uint32_t o) {
+/* Output row o down from the ring, which holds rows first[o] .. first[o] + taps - 1. */
+static void row_down_scalar(iw_resampler *r, uint32_t o) {
     const size_t n = (size_t)r->out_w * r->channels;
-    uint8_t *out = r->output + (size_t)o * n;
     const iw_axis *a = &r->down;
-    const uint32_t span = a->span;
+    const uint32_t taps = a->taps;
+    uint8_t *out = r->output + (size_t)o * n;
     if (r->in_h == r->out_h) {
-        memcpy(out, r->ring + (size_t)(o % span) * n, n);
+        memcpy(out, r->ring + (size_t)(o % taps) * n, n);
         return;
     }
-    const int32_t *w = a->weights + (size_t)o * span;
+    const int16_t *w = a->weights + (size_t)o * taps;
     int32_t *sums = r->sums;
-    const uint8_t *row = r->ring + (size_t)(a->first[o] % span) * n;
-    for (size_t i = 0; i < n; i++) sums[i] = IW_RESAMPLE_HALF + row[i] * w[0];
-    for (uint32_t k = 1; k < a->count[o]; k++) {
-        row = r->ring + (size_t)((a->first[o] + k) % span) * n;
+    for (size_t i = 0; i < n; i++) sums[i] = (int32_t)1 << (a->bits - 1);
+    for (uint32_t k = 0; k < taps; k++) {
+        const uint8_t *row = r->ring + (size_t)((a->first[o] + k) % taps) * n;
         const int32_t wk = w[k];
         for (size_t i = 0; i < n; i++) sums[i] += row[i] * wk;
     }
-    for (size_t i = 0; i < n; i++) out[i] = clamp_byte(sums[i]);
+    for (size_t i = 0; i < n; i++) out[i] = clamp_byte(sums[i], a->bits);
 }
 
-static void row_down_scalar(iw_resampler *r, uint32_t o) { row_down_body(r, o); }
-
 #ifdef IW_RESAMPLE_X86
-__attribute__((target("sse4.1"))) static void row_down_sse41(iw_resampler *r, uint32_t o) { row_down_body(r, o); }
+/* Two 16-bit weights in one 32-bit lane, as _mm_madd_epi16 pairs them with two 16-bit values. */
+static inline __attribute__((always_inline)) int32_t weight_pair(const int16_t *w) {
+    int32_t pair;
+    memcpy(&pair, w, 4);
+    return pair;
+}
 
-/* One lane per channel: a pixel's 3 or 4 bytes widened to 32 bits, times the tap's weight, summed
- * exactly as the scalar loop sums them, then shifted and saturated to bytes as clamp_byte does. */
+/* One output pixel across, two taps at a time: the two pixels' channels interleaved as 16-bit
+ * values (r0 r1 g0 g1 …), one multiply-add by the two weights, one 32-bit sum per channel: the
+ * scalar loop's sums exactly (integers, no rounding before the shift). `careful`: the window
+ * lies at the row's end, where eight bytes from a pair's first pixel may run past the row (and a
+ * last odd tap stands alone), so only the pair's own bytes are read. */
+__attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) void across_pixel(
+    const uint8_t *p, const int16_t *w, uint32_t taps, int c, int bits, __m128i half, __m128i interleave, int careful,
+    uint8_t *q) {
+    __m128i acc = half;
+    for (uint32_t k = 0; k < taps; k += 2, p += 2 * c) {
+        __m128i px;
+        if (!careful) {
+            px = _mm_loadl_epi64((const __m128i *)p);
+        } else {
+            uint8_t bytes[8] = {0};
+            memcpy(bytes, p, k + 1 < taps ? (size_t)2 * c : (size_t)c);
+            px = _mm_loadl_epi64((const __m128i *)bytes);
+        }
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(px, interleave), _mm_set1_epi32(weight_pair(w + k))));
+    }
+    acc = _mm_srai_epi32(acc, bits);
+    const int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(acc, acc), acc));
+    if (c == 4) {
+        memcpy(q, &packed, 4);
+    } else {
+        memcpy(q, &packed, 3);
+    }
+}
+
+/* The pixels of a row across for 3 or 4 channels (a constant once inlined); windows whose eight-
+ * byte loads stay inside the row (all but the last few) take the unchecked loads. */
+__attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) void across_row(
+    const iw_resampler *r, const uint8_t *in, uint8_t *out, int c) {
+    const iw_axis *a = &r->across;
+    const uint32_t taps = a->taps;
+    const __m128i half = _mm_set1_epi32((int32_t)1 << (a->bits - 1));
+    const __m128i interleave = c == 4 ? _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1)
+                                      : _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+    const uint8_t *row_end = in + (size_t)r->in_w * c;
+    /* A window is safe when taps is even and its last pair's eight bytes end inside the row. */
+    const size_t reach = taps % 2 == 0 ? (size_t)(taps - 2) * c + 8 : SIZE_MAX;
+    uint32_t o = 0;
+    for (; o < r->out_w; o++) {
+        const size_t at = (size_t)a->first[o] * c;
+        if (reach == SIZE_MAX || at + reach > (size_t)(row_end - in)) break;
+        across_pixel(in + at, a->weights + (size_t)o * taps, taps, c, a->bits, half, interleave, 0, out + (size_t)o * c);
+    }
+    for (; o < r->out_w; o++)
+        across_pixel(in + (size_t)a->first[o] * c, a->weights + (size_t)o * taps, taps, c, a->bits, half, interleave, 1,
+                     out + (size_t)o * c);
+}
+
 __attribute__((target("sse4.1"))) static void row_across_sse41(const iw_resampler *r, const uint8_t *in, uint8_t *out) {
-    const int c = r->channels;
-    if (r->in_w == r->out_w || (c != 3 && c != 4)) {
+    if (r->in_w == r->out_w || (r->channels != 3 && r->channels != 4)) {
         row_across_scalar(r, in, out);
+    } else if (r->channels == 4) {
+        across_row(r, in, out, 4);
+    } else {
+        across_row(r, in, out, 3);
+    }
+}
+
+/* Sixteen bytes of the output row at a time: the rows of each pair of taps interleaved byte by
+ * byte, widened to 16 bits, one multiply-add by the two weights; a last odd tap is paired with
+ * zeros. The same sums as the scalar loop. */
+__attribute__((target("sse4.1"))) static void row_down_sse41(iw_resampler *r, uint32_t o) {
+    const size_t n = (size_t)r->out_w * r->channels;
+    const iw_axis *a = &r->down;
+    const uint32_t taps = a->taps;
+    if (r->in_h == r->out_h || taps > 64) {
+        row_down_scalar(r, o);
         return;
     }
-    const iw_axis *a = &r->across;
-    const __m128i half = _mm_set1_epi32(IW_RESAMPLE_HALF);
-    /* A 3-channel pixel is read as 4 bytes, so the row's last input pixel is read on its own. */
-    const uint32_t wide_end = c == 4 ? r->in_w : r->in_w - 1;
-    for (uint32_t o = 0; o < r->out_w; o++) {
-        const uint32_t first = a->first[o], n = a->count[o];
-        const int32_t *w = a->weights + (size_t)o * a->span;
-        const uint8_t *p = in + (size_t)first * c;
-        __m128i acc = half;
-        uint32_t k = 0;
-        for (; k < n && first + k < wide_end; k++, p += c) {
-            int32_t v;
-            memcpy(&v, p, 4);
-            const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(v));
-            acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(w[k])));
+    const uint8_t *rows[64];
+    for (uint32_t k = 0; k < taps; k++) rows[k] = r->ring + (size_t)((a->first[o] + k) % taps) * n;
+    const int16_t *w = a->weights + (size_t)o * taps;
+    const int32_t half = (int32_t)1 << (a->bits - 1);
+    const __m128i zero = _mm_setzero_si128(), halves = _mm_set1_epi32(half);
+    uint8_t *out = r->output + (size_t)o * n;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i s0 = halves, s1 = halves, s2 = halves, s3 = halves;
+        for (uint32_t k = 0; k < taps; k += 2) {
+            const __m128i x = _mm_loadu_si128((const __m128i *)(rows[k] + i));
+            const __m128i y = k + 1 < taps ? _mm_loadu_si128((const __m128i *)(rows[k + 1] + i)) : zero;
+            const __m128i pw = _mm_set1_epi32(k + 1 < taps ? weight_pair(w + k) : (int32_t)(uint16_t)w[k]);
+            const __m128i lo = _mm_unpacklo_epi8(x, y), hi = _mm_unpackhi_epi8(x, y);
+            s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), pw));
+            s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), pw));
+            s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), pw));
+            s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), pw));
         }
-        for (; k < n; k++, p += c) {
-            const __m128i px = _mm_setr_epi32(p[0], p[1], p[2], 0);
-            acc = _mm_add_epi32(acc, _mm_mullo_epi32(px, _mm_set1_epi32(w[k])));
-        }
-        acc = _mm_srai_epi32(acc, IW_RESAMPLE_BITS);
-        const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(acc, acc), acc);
-        const int32_t packed = _mm_cvtsi128_si32(bytes);
-        if (c == 4) {
-            memcpy(out + (size_t)o * 4, &packed, 4);
-        } else {
-            memcpy(out + (size_t)o * 3, &packed, 3);
-        }
+        s0 = _mm_srai_epi32(s0, a->bits), s1 = _mm_srai_epi32(s1, a->bits);
+        s2 = _mm_srai_epi32(s2, a->bits), s3 = _mm_srai_epi32(s3, a->bits);
+        _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3)));
+    }
+    for (; i < n; i++) {
+        int32_t s = half;
+        for (uint32_t k = 0; k < taps; k++) s += rows[k][i] * w[k];
+        out[i] = clamp_byte(s, a->bits);
     }
 }
 #endif
@@ -229,8 +309,7 @@ iw_resampler *iw_resampler_new(uint32_t in_w, uint32_t in_h, uint32_t out_w, uin
 #endif
     const size_t n = (size_t)out_w * channels;
     if (axis_make(&r->across, in_w, out_w) != 0 || axis_make(&r->down, in_h, out_h) != 0) goto fail;
-    if (in_h == out_h) r->down.span = 1;
-    r->ring = malloc(n * r->down.span);
+    r->ring = malloc(n * r->down.taps);
     r->sums = malloc(sizeof(int32_t) * n);
     r->converted = malloc((size_t)in_w * channels);
     if (output) {
@@ -261,11 +340,11 @@ void iw_resampler_push(iw_resampler *r, const uint8_t *row) {
     if (r->next_in >= r->in_h) return;
     const uint32_t y = r->next_in++;
     const size_t n = (size_t)r->out_w * r->channels;
-    row_across(r, row, r->ring + (size_t)(y % r->down.span) * n);
+    row_across(r, row, r->ring + (size_t)(y % r->down.taps) * n);
     const iw_axis *a = &r->down;
     while (r->next_out < r->out_h) {
         const uint32_t o = r->next_out;
-        const uint32_t last = r->in_h == r->out_h ? o : a->first[o] + a->count[o] - 1;
+        const uint32_t last = a->first[o] + a->taps - 1;
         if (last > y) break;
         row_down(r, o);
         r->next_out++;

@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 /* Area-weighted (box-filter) resampling, separable: each row across as it arrives, then down over
- * the few rows that each output row covers. Integer weights of IW_RESAMPLE_BITS bits that sum to
+ * the few rows that each output row covers. 16-bit integer weights (up to 15 fractional bits) that sum to
  * exactly one per output pixel, computed once per axis; rows pushed top to bottom, one at a time,
  * so a decoder can scale while it decodes without holding its full-size image. Pushing every row
  * of an image gives the same bytes as iw_resize. */
