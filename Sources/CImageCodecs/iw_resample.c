@@ -175,14 +175,13 @@ static inline __attribute__((always_inline)) int32_t weight_pair(const int16_t *
     return pair;
 }
 
-/* One output pixel across, two taps at a time: the two pixels' channels interleaved as 16-bit
- * values (r0 r1 g0 g1 …), one multiply-add by the two weights, one 32-bit sum per channel: the
- * scalar loop's sums exactly (integers, no rounding before the shift). `careful`: the window
+/* One output pixel's sums across, two taps at a time: the two pixels' channels interleaved as
+ * 16-bit values (r0 r1 g0 g1 …), one multiply-add by the two weights, one 32-bit sum per channel:
+ * the scalar loop's sums exactly (integers, no rounding before the shift). `careful`: the window
  * lies at the row's end, where eight bytes from a pair's first pixel may run past the row (and a
  * last odd tap stands alone), so only the pair's own bytes are read. */
-__attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) void across_pixel(
-    const uint8_t *p, const int16_t *w, uint32_t taps, int c, int bits, __m128i half, __m128i interleave, int careful,
-    uint8_t *q) {
+__attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) __m128i across_sums(
+    const uint8_t *p, const int16_t *w, uint32_t taps, int c, __m128i half, __m128i interleave, int careful) {
     __m128i acc = half;
     for (uint32_t k = 0; k < taps; k += 2, p += 2 * c) {
         __m128i px;
@@ -195,36 +194,53 @@ __attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) v
         }
         acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(px, interleave), _mm_set1_epi32(weight_pair(w + k))));
     }
-    acc = _mm_srai_epi32(acc, bits);
-    const int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(acc, acc), acc));
-    if (c == 4) {
-        memcpy(q, &packed, 4);
-    } else {
-        memcpy(q, &packed, 3);
-    }
+    return acc;
 }
 
-/* The pixels of a row across for 3 or 4 channels (a constant once inlined); windows whose eight-
- * byte loads stay inside the row (all but the last few) take the unchecked loads. */
+/* The pixels of a row across for 3 or 4 channels (a constant once inlined). Windows whose eight-
+ * byte loads stay inside the row (all but the last few) take unchecked loads, four output pixels
+ * at a time, packed to bytes together and stored in one go (three channels: compacted first). */
 __attribute__((target("sse4.1"))) static inline __attribute__((always_inline)) void across_row(
     const iw_resampler *r, const uint8_t *in, uint8_t *out, int c) {
     const iw_axis *a = &r->across;
     const uint32_t taps = a->taps;
-    const __m128i half = _mm_set1_epi32((int32_t)1 << (a->bits - 1));
+    const int bits = a->bits;
+    const __m128i half = _mm_set1_epi32((int32_t)1 << (bits - 1));
     const __m128i interleave = c == 4 ? _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1)
                                       : _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
-    const uint8_t *row_end = in + (size_t)r->in_w * c;
-    /* A window is safe when taps is even and its last pair's eight bytes end inside the row. */
-    const size_t reach = taps % 2 == 0 ? (size_t)(taps - 2) * c + 8 : SIZE_MAX;
+    const __m128i compact = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    /* Windows are safe up to `safe` (first[] never decreases): an even number of taps whose last
+     * pair's eight bytes end inside the row. */
+    const size_t row_bytes = (size_t)r->in_w * c, reach = (size_t)(taps - 2) * c + 8;
+    uint32_t safe = taps % 2 == 0 ? r->out_w : 0;
+    while (safe > 0 && (size_t)a->first[safe - 1] * c + reach > row_bytes) safe--;
     uint32_t o = 0;
-    for (; o < r->out_w; o++) {
-        const size_t at = (size_t)a->first[o] * c;
-        if (reach == SIZE_MAX || at + reach > (size_t)(row_end - in)) break;
-        across_pixel(in + at, a->weights + (size_t)o * taps, taps, c, a->bits, half, interleave, 0, out + (size_t)o * c);
+    for (; o + 4 <= safe; o += 4) {
+        __m128i s[4];
+        for (int j = 0; j < 4; j++)
+            s[j] = _mm_srai_epi32(
+                across_sums(in + (size_t)a->first[o + j] * c, a->weights + (size_t)(o + j) * taps, taps, c, half, interleave, 0), bits);
+        __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(s[0], s[1]), _mm_packs_epi32(s[2], s[3]));
+        uint8_t *q = out + (size_t)o * c;
+        if (c == 4) {
+            _mm_storeu_si128((__m128i *)q, bytes);
+        } else {
+            bytes = _mm_shuffle_epi8(bytes, compact);
+            _mm_storel_epi64((__m128i *)q, bytes);
+            const int32_t tail = _mm_cvtsi128_si32(_mm_srli_si128(bytes, 8));
+            memcpy(q + 8, &tail, 4);
+        }
     }
-    for (; o < r->out_w; o++)
-        across_pixel(in + (size_t)a->first[o] * c, a->weights + (size_t)o * taps, taps, c, a->bits, half, interleave, 1,
-                     out + (size_t)o * c);
+    for (; o < r->out_w; o++) {
+        const __m128i sums = across_sums(in + (size_t)a->first[o] * c, a->weights + (size_t)o * taps, taps, c, half, interleave, o >= safe);
+        const __m128i v = _mm_srai_epi32(sums, bits);
+        const int32_t packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(v, v), v));
+        if (c == 4) {
+            memcpy(out + (size_t)o * 4, &packed, 4);
+        } else {
+            memcpy(out + (size_t)o * 3, &packed, 3);
+        }
+    }
 }
 
 __attribute__((target("sse4.1"))) static void row_across_sse41(const iw_resampler *r, const uint8_t *in, uint8_t *out) {
