@@ -33,11 +33,45 @@ import TestSupport
         let path = try #require(a?["path"]?.stringValue)
         let file = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(try ImageDecoders.decode(file) == DecodedImage(width: 227, height: 149, layout: .rgba, pixels: reference.pixels, format: .png))
+        #expect(file[25] == 2, "a JPEG has no alpha: an RGB PNG")
         let encoded = try #require(b?["data"]?.stringValue)
         let inline = Array(try #require(Data(base64Encoded: encoded)))
         #expect(inline == file)
         #expect(c?["width"] == 227 && c?["stride"] == .int(227 * 4) && c?["pixelFormat"] == "rgba")
         #expect(d?["mimeType"] == "image/jpeg" && d?["width"] == nil)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
+    /// `png` writes RGB when every pixel is opaque (a JPEG, an RGB PNG), RGBA when any is not, at
+    /// full size and scaled, with the pixels a decode here gives.
+    @Test func pngOutputDropsOnlyAnOpaqueAlpha() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let cases: [(file: String, maxPixelSize: Int?, colorType: UInt8)] = [
+            ("testorig.jpg", nil, 2), ("testorig.jpg", 100, 2), ("basn2c08.png", nil, 2), ("basn2c08.png", 16, 2),
+            ("basi6a08.png", nil, 6), ("basi6a08.png", 16, 6),
+        ]
+        for (i, c) in cases.enumerated() {
+            var output: JSONObject = ["format": "png", "delivery": "inline"]
+            if let size = c.maxPixelSize { output["maxPixelSize"] = JSONValue(size) }
+            worker.request(i + 1, "download", ["url": .string(server.url("/files/\(c.file)")), "token": .string("t\(i)"), "output": .object(output)])
+        }
+        for (i, c) in cases.enumerated() {
+            let params = try await worker.completion(.string("t\(i)"))["params"]
+            let data = try #require(params?["data"]?.stringValue)
+            let png = Array(try #require(Data(base64Encoded: data)))
+            #expect(png[25] == c.colorType, "\(c.file) at \(c.maxPixelSize ?? 0)")
+            var reference = try ImageDecoders.decode(try sample(c.file))
+            if let size = c.maxPixelSize {
+                var options = DecodeOptions()
+                options.layout = c.colorType == 2 ? .rgb : .rgba
+                reference = try ImageDecoders.decode(try sample(c.file), options: options, maxPixelSize: size, maxPixelCount: nil)
+            }
+            let decoded = try ImageDecoders.decode(png)
+            #expect(decoded.pixels == reference.converted(to: .rgba).pixels, "\(c.file) at \(c.maxPixelSize ?? 0)")
+        }
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
     }

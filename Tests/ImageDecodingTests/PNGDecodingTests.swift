@@ -162,6 +162,25 @@ struct PNGDecodingTests {
         }
     }
 
+    /// Four channels with alpha 255 in every pixel are written as RGB (colour type 2), by both
+    /// encoders; one pixel less than opaque keeps RGBA (6). Either way the PNG decodes to the
+    /// same RGBA pixels.
+    @Test func anOpaqueAlphaChannelIsNotWritten() throws {
+        var random = SplitMix(seed: 5)
+        let (width, height) = (300, 200)
+        var pixels = (0..<(width * height * 4)).map { $0 % 4 == 3 ? 255 : UInt8(truncatingIfNeeded: random.next()) }
+        let opaque = DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .png)
+        pixels[(width * (height - 1) + width - 1) * 4 + 3] = 254
+        let translucent = DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .png)
+        for fast in [false, true] {
+            for (image, colorType) in [(opaque, UInt8(2)), (translucent, 6), (opaque.converted(to: .rgb), 2), (opaque.converted(to: .gray), 0)] {
+                let encoded = try ImageDecoders.encodePNG(image, fast: fast)
+                #expect(encoded[25] == colorType, "\(image.layout), fast \(fast)")
+                #expect(try ImageDecoders.decode(encoded) == image.converted(to: .rgba), "\(image.layout), fast \(fast)")
+            }
+        }
+    }
+
     /// The fast encoder compresses filtered rows a deflate block at a time (about 256 KiB of rows,
     /// or one row when a row is longer) and writes the chunks and CRCs itself: one block, many
     /// blocks and one row per block all give a PNG that libpng reads back, CRCs checked, to the

@@ -116,7 +116,7 @@ enum OutputDelivery {
 
     /// In the token's layout, at `target`.
     static func resized(_ image: DecodedImage, to target: (width: Int, height: Int), spec: OutputSpec) -> DecodedImage {
-        ImageResampler.resize(image.converted(to: spec.format.layout), width: target.width, height: target.height)
+        ImageResampler.resize(spec.format.pixels(of: image), width: target.width, height: target.height)
     }
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
@@ -188,12 +188,12 @@ enum OutputDelivery {
             fetchID: resource.fetchID, format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
         let result = await decodes.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
+            let bytes = Array(body.readableBytesView)
             var options = DecodeOptions()
-            options.layout = spec.format.layout
+            options.layout = spec.format.decodeLayout(for: ImageFormat.detect(bytes))
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
-            return try ImageDecoders.decode(
-                Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            return try ImageDecoders.decode(bytes, options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         }
         switch result {
         case .success(let image): return image

@@ -214,7 +214,7 @@ final class ProgressiveDecodes: Sendable {
                             ImageResampler.resize(
                                 frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
                         }
-                        if let image { rendered = try? OutputDelivery.renderNow(image.converted(to: spec.format.layout), spec: spec) }
+                        if let image { rendered = try? OutputDelivery.renderNow(spec.format.pixels(of: image), spec: spec) }
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)

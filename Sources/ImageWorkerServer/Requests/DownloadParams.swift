@@ -16,20 +16,33 @@ public struct OutputSpec: Sendable, Equatable {
     public enum Format: String, Sendable, CaseIterable {
         /// The downloaded bytes as they came (no decoding).
         case original
-        /// Decoded and re-encoded as an 8-bit RGBA PNG.
+        /// Decoded and re-encoded as an 8-bit PNG: RGB when every pixel is opaque, else RGBA.
         case png
         /// Decoded raw pixels, 8 bits per channel, rows top to bottom, no padding.
         case rgba, rgb, gray
 
         public var needsDecoding: Bool { self != .original }
 
-        /// The pixels a decoded format is made from (PNG: RGBA).
+        /// The pixels a decoded format is made from (PNG: RGBA, or RGB where `decodeLayout` says).
         public var layout: PixelLayout {
             switch self {
             case .rgb: return .rgb
             case .gray: return .gray
             case .original, .png, .rgba: return .rgba
             }
+        }
+
+        /// The layout to decode a file of `source` format in: PNG of a JPEG decodes to RGB (a JPEG
+        /// has no alpha; the encoder would drop an opaque one anyway), saving a quarter of the
+        /// bitmap and of the resampling.
+        public func decodeLayout(for source: ImageFormat?) -> PixelLayout {
+            self == .png && source == .jpeg ? .rgb : layout
+        }
+
+        /// A decoded image in this format's pixels: the raw formats' own layout; PNG takes RGB
+        /// and RGBA as they come (the encoder writes RGB when every pixel is opaque).
+        public func pixels(of image: DecodedImage) -> DecodedImage {
+            self == .png && image.layout != .gray ? image : image.converted(to: layout)
         }
     }
 
