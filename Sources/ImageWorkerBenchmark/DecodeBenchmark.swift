@@ -112,7 +112,9 @@ enum DecodeBenchmark {
             options.layout = layout
             guard let image = try? ImageDecoders.decode(Array(data), options: options, maxPixelSize: maxPixelSize, maxPixelCount: nil) else { continue }
             let repeats = max(1, 3_000_000 / (image.width * image.height))
-            var line = "\(name) \(image.width)×\(image.height) \(layout)".padding(toLength: 36, withPad: " ", startingAt: 0)
+            // The PNG's colour type: an opaque image is written as RGB whatever its layout.
+            let written = (try? ImageDecoders.encodePNG(image, fast: true))?[25] == 6 ? "RGBA" : image.layout == .gray ? "gray" : "RGB"
+            var line = "\(name) \(image.width)×\(image.height) \(layout) → \(written)".padding(toLength: 44, withPad: " ", startingAt: 0)
             for fast in [true, false] {
                 var size = 0
                 let cost = median((0..<3).map { _ in
