@@ -58,8 +58,14 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Idle timeout of each download in milliseconds (default 15000).")
     var timeoutMs: Int64?
 
+    @Option(help: "Wall-clock limit of each download in milliseconds, over every attempt and retry (none by default).")
+    var deadlineMs: Int64?
+
     @Option(help: "Retries after a transient failure (default 2).")
     var maxRetries: Int?
+
+    @Option(help: "The first retry's delay in milliseconds, doubling each time (default 250).")
+    var retryDelayMs: Int64?
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "warning"
@@ -88,6 +94,8 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("--partial-max-pixel-size must be between 1 and 1000000")
         }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
+        if let d = deadlineMs, d < 1 || d > 86_400_000 { throw ValidationError("--deadline-ms must be between 1 and 86400000") }
+        if let d = retryDelayMs, d < 0 || d > 600_000 { throw ValidationError("--retry-delay-ms must be between 0 and 600000") }
         if let r = maxRetries, r < 0 || r > 100 { throw ValidationError("--max-retries must be between 0 and 100") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -114,6 +122,8 @@ struct Get: AsyncParsableCommand {
         options.partialMaxPixelSize = partialMaxPixelSize
         options.timeoutMs = timeoutMs
         options.maxRetries = maxRetries
+        options.deadlineMs = deadlineMs
+        options.retryDelayMs = retryDelayMs
         let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
         if code != 0 { throw ExitCode(code) }
     }

@@ -19,7 +19,11 @@ public struct GetOptions: Sendable {
     /// With `progressive`: partial images at most this many pixels on their longest side.
     public var partialMaxPixelSize: Int?
     public var timeoutMs: Int64?
+    /// Each download's wall-clock limit over every attempt (`deadlineMs`).
+    public var deadlineMs: Int64?
     public var maxRetries: Int?
+    /// Each download's first retry delay (`retryDelayMs`).
+    public var retryDelayMs: Int64?
 
     public init(urls: [String], directory: String) {
         self.urls = urls
@@ -42,6 +46,8 @@ public struct GetOptions: Sendable {
         ]
         if progressive { params["progressive"] = true }
         if let timeoutMs { params["timeoutMs"] = .int(timeoutMs) }
+        if let deadlineMs { params["deadlineMs"] = .int(deadlineMs) }
+        if let retryDelayMs { params["retryDelayMs"] = .int(retryDelayMs) }
         return ["jsonrpc": "2.0", "id": JSONValue(index + 1), "method": "download", "params": .object(params)]
     }
 }

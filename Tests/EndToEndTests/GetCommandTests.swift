@@ -199,6 +199,25 @@ import TestSupport
         #expect(completed["params"]?["width"] == 227 && completed["params"]?["height"] == 149)
     }
 
+    /// `--deadline-ms` bounds URLs that never answer (the idle timeout is a minute here); the
+    /// failure says so, with the attempts made.
+    @Test func aDeadlineBoundsURLsThatNeverAnswer() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let urls = [server.url("/files/testorig.jpg?gate=never1"), server.url("/files/testorig.jpg?gate=never2"), server.url("/files/testorig.jpg")]
+        let run = try await Self.run(
+            ["get", "--json", "--deadline-ms", "300", "--timeout-ms", "60000", "--max-retries", "0", "--retry-delay-ms", "5", "-o", out.path] + urls)
+        #expect(run.status == 1)
+        let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter { $0["method"] == .string(WorkerEvent.completed) }
+        let reasons = completed.compactMap { $0["params"]?["error"]?["data"]?["reason"]?.stringValue }
+        #expect(reasons == ["deadline", "deadline"], "\(run.lines)")
+        #expect(completed.filter { $0["params"]?["outcome"] == "success" }.count == 1)
+        let bad = try await Self.run(["get", "--deadline-ms", "0", "http://127.0.0.1:9/a.jpg"])
+        #expect(bad.status != 0 && bad.stderr.contains("--deadline-ms"), "\(bad.stderr)")
+    }
+
     @Test func badArgumentsAreRefusedWithAReason() async throws {
         let run = try await Self.run(["get", "--progressive", "--format", "original", "http://127.0.0.1:9/a.jpg"])
         #expect(run.status != 0)

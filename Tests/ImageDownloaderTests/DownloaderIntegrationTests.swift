@@ -87,11 +87,49 @@ import TestSupport
         let h = try await DownloaderHarness.make { $0.maxRetries = 2 }
         defer { Task { await h.shutdown() } }
         try await h.start(t, h.server.url("/status/500"))
-        #expect(try await h.outcome(t).failure == .statusCode(500, retryAfterSeconds: nil))
+        let status = DownloadFailure.statusCode(500, retryAfterSeconds: nil)
+        #expect(try await h.outcome(t).failure == .afterAttempts(status, attempts: 3, earlier: [status, status]))
         #expect(h.server.hits("/status/500") == 3)
         let next = DownloadToken.string("next")
         try await h.start(next, h.server.url("/status/500"))
-        #expect(try await h.outcome(next).failure == .statusCode(500, retryAfterSeconds: nil), "5xx does not block the URL")
+        #expect(try await h.outcome(next).failure?.last == status, "5xx does not block the URL")
+    }
+
+    /// A body that trickles forever never trips the idle timeout; the token's deadline ends it
+    /// (that token alone: another on the same fetch goes on), saying how many attempts it made.
+    @Test func aDeadlineBoundsADownloadThatNeverGoesIdle() async throws {
+        let h = try await DownloaderHarness.make { $0.timeoutMs = 5_000 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("slow.bin", bytes(100_000))
+        let url = h.server.url("/files/slow.bin?chunk=10&delayMs=50")
+        let patient = DownloadToken.string("patient")
+        try await h.start(t, url) { $0.deadlineMs = 400 }
+        try await h.start(patient, url)
+        guard case .afterAttempts(.network(.deadline, _), attempts: 1, earlier: [])? = try await h.outcome(t, timeout: .seconds(10)).failure else {
+            Issue.record("expected a deadline failure, got \(h.events(t))")
+            return
+        }
+        #expect(h.events(patient).allSatisfy { if case .completed = $0 { false } else { true } }, "the other token goes on")
+        #expect(h.server.hits("/files/slow.bin") == 1)
+        await h.downloader.cancel(patient)
+        #expect(try await h.outcome(patient).isCancelled)
+    }
+
+    /// A download's own retry budget and delay override the worker's (here: no retries).
+    @Test func aDownloadsOwnRetriesOverrideTheWorkers() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 0 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("ok.bin", bytes(10))
+        try await h.start(t, h.server.url("/flaky/k/ok.bin?failures=2")) {
+            $0.maxRetries = 2
+            $0.retryDelayMs = 5
+        }
+        #expect(try await h.outcome(t).value == 10)
+        #expect(h.server.hits("/flaky/k/ok.bin") == 3)
+        let once = DownloadToken.string("once")
+        try await h.start(once, h.server.url("/status/503"))
+        #expect(try await h.outcome(once).failure == .statusCode(503, retryAfterSeconds: nil), "one attempt: no history")
+        #expect(h.server.hits("/status/503") == 1)
     }
 
     @Test func aFlakyServerSucceedsAfterRetries() async throws {
@@ -176,7 +214,7 @@ import TestSupport
         try await h.start(t, url)
         let ok = DownloadToken.string("ok")
         try await h.start(ok, h.server.url("/files/ok.bin"))
-        guard case .network(.connection, _)? = try await h.outcome(t, timeout: .seconds(10)).failure else {
+        guard case .network(.connection, _)? = try await h.outcome(t, timeout: .seconds(10)).failure?.last else {
             Issue.record("expected a connection error, got \(h.events(t))")
             return
         }

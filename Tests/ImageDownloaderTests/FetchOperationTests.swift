@@ -82,8 +82,10 @@ import Testing
         #expect(op.retryTimerFired() == [.startAttempt(2)])
         #expect(op.attemptFailed(failure, retryPolicy: retries, jitter: 1) == [.scheduleRetry(attempt: 3, delayMs: 200)])
         _ = op.retryTimerFired()
+        // The failure after retries says how many attempts there were and why each ended.
+        let reported = DownloadFailure.afterAttempts(failure, attempts: 3, earlier: [failure, failure])
         #expect(op.attemptFailed(failure, retryPolicy: retries, jitter: 0) == [
-            .leaveQueue, .emitFailure(a, failure), .emitFailure(b, failure), .finished,
+            .leaveQueue, .emitFailure(a, reported), .emitFailure(b, reported), .finished,
         ])
     }
 
@@ -209,5 +211,73 @@ import Testing
         #expect(ended.values.allSatisfy { $0 == 1 })
         #expect(op.state == .finished)
         #expect(left == 1, "a fetch leaves the queue once, when nothing of it is left")
+    }
+}
+
+/// Per-download retry budgets and deadlines on a shared fetch, without I/O.
+@Suite struct FetchOperationLimitTests {
+    let a = DownloadToken.string("a")
+    let b = DownloadToken.string("b")
+    let retries = RetryPolicy(maxRetries: 2, baseDelayMs: 100, maxDelayMs: 10_000)
+    let reset = DownloadFailure.network(.reset, "connection reset")
+    let unavailable = DownloadFailure.statusCode(503, retryAfterSeconds: nil)
+
+    /// A token with no retries fails at the first transient failure; the fetch retries for the
+    /// other, whose final failure carries every attempt's.
+    @Test func aTokenOutOfRetriesFailsAloneAndTheLastCarriesEveryAttempt() {
+        var op = FetchOperation(token: a, priority: .normal, limits: .init(maxRetries: 0))
+        _ = op.join(b, priority: .normal)
+        _ = op.start()
+        #expect(op.attemptFailed(reset, retryPolicy: retries, jitter: 1) == [
+            .emitFailure(a, reset), .scheduleRetry(attempt: 2, delayMs: 100),
+        ])
+        #expect(op.tokens.map(\.token) == [b])
+        #expect(op.retryTimerFired() == [.startAttempt(2)])
+        #expect(op.attemptFailed(unavailable, retryPolicy: retries, jitter: 1) == [.scheduleRetry(attempt: 3, delayMs: 200)])
+        _ = op.retryTimerFired()
+        let last = DownloadFailure.statusCode(502, retryAfterSeconds: nil)
+        #expect(op.attemptFailed(last, retryPolicy: retries, jitter: 1) == [
+            .leaveQueue, .emitFailure(b, .afterAttempts(last, attempts: 3, earlier: [reset, unavailable])), .finished,
+        ])
+        #expect(op.failedAttempts == [reset, unavailable, last])
+    }
+
+    /// A token may retry more than the worker's default, with its own delay; when tokens share a
+    /// fetch the shortest delay wins.
+    @Test func aTokensOwnBudgetAndDelayApply() {
+        var op = FetchOperation(token: a, priority: .normal, limits: .init(maxRetries: 5, retryDelayMs: 1000))
+        _ = op.start()
+        for attempt in 1...5 {
+            let delay = min(1000 << (attempt - 1), 10_000)
+            #expect(op.attemptFailed(reset, retryPolicy: retries, jitter: 1) == [.scheduleRetry(attempt: attempt + 1, delayMs: Int64(delay))])
+            _ = op.retryTimerFired()
+        }
+        #expect(op.attemptFailed(reset, retryPolicy: retries, jitter: 1).contains(.finished))
+
+        var shared = FetchOperation(token: a, priority: .normal, limits: .init(retryDelayMs: 5000))
+        _ = shared.join(b, priority: .normal, limits: .init(retryDelayMs: 40))
+        _ = shared.start()
+        #expect(shared.attemptFailed(reset, retryPolicy: retries, jitter: 1) == [.scheduleRetry(attempt: 2, delayMs: 40)])
+    }
+
+    /// A deadline ends its token alone, with the attempts so far; the fetch stops with its last
+    /// token; once the body is complete the deadline no longer applies.
+    @Test func aDeadlineEndsItsTokenAloneUntilTheBodyIsComplete() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.join(b, priority: .normal)
+        _ = op.start()
+        let deadline = DownloadFailure.network(.deadline, "no result within the deadline of 500 ms")
+        #expect(op.deadlineReached(a, deadlineMs: 500) == [.emitFailure(a, .afterAttempts(deadline, attempts: 1, earlier: []))])
+        #expect(op.deadlineReached(a, deadlineMs: 500) == [], "once")
+        _ = op.attemptFailed(reset, retryPolicy: retries, jitter: 0)
+        let waiting = DownloadFailure.network(.deadline, "no result within the deadline of 900 ms")
+        #expect(op.deadlineReached(b, deadlineMs: 900) == [
+            .emitFailure(b, .afterAttempts(waiting, attempts: 1, earlier: [reset])), .cancelRetryTimer, .leaveQueue, .finished,
+        ])
+
+        var done = FetchOperation(token: a, priority: .normal)
+        _ = done.start()
+        _ = done.attemptSucceeded(now: 0)
+        #expect(done.deadlineReached(a, deadlineMs: 10) == [])
     }
 }

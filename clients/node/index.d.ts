@@ -63,6 +63,10 @@ export declare class DownloadError extends ImageWorkerError {
   readonly data: Record<string, unknown>;
   readonly token: Token;
   readonly url: string;
+  /** Attempts made, when there were several (retries) or the download ended at its deadline; else null. */
+  readonly attempts: number | null;
+  /** Why each attempt before the last ended: its error object, in order. */
+  readonly earlierAttempts: Array<{ code: number; message: string; data: Record<string, unknown> }>;
 }
 export declare class InvalidURL extends DownloadError {}
 export declare class BadImageData extends DownloadError {}
@@ -73,7 +77,7 @@ export declare class InvalidDownloadStatusCode extends DownloadError {
   readonly retryAfterSeconds: number | null;
 }
 export declare class NetworkError extends DownloadError {
-  readonly reason: 'timeout' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | null;
+  readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | null;
 }
 export declare class LimitExceeded extends DownloadError {
   readonly limit: 'bodyBytes' | 'pixels' | 'scans' | null;
@@ -162,7 +166,14 @@ export interface DownloadOptions {
   progressive?: boolean;
   priority?: Priority;
   headers?: Record<string, string>;
+  /** Idle timeout, per attempt. */
   timeoutMs?: number;
+  /** Wall-clock limit from the download's start to its body, over every attempt (NetworkError 'deadline' past it). */
+  deadlineMs?: number;
+  /** Retries after a transient failure, for this download (default: the worker's maxRetries). */
+  maxRetries?: number;
+  /** The first retry's delay for this download, doubling each time. */
+  retryDelayMs?: number;
   credentials?: { user: string; password: string };
   allowInvalidCertificates?: boolean;
   handleCookies?: boolean;

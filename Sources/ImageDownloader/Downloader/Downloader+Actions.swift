@@ -15,6 +15,7 @@ extension Downloader {
             switch action {
             case .emitStarted(let token):
                 sink(.started(token, url: tokens[token]?.url ?? ""))
+                startDeadline(token)
             case .emitResponse(let token, let info):
                 sink(.response(token, url: tokens[token]?.url ?? "", info))
             case .emitProgress(let token, let received, let expected):
@@ -92,7 +93,24 @@ extension Downloader {
     }
 
     /// A token's one `completed` event; the idle waiters resume when it was the last.
+    /// A token with a deadline starts its timer when the token starts.
+    private func startDeadline(_ token: DownloadToken) {
+        guard let deadline = deadlines[token], deadline.timer == nil else { return }
+        let ms = deadline.ms
+        deadlines[token]?.timer = Task {
+            try? await Task.sleep(for: .milliseconds(ms))
+            guard !Task.isCancelled else { return }
+            self.deadlineReached(token, ms)
+        }
+    }
+
+    private func deadlineReached(_ token: DownloadToken, _ ms: Int64) {
+        guard let record = tokens[token], case .attached(let id) = record.place else { return }
+        perform(id, update(id) { $0.machine.deadlineReached(token, deadlineMs: ms) } ?? [])
+    }
+
     func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) {
+        deadlines.removeValue(forKey: token)?.timer?.cancel()
         guard tokens.finish(token, outcome) else { return }
         sink(.completed(token, outcome))
         if tokens.isEmpty, !idleWaiters.isEmpty {

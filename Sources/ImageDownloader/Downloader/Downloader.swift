@@ -69,6 +69,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     private var nextFetchID = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var held = false
+    /// Tokens with a deadline: its length, and its timer once the token has started.
+    var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
 
     public init(
         configuration: DownloaderConfiguration,
@@ -138,8 +140,10 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         let key = FetchKey(
             url: url, headers: headers, credentials: credentials,
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies)
+        let limits = FetchOperation.TokenLimits(maxRetries: request.maxRetries, retryDelayMs: request.retryDelayMs)
+        if let ms = request.deadlineMs { deadlines[token] = (ms, nil) }
         if let id = fetchByKey[key], let fetch = fetches[id], fetch.machine.acceptsTokens {
-            join(token, fetch: id, priority: record.priority, streamsBody: request.streamsBody, processor: processor)
+            join(token, fetch: id, priority: record.priority, limits: limits, streamsBody: request.streamsBody, processor: processor)
             return
         }
         let id = nextFetchID
@@ -149,7 +153,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
             maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
         fetches[id] = Fetch(
-            machine: FetchOperation(token: token, priority: record.priority), key: key, request: loadRequest,
+            machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, request: loadRequest,
             isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetchByKey[key] = id
         tokens.attach(token, to: id, processor: processor)
@@ -158,12 +162,15 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
 
     /// A token joins a fetch that is already under way: it gets the fetch's events so far
     /// (`FetchOperation.join`), and a first streaming token the body so far.
-    private func join(_ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, streamsBody: Bool, processor: @escaping Processor) {
+    private func join(
+        _ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, limits: FetchOperation.TokenLimits, streamsBody: Bool,
+        processor: @escaping Processor
+    ) {
         tokens.attach(token, to: id, processor: processor)
         let firstStreamer = streamsBody && fetches[id]?.streamsBody == false
         let actions = update(id) { fetch in
             if streamsBody { fetch.streamsBody = true }
-            return fetch.machine.join(token, priority: priority)
+            return fetch.machine.join(token, priority: priority, limits: limits)
         }
         perform(id, actions ?? [])
         if firstStreamer, let fetch = fetches[id], fetch.body.readableBytes > 0 {

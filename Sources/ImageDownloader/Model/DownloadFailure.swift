@@ -19,9 +19,14 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     case blocked(since: String)
     /// The bytes arrived but cannot be an image (an empty body).
     case badData(String)
+    /// The download ended with the first failure after `attempts` attempts (a deadline may end
+    /// it between two); `earlier` says why each attempt before that end ended, in order.
+    indirect case afterAttempts(DownloadFailure, attempts: Int, earlier: [DownloadFailure])
 
     public enum NetworkReason: String, Sendable {
-        case timeout, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io
+        /// `timeout`: no data for the idle timeout; `deadline`: no result within the download's
+        /// own wall-clock limit, over every attempt.
+        case timeout, deadline, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io
     }
 
     public enum LimitKind: String, Sendable {
@@ -44,17 +49,30 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .blocked(let since):
             return "URL is on the failed-URL list (\(since)); set retryFailed to try it again"
         case .badData(let m): return m
+        case .afterAttempts(let last, let attempts, let earlier):
+            let count = "after \(attempts) attempt\(attempts == 1 ? "" : "s")"
+            if earlier.isEmpty { return "\(last.description) (\(count))" }
+            return "\(last.description) (\(count); earlier: "
+                + earlier.enumerated().map { "\($0.offset + 1): \($0.element.description)" }.joined(separator: "; ") + ")"
         }
+    }
+
+    /// The failure itself, without the earlier attempts'.
+    public var last: DownloadFailure {
+        if case .afterAttempts(let last, _, _) = self { return last }
+        return self
     }
 
     /// Failures worth another attempt: the same request may well succeed a moment later.
     /// 4xx statuses other than 429 never are.
     public var isTransient: Bool {
         switch self {
+        case .afterAttempts(let last, _, _):
+            return last.isTransient
         case .network(let reason, _):
             switch reason {
             case .timeout, .dns, .connection, .reset, .truncated, .io: return true
-            case .tls, .redirect, .protocolError: return false
+            case .tls, .redirect, .protocolError, .deadline: return false
             }
         case .statusCode(let code, _):
             return code >= 500 || code == 429
@@ -70,6 +88,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     /// `FetchOperation.tokenProcessed`.)
     public var blocksURL: Bool {
         switch self {
+        case .afterAttempts(let last, _, _): return last.blocksURL
         case .statusCode(let code, _): return code >= 400 && code < 500 && code != 429
         case .network(.redirect, _): return true
         case .badData: return true

@@ -14,6 +14,13 @@ public struct DownloadRequest: Sendable {
     public var handleCookies: Bool
     /// Ignore the failed-URL list for this request.
     public var retryFailed: Bool
+    /// A wall-clock limit from the token's start (its `started` event, queue time excluded) to its
+    /// body, over every attempt and retry wait; nil: none.
+    public var deadlineMs: Int64?
+    /// Retries after a transient failure, and the first retry's delay, for this token; nil: the
+    /// configured ones.
+    public var maxRetries: Int?
+    public var retryDelayMs: Int64?
     /// Stream this fetch's body to the downloader's chunk observer as it arrives (progressive
     /// decoding). Not part of what makes requests share a fetch.
     public var streamsBody = false

@@ -11,6 +11,10 @@
 ///
 /// Tokens can join until the body is complete; a late joiner is brought up to date (started,
 /// response, current progress). The fetch's priority is the highest among its live tokens.
+/// Each token may bring its own retry budget and backoff (`TokenLimits`): after a transient
+/// failure, tokens out of retries fail at once and the fetch retries for the others, after the
+/// shortest of their delays. A token's deadline ends that token alone, as a cancel does, but
+/// with a failure. A failure after several attempts carries the earlier ones' failures.
 /// Its queue slot is held until every token's processing (decode, write) is over, as
 /// SDWebImage's operation finishes after decoding: the running limit also bounds the bodies and
 /// images in memory, however many fetches are queued.
@@ -46,6 +50,17 @@ public struct FetchOperation: Sendable {
         case finished
     }
 
+    /// One token's own retry settings; nil: the worker's.
+    public struct TokenLimits: Sendable, Equatable {
+        public var maxRetries: Int?
+        public var retryDelayMs: Int64?
+
+        public init(maxRetries: Int? = nil, retryDelayMs: Int64? = nil) {
+            self.maxRetries = maxRetries
+            self.retryDelayMs = retryDelayMs
+        }
+    }
+
     public private(set) var state: State = .queued
     /// Live tokens in the order they joined, with their priorities.
     public private(set) var tokens: [(token: DownloadToken, priority: DownloadPriority)] = []
@@ -55,9 +70,14 @@ public struct FetchOperation: Sendable {
     public private(set) var receivedBytes: Int64 = 0
     private var lastReportedBytes: Int64 = 0
     private var lastReportedAt: UInt64 = 0
+    /// Tokens with retry settings of their own.
+    private var limits: [DownloadToken: TokenLimits] = [:]
+    /// Why each attempt that failed ended, in order.
+    public private(set) var failedAttempts: [DownloadFailure] = []
 
-    public init(token: DownloadToken, priority: DownloadPriority) {
+    public init(token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits()) {
         tokens = [(token, priority)]
+        if limits != TokenLimits() { self.limits[token] = limits }
     }
 
     public var effectivePriority: DownloadPriority { tokens.map(\.priority).max() ?? .veryLow }
@@ -74,10 +94,11 @@ public struct FetchOperation: Sendable {
 
     // MARK: Events
 
-    public mutating func join(_ token: DownloadToken, priority: DownloadPriority) -> [Action] {
+    public mutating func join(_ token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits()) -> [Action] {
         precondition(acceptsTokens && !contains(token))
         let before = effectivePriority
         tokens.append((token, priority))
+        if limits != TokenLimits() { self.limits[token] = limits }
         switch state {
         case .queued:
             return effectivePriority != before ? [.setQueuePriority(effectivePriority)] : []
@@ -141,23 +162,63 @@ public struct FetchOperation: Sendable {
     }
 
     /// The attempt failed. A transient failure before any response was reported is retried
-    /// (after a delay) while retries are left; anything else fails every token.
+    /// (after a delay) for the tokens with retries left (`retryPolicy`, or a token's own limits);
+    /// the others, and every token after any other failure, fail with it (and the earlier
+    /// attempts' failures).
     public mutating func attemptFailed(_ failure: DownloadFailure, retryPolicy: RetryPolicy, jitter: Double) -> [Action] {
         guard case .running(let attempt) = state else { return [] }
-        if failure.isTransient, response == nil, attempt <= retryPolicy.maxRetries {
-            var retryAfter: Double? = nil
-            if case .statusCode(_, let seconds) = failure { retryAfter = seconds }
-            let delay = retryPolicy.delayMs(retry: attempt, retryAfterSeconds: retryAfter, jitter: jitter)
-            state = .waitingToRetry(attempt: attempt + 1)
-            return [.scheduleRetry(attempt: attempt + 1, delayMs: delay)]
+        failedAttempts.append(failure)
+        let reported = failureToReport(failure)
+        if failure.isTransient, response == nil {
+            let policies = tokens.map { policy(of: $0.token, retryPolicy) }
+            let staying = tokens.indices.filter { policies[$0].maxRetries >= attempt }
+            if !staying.isEmpty {
+                var retryAfter: Double? = nil
+                if case .statusCode(_, let seconds) = failure { retryAfter = seconds }
+                let delay = staying.map { policies[$0].delayMs(retry: attempt, retryAfterSeconds: retryAfter, jitter: jitter) }.min() ?? 0
+                var actions: [Action] = []
+                for index in tokens.indices where !staying.contains(index) {
+                    actions.append(.emitFailure(tokens[index].token, reported))
+                    limits[tokens[index].token] = nil
+                }
+                tokens = staying.map { tokens[$0] }
+                state = .waitingToRetry(attempt: attempt + 1)
+                return actions + [.scheduleRetry(attempt: attempt + 1, delayMs: delay)]
+            }
         }
         state = .finished
         var actions: [Action] = [.leaveQueue]
         if failure.blocksURL { actions.append(.recordFailure(failure)) }
-        actions += tokens.map { .emitFailure($0.token, failure) }
+        actions += tokens.map { .emitFailure($0.token, reported) }
         tokens.removeAll()
+        limits.removeAll()
         actions.append(.finished)
         return actions
+    }
+
+    /// The retry policy of one token: the worker's, with the token's own limits over it.
+    private func policy(of token: DownloadToken, _ base: RetryPolicy) -> RetryPolicy {
+        guard let own = limits[token] else { return base }
+        return RetryPolicy(
+            maxRetries: own.maxRetries ?? base.maxRetries, baseDelayMs: own.retryDelayMs ?? base.baseDelayMs, maxDelayMs: base.maxDelayMs)
+    }
+
+    /// `failure`, the last attempt's: with the earlier ones' when there were.
+    private func failureToReport(_ failure: DownloadFailure) -> DownloadFailure {
+        guard failedAttempts.count > 1 else { return failure }
+        return .afterAttempts(failure, attempts: failedAttempts.count, earlier: Array(failedAttempts.dropLast()))
+    }
+
+    /// A token's deadline passed (`deadlineMs` after its start): it fails alone, as a cancel
+    /// ends it alone; the fetch stops with its last token. Once the body is complete the token's
+    /// processing runs to its end, and the deadline no longer applies.
+    public mutating func deadlineReached(_ token: DownloadToken, deadlineMs: Int64) -> [Action] {
+        guard contains(token), state != .delivering, state != .finished else { return [] }
+        let inFlight: Bool
+        if case .running = state { inFlight = true } else { inFlight = false }
+        let failure = DownloadFailure.network(.deadline, "no result within the deadline of \(deadlineMs) ms")
+        let ended = DownloadFailure.afterAttempts(failure, attempts: failedAttempts.count + (inFlight ? 1 : 0), earlier: failedAttempts)
+        return remove(token, ending: .emitFailure(token, ended))
     }
 
     public mutating func retryTimerFired() -> [Action] {
@@ -168,10 +229,16 @@ public struct FetchOperation: Sendable {
 
     /// One token is cancelled. It alone ends (`cancelled`); the fetch stops only with its last token.
     public mutating func cancel(_ token: DownloadToken) -> [Action] {
+        remove(token, ending: .emitCancelled(token))
+    }
+
+    /// Takes `token` out, its end first (`ending`), then what its leaving means for the fetch.
+    private mutating func remove(_ token: DownloadToken, ending: Action) -> [Action] {
         guard let index = tokens.firstIndex(where: { $0.token == token }) else { return [] }
         let before = effectivePriority
         tokens.remove(at: index)
-        var actions: [Action] = [.emitCancelled(token)]
+        limits[token] = nil
+        var actions: [Action] = [ending]
         switch state {
         case .queued:
             if tokens.isEmpty {

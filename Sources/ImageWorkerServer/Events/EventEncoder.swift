@@ -58,8 +58,19 @@ enum EventEncoder {
     // The wire's error codes for every failure, in one place: the fetch's (`DownloadFailure`)
     // and the delivery's (`DeliveryFailure`).
 
-    /// `{code, message, data: {name, …}}` for a failed fetch.
+    /// `{code, message, data: {name, …}}` for a failed fetch; after several attempts (or at a
+    /// deadline) also `attempts` and `earlierAttempts`, each attempt's own error object.
     static func errorObject(_ failure: DownloadFailure) -> JSONValue {
+        var (code, data) = parts(failure.last)
+        if case .afterAttempts(_, let attempts, let earlier) = failure {
+            data["attempts"] = JSONValue(attempts)
+            data["earlierAttempts"] = .array(earlier.map { errorObject($0) })
+        }
+        return errorObject(code, message: failure.description, data: data)
+    }
+
+    /// The code and data of a failure of one attempt (or of the fetch before any).
+    private static func parts(_ failure: DownloadFailure) -> (WorkerErrorCode, JSONObject) {
         var data: JSONObject = [:]
         let code: WorkerErrorCode
         switch failure {
@@ -82,8 +93,9 @@ enum EventEncoder {
             if let actual { data["actual"] = .int(actual) }
         case .blocked: code = .blockedURL
         case .badData: code = .badImageData
+        case .afterAttempts(let last, _, _): return parts(last)
         }
-        return errorObject(code, message: failure.description, data: data)
+        return (code, data)
     }
 
     /// `{code, message, data: {name, …}}` for a failed delivery (decode or output).

@@ -74,8 +74,8 @@ public struct OutputSpec: Sendable, Equatable {
 /// `download` params, checked.
 struct DownloadParams {
     static let fields = [
-        "url", "token", "priority", "headers", "timeoutMs", "credentials", "allowInvalidCertificates",
-        "handleCookies", "retryFailed", "progressive", "output",
+        "url", "token", "priority", "headers", "timeoutMs", "deadlineMs", "maxRetries", "retryDelayMs", "credentials",
+        "allowInvalidCertificates", "handleCookies", "retryFailed", "progressive", "output",
     ]
 
     var request: DownloadRequest
@@ -107,6 +107,9 @@ struct DownloadParams {
             token: token, url: url, priority: priority, headers: headers, timeoutMs: timeout,
             credentials: credentials, allowInvalidCertificates: try p.bool("allowInvalidCertificates") ?? false,
             handleCookies: try p.bool("handleCookies") ?? false, retryFailed: try p.bool("retryFailed") ?? false)
+        request.deadlineMs = try p.integer("deadlineMs", in: 1...86_400_000)
+        request.maxRetries = try p.integer("maxRetries", in: 0...20).map { Int($0) }
+        request.retryDelayMs = try p.integer("retryDelayMs", in: 0...600_000)
         progressive = try p.bool("progressive") ?? false
         output = try DownloadParams.output(try p.object("output"))
         if progressive && !output.format.needsDecoding {

@@ -48,6 +48,12 @@ export class DownloadError extends ImageWorkerError {
     this.token = token;
     this.url = url;
   }
+
+  /** Attempts made, when there were several (retries) or the download ended at its deadline; else null. */
+  get attempts() { return Number.isInteger(this.data.attempts) ? this.data.attempts : null; }
+
+  /** Why each attempt before the last ended: its error object ({code, message, data}), in order. */
+  get earlierAttempts() { return Array.isArray(this.data.earlierAttempts) ? this.data.earlierAttempts : []; }
 }
 
 function errorClass(name, code, extra = {}) {

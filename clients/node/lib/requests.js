@@ -7,11 +7,13 @@ export const FORMATS = ['original', 'png', 'rgba', 'rgb', 'gray'];
 /** The `download` params for `url` and the client's options (see README.md). */
 export function downloadParams(url, token, options = {}) {
   const {
-    dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, credentials,
+    dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
+    credentials,
     allowInvalidCertificates, handleCookies, retryFailed, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
     partialIntervalMs, partialMaxPixelSize,
   } = options;
   const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
+    'deadlineMs', 'maxRetries', 'retryDelayMs',
     'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'maxPixelSize', 'maxPixelCount',
     'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'token', 'signal']);
   for (const key of Object.keys(options)) {
@@ -32,7 +34,9 @@ export function downloadParams(url, token, options = {}) {
     if (value != null) output[key] = value;
   }
   const params = { url, token };
-  for (const [key, value] of Object.entries({ priority, headers, timeoutMs, allowInvalidCertificates, handleCookies, retryFailed })) {
+  for (const [key, value] of Object.entries({
+    priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs, allowInvalidCertificates, handleCookies, retryFailed,
+  })) {
     if (value != null) params[key] = value;
   }
   if (credentials != null) params.credentials = { user: credentials.user, password: credentials.password };

@@ -81,6 +81,24 @@ test('each error code rejects with its own class', () => withSetup(async (server
   await worker.close();
 }));
 
+test('a deadline ends a download that never answers; retries per download list every attempt', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const started = Date.now();
+  const late = await worker.download(server.url('/hang'), { deadlineMs: 300, timeoutMs: 60000, maxRetries: 0 }).done.catch((e) => e);
+  assert.ok(late instanceof NetworkError);
+  assert.equal(late.reason, 'deadline');
+  assert.equal(late.attempts, 1);
+  assert.deepEqual(late.earlierAttempts, []);
+  assert.ok(Date.now() - started < 20000, 'the deadline, not the 60 s idle timeout');
+  const busy = await worker.download(server.url('/status/503'), { maxRetries: 2, retryDelayMs: 1 }).done.catch((e) => e);
+  assert.ok(busy instanceof InvalidDownloadStatusCode);
+  assert.equal(busy.attempts, 3);
+  assert.deepEqual(busy.earlierAttempts.map((e) => e.data.statusCode), [503, 503]);
+  const once = await worker.download(server.url('/status/503'), { maxRetries: 0 }).done.catch((e) => e);
+  assert.equal(once.attempts, null);
+  await worker.close();
+}));
+
 test('cancel, setPriority and AbortSignal', () => withSetup(async (server) => {
   const worker = await spawnWorker({ binary });
   const handle = worker.download(server.url('/hang'));

@@ -60,3 +60,27 @@ def test_plain_progress_bar_on_a_pipe() -> None:
     lines = stream.getvalue().splitlines()
     assert lines[0] == "[#######-----------------------] 1/4 images, 1.5 kB"
     assert lines[-1] == "[##############################] 4/4 images, 1 failed, 3.0 MB"
+
+
+def test_deadlines_and_retries_per_download_bound_a_batch(binary: str, server: LoopbackServer) -> None:
+    # URLs that never answer end at their deadline (not after the idle timeout and retries), and
+    # say so; retries are per call (max_retries=0 is accepted) and the failure lists every attempt.
+    import time
+    from image_worker import NetworkError
+    hanging = [server.url(f"/hang?n={i}") for i in range(4)]
+    started = time.monotonic()
+    outcomes = download_many(hanging + [server.url("/files/testorig.jpg")], progress=False, binary=binary,
+                             deadline_ms=400, max_retries=0, timeout_ms=60_000)
+    assert time.monotonic() - started < 20, "bounded by the deadline, not the 60 s idle timeout"
+    assert [o.ok for o in outcomes] == [False] * 4 + [True]
+    for outcome in outcomes[:4]:
+        assert isinstance(outcome.error, NetworkError) and outcome.error.reason == "deadline"
+        assert outcome.error.attempts == 1 and outcome.error.earlier_attempts == []
+    with Worker(binary) as worker:
+        once, = worker.download_many([server.url("/status/503")], progress=False, max_retries=0)
+        thrice, = worker.download_many([server.url("/status/503")], progress=False, max_retries=2, retry_delay_ms=1)
+    assert isinstance(once.error, InvalidDownloadStatusCode) and once.error.attempts is None
+    assert isinstance(thrice.error, InvalidDownloadStatusCode) and thrice.error.attempts == 3
+    assert [e["data"]["statusCode"] for e in thrice.error.earlier_attempts] == [503, 503]
+    with pytest.raises(RequestError, match="deadline_ms"):
+        download_many(hanging, deadline_ms=0, binary="/nonexistent/image-worker")

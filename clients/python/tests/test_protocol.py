@@ -188,7 +188,8 @@ def test_every_error_code_has_its_exception() -> None:
 def test_requests_the_client_builds_are_valid() -> None:
     params = download_params(
         "https://example.org/a.jpg", "t1", dict(dir="/tmp/x", format="rgba", progressive=True, priority="high",
-        headers={"X-A": "b"}, timeout_ms=5000, credentials=("u", "p"), allow_invalid_certificates=True,
+        headers={"X-A": "b"}, timeout_ms=5000, deadline_ms=9000, max_retries=0, retry_delay_ms=10,
+        credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
         overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64))
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Type
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Type
 
 
 class ImageWorkerError(Exception):
@@ -58,6 +58,20 @@ class DownloadError(ImageWorkerError):
         self.name = str(self.data.get("name", type(self).name))
         where = f" ({url})" if url else ""
         super().__init__(f"{self.name}: {message}{where}")
+
+    @property
+    def attempts(self) -> Optional[int]:
+        """Attempts made, when there were several (retries) or the download ended at its
+        ``deadline_ms``; None otherwise."""
+        value = self.data.get("attempts")
+        return value if isinstance(value, int) else None
+
+    @property
+    def earlier_attempts(self) -> List[Dict[str, Any]]:
+        """Why each attempt before the last ended: its error object (``code``, ``message``,
+        ``data``), in order."""
+        value = self.data.get("earlierAttempts")
+        return [dict(e) for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
 
 class InvalidURL(DownloadError):

@@ -42,7 +42,15 @@ class ManyOptions(TypedDict, total=False):
     progressive: bool
     priority: Priority
     headers: Mapping[str, str]
+    #: idle timeout per attempt
     timeout_ms: int
+    #: wall-clock limit from the download's start to its body, over every attempt (``NetworkError``
+    #: with ``reason == "deadline"`` past it)
+    deadline_ms: int
+    #: retries after a transient failure, for this download (default: the worker's ``max_retries``)
+    max_retries: int
+    #: the first retry's delay for this download, doubling each time
+    retry_delay_ms: int
     #: ``(user, password)`` for basic authentication
     credentials: Tuple[str, str]
     allow_invalid_certificates: bool
@@ -110,6 +118,9 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "priority": Rule("priority", "enum", choices=PRIORITIES),
     "headers": Rule("headers", "headers"),
     "timeout_ms": Rule("timeoutMs", "int", 1, 86_400_000),
+    "deadline_ms": Rule("deadlineMs", "int", 1, 86_400_000),
+    "max_retries": Rule("maxRetries", "int", 0, 20),
+    "retry_delay_ms": Rule("retryDelayMs", "int", 0, 600_000),
     "credentials": Rule("credentials", "credentials"),
     "allow_invalid_certificates": Rule("allowInvalidCertificates", "bool"),
     "handle_cookies": Rule("handleCookies", "bool"),
