@@ -68,7 +68,7 @@ static int axis_make(iw_axis *a, uint32_t in, uint32_t out) {
         footprint(o, scale, in, &first, &last);
         if (last - first + 1 > taps) taps = last - first + 1;
     }
-    if (taps % 2 == 1 && taps < in) taps++;
+    if (taps % 2 == 1 && taps < in && in != out) taps++;
     a->taps = taps;
     a->first = malloc(sizeof(uint32_t) * out);
     a->weights = calloc((size_t)out * taps + 1, sizeof(int16_t));
