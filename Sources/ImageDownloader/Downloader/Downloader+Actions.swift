@@ -92,7 +92,6 @@ extension Downloader {
         return urls
     }
 
-    /// A token's one `completed` event; the idle waiters resume when it was the last.
     /// A token with a deadline starts its timer when the token starts.
     private func startDeadline(_ token: DownloadToken) {
         guard let deadline = deadlines[token], deadline.timer == nil else { return }
@@ -109,6 +108,8 @@ extension Downloader {
         perform(id, update(id) { $0.machine.deadlineReached(token, deadlineMs: ms) } ?? [])
     }
 
+    /// A token's one `completed` event (its deadline timer stopped); the idle waiters resume when
+    /// it was the last.
     func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) {
         deadlines.removeValue(forKey: token)?.timer?.cancel()
         guard tokens.finish(token, outcome) else { return }
