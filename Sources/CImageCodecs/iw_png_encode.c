@@ -11,6 +11,7 @@
  * longjmps here). */
 #include "iw_whole.h"
 #include "iw_deflate.h"
+#include "iw_pixels.h"
 #include <libdeflate.h>
 #include <png.h>
 #include <stdio.h>
@@ -37,15 +38,11 @@ static int opaque(const uint8_t *pixels, uint32_t width, uint32_t height, size_t
     return 1;
 }
 
-/* Row `y` in the PNG's channels: the pixels themselves, or (RGBA to RGB) compacted into `scratch`. */
+/* Row `y` in the PNG's channels: the pixels themselves, or (RGBA to RGB) converted into `scratch`. */
 static const uint8_t *png_row(const uint8_t *pixels, size_t stride, uint32_t y, uint32_t width, int from, int to, uint8_t *scratch) {
     const uint8_t *row = pixels + (size_t)y * stride;
     if (from == to) return row;
-    for (uint32_t x = 0; x < width; x++) {
-        scratch[(size_t)x * 3] = row[(size_t)x * 4];
-        scratch[(size_t)x * 3 + 1] = row[(size_t)x * 4 + 1];
-        scratch[(size_t)x * 3 + 2] = row[(size_t)x * 4 + 2];
-    }
+    iw_convert_pixels(row, from, scratch, to, width);
     return scratch;
 }
 

@@ -57,7 +57,7 @@ enum OutputDelivery {
             } else {
                 // No progressive decode, or one scaled for other tokens below what this one asks
                 // (a token that joined the fetch after its decode began): decoded whole.
-                image = try await decode(resource, spec: spec, decodes: decodes, settings: settings)
+                image = try await decode(resource, source: source, spec: spec, decodes: decodes, settings: settings)
             }
             let rendered = try await render(image, spec: spec)
             for (key, value) in rendered.fields { result[key] = value }
@@ -180,20 +180,20 @@ enum OutputDelivery {
     }
 
     /// The decoded image this token asked for, decoded once for every token of the fetch that
-    /// asked the same.
+    /// asked the same. `source`: the format the body's signature names.
     static func decode(
-        _ resource: FetchedResource, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
+        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> DecodedImage {
         let key = SharedDecodes.Key(
             fetchID: resource.fetchID, format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
         let result = await decodes.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
-            let bytes = Array(body.readableBytesView)
             var options = DecodeOptions()
-            options.layout = spec.format.decodeLayout(for: ImageFormat.detect(bytes))
+            options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
-            return try ImageDecoders.decode(bytes, options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            return try ImageDecoders.decode(
+                Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         }
         switch result {
         case .success(let image): return image
