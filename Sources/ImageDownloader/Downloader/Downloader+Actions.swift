@@ -112,8 +112,9 @@ extension Downloader {
     /// it was the last.
     func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) {
         deadlines.removeValue(forKey: token)?.timer?.cancel()
+        let url = tokens[token]?.url ?? ""
         guard tokens.finish(token, outcome) else { return }
-        sink(.completed(token, outcome))
+        sink(.completed(token, url: url, outcome))
         if tokens.isEmpty, !idleWaiters.isEmpty {
             let waiters = idleWaiters
             idleWaiters = []

@@ -160,6 +160,21 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         startFetches(queue.enqueue(id, priority: record.priority))
     }
 
+    /// Ends a reserved token without a fetch, with what its processor would have delivered (a
+    /// file kept from an earlier run): its one `completed` event, no `started` (cancelled if it
+    /// was cancelled meanwhile).
+    public func complete(_ token: DownloadToken, _ result: Result<Delivered, Failure>) {
+        guard let record = tokens[token], case .reserved(let wasCancelled) = record.place else {
+            logger.error("completion of a token that was not reserved", metadata: ["token": "\(token)"])
+            return
+        }
+        switch result {
+        case _ where wasCancelled: finishToken(token, .cancelled)
+        case .success(let delivered): finishToken(token, .success(delivered))
+        case .failure(let failure): finishToken(token, .processingFailed(failure))
+        }
+    }
+
     /// A token joins a fetch that is already under way: it gets the fetch's events so far
     /// (`FetchOperation.join`), and a first streaming token the body so far.
     private func join(

@@ -66,15 +66,24 @@ enum OutputDelivery {
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
+            if spec.verify {
+                let header = try verified(resource.body)
+                result["width"] = JSONValue(header.width)
+                result["height"] = JSONValue(header.height)
+            }
             let mime = source?.mimeType ?? resource.response.mimeType
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
         let reserved = progressive.reservedPath(token)
+        let needsDigest = spec.needsDigest && (spec.delivery != .none || !spec.format.needsDecoding)
         switch spec.delivery {
-        case .none:
-            break
-        case .inline:
+        case .none, .inline:
+            if needsDigest {
+                result["sha256"] = .string(
+                    payload.count < 256 * 1024 ? payload.withUnsafeBytes { SHA256.hex($0) } : await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
+            }
+            guard spec.delivery == .inline else { break }
             // No new inline payload while the reader is behind: memory stays bounded.
             if holdsSlot {
                 slots.release()
@@ -83,14 +92,27 @@ enum OutputDelivery {
             await outputCapacity()
             result["data"] = .string(payload.base64())
         case .file:
-            let url = resource.response.finalURL
-            let path = try await BlockingWork.run { () throws(DeliveryFailure) -> String in
+            // Named from the URL as given (not where redirects led): the name `skipExisting`
+            // looks for before the download is the one written.
+            let url = sentURL
+            let (written, digest) = try await BlockingWork.run { () throws(DeliveryFailure) -> (Written, String?) in
+                let digest = needsDigest ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
                 // A progressive token's partial images went to a path chosen then: the final
                 // image replaces the last of them there.
-                try writeFile(payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension)
+                let written = try writeFile(
+                    payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension,
+                    sha256: digest)
+                return (written, digest)
             }
-            result["path"] = .string(path)
-            result["uri"] = .string(URL(fileURLWithPath: path, isDirectory: false).absoluteString)
+            if written.skipped {
+                // Kept as it was (it appeared while this token downloaded): described as on disk.
+                return try await BlockingWork.run { () throws(DeliveryFailure) -> JSONObject in
+                    try describeExisting(written.path, spec: spec, url: sentURL)
+                }
+            }
+            if let digest { result["sha256"] = .string(digest) }
+            result["path"] = .string(written.path)
+            result["uri"] = .string(URL(fileURLWithPath: written.path, isDirectory: false).absoluteString)
         }
         return result
     }
@@ -215,46 +237,108 @@ enum OutputDelivery {
     }
 
     /// A safe ASCII file name from the URL's last path component (or the token), with an
-    /// extension that matches the bytes (or the decoded format's), never one the server chose:
-    /// a name's own extension stays only when it is one of the sniffed format's (`a.jpeg` for
-    /// JPEG bytes), and bytes of no known image format get `.bin`.
+    /// extension that matches the bytes (or the decoded format's): `FileNameTemplate.urlName`.
     static func fileName(for url: String, token: DownloadToken, source: ImageFormat?, forcedExtension: String? = nil) -> String {
-        var base = URL(string: url)?.lastPathComponent ?? ""
-        if base == "/" { base = "" }
-        var safe = String(base.unicodeScalars.map { scalar -> Character in
-            let c = Character(scalar)
-            return (scalar.isASCII && (c.isLetter || c.isNumber || c == "." || c == "-" || c == "_")) ? c : "_"
-        })
-        while safe.hasPrefix(".") { safe.removeFirst() }
-        if safe.count > 120 { safe = String(safe.suffix(120)) }
-        if safe.isEmpty {
-            safe = String(token.description.unicodeScalars.map { $0.isASCII && (Character($0).isLetter || Character($0).isNumber) ? Character($0) : "_" }.prefix(64))
-            if safe.isEmpty { safe = "download" }
-        }
-        let stem = (safe as NSString).deletingPathExtension
-        let named = (stem.isEmpty ? "image" : stem)
-        if let forcedExtension { return named + "." + forcedExtension }
-        guard let source else { return named + ".bin" }
-        if source.fileExtensions.contains((safe as NSString).pathExtension.lowercased()) { return safe }
-        return named + "." + source.fileExtension
+        FileNameTemplate.urlName.render(
+            FileNameTemplate.values(url: url, token: token, source: source, forcedExtension: forcedExtension, sha256: nil))
     }
 
-    /// Writes to `path`, replacing it atomically.
+    /// Where a `file` token's payload went; `skipped`: the file was there already (`skipExisting`)
+    /// and was kept.
+    struct Written: Sendable {
+        var path: String
+        var skipped = false
+    }
+
     /// Writes a `file` token's payload where it asked: the path its partial images went to
-    /// (`reserved`), its `path`, or a name made from the URL in its `directory`. Returns the path.
+    /// (`reserved`), its `path`, or its name (`FileNameTemplate`) in its `dir`.
     static func writeFile(
         _ payload: Payload, spec: OutputSpec, reserved: String?, url: String, token: DownloadToken, source: ImageFormat?,
-        fileExtension: String?
-    ) throws(DeliveryFailure) -> String {
-        if let reserved { return try write(payload, to: reserved) }
+        fileExtension: String?, sha256: String? = nil
+    ) throws(DeliveryFailure) -> Written {
+        if let reserved { return Written(path: try write(payload, to: reserved)) }
         switch spec.target {
         case .path(let path):
-            return try write(payload, to: absolute(path))
+            let full = absolute(path)
+            if spec.skipExisting { return try writeNew(payload, at: [full], keepExisting: true) }
+            return Written(path: try write(payload, to: full))
         case .directory(let dir):
-            let name = fileName(for: url, token: token, source: source, forcedExtension: fileExtension)
-            return try write(payload, into: absolute(dir), name: name, overwrite: spec.overwrite)
+            let values = FileNameTemplate.values(url: url, token: token, source: source, forcedExtension: fileExtension, sha256: sha256)
+            let first = absolute(dir + "/" + (spec.fileName ?? .urlName).render(values))
+            if spec.overwrite { return Written(path: try write(payload, to: first)) }
+            return try writeNew(payload, at: freeNames(first), keepExisting: spec.skipExisting)
         case nil:
             throw .output("no path or directory to write to", path: nil)
+        }
+    }
+
+    /// The path a `skipExisting` token would write that exists already, looked up before the
+    /// download: every name the bytes could give it (`original` files take their extension from
+    /// the bytes). Nil when there is none, or the name is not known before the bytes.
+    static func existingTarget(spec: OutputSpec, url: String, token: DownloadToken) -> String? {
+        guard spec.skipExisting, spec.delivery == .file else { return nil }
+        var candidates: [String] = []
+        switch spec.target {
+        case .path(let path):
+            candidates = [absolute(path)]
+        case .directory(let dir):
+            let template = spec.fileName ?? .urlName
+            guard !template.needsDigest else { return nil }
+            let forced: String? = spec.format.needsDecoding ? spec.format.fileExtension : nil
+            let extensions = forced.map { [$0] } ?? (template.usesExtension ? FileNameTemplate.possibleExtensions(url: url, token: token) : ["bin"])
+            for ext in extensions {
+                var values = FileNameTemplate.values(url: url, token: token, source: nil, forcedExtension: ext, sha256: nil)
+                values.ext = ext
+                let path = absolute(dir + "/" + template.render(values))
+                if !candidates.contains(path) { candidates.append(path) }
+            }
+        case nil:
+            return nil
+        }
+        return candidates.first { path in
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        }
+    }
+
+    /// The completed event's fields for a file kept by `skipExisting`: its size, what its header
+    /// says (an `original` token's `sourceFormat`), its digest when asked.
+    static func describeExisting(_ path: String, spec: OutputSpec, url: String) throws(DeliveryFailure) -> JSONObject {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .output("cannot read \(path): \(errnoText())", path: path)
+        }
+        let bytes = [UInt8](data)
+        var result: JSONObject = [
+            "url": .string(url), "skipped": true, "byteLength": JSONValue(bytes.count), "path": .string(path),
+            "uri": .string(URL(fileURLWithPath: path, isDirectory: false).absoluteString),
+        ]
+        if case .success(let header) = ImageHeader.read(bytes) {
+            result["width"] = JSONValue(header.width)
+            result["height"] = JSONValue(header.height)
+            result["mimeType"] = .string(header.format.mimeType)
+            if !spec.format.needsDecoding { result["sourceFormat"] = .string(header.format.rawValue) }
+        } else if spec.format.needsDecoding, spec.format != .png {
+            result["mimeType"] = "application/octet-stream"
+            result["pixelFormat"] = .string(spec.format.rawValue)
+        }
+        if spec.needsDigest { result["sha256"] = .string(SHA256.hex(bytes)) }
+        return result
+    }
+
+    /// `original` bytes checked by their header (`output.verify`): the format and the stored size,
+    /// or the token's failure when they are not an image (nothing is written).
+    static func verified(_ body: ByteBuffer) throws(DeliveryFailure) -> ImageHeader {
+        // A header sits in the first bytes; a JPEG's frame header may follow large metadata.
+        var result = ImageHeader.read(Array(body.readableBytesView.prefix(256 * 1024)))
+        if case .failure(.badHeader) = result, body.readableBytes > 256 * 1024 {
+            result = ImageHeader.read(Array(body.readableBytesView))
+        }
+        switch result {
+        case .success(let header): return header
+        case .failure(.notAnImage(let start)):
+            throw .unsupportedFormat("the body is not an image of a known format (\(start))")
+        case .failure(.badHeader(let format)):
+            throw .badData("Image data cannot be read: the \(format.rawValue) signature is not followed by a valid header")
         }
     }
 
@@ -269,22 +353,28 @@ enum OutputDelivery {
         return path
     }
 
-    /// Writes into `dir` under `name`, or, when that exists and `overwrite` is off, under the
-    /// first free `name-1.ext`, `name-2.ext`…; never replaces another file by accident.
-    static func write(_ body: Payload, into dir: String, name: String, overwrite: Bool) throws(DeliveryFailure) -> String {
-        let first = (dir as NSString).appendingPathComponent(name)
-        if overwrite { return try write(body, to: first) }
-        let temp = try writeTemporary(body, in: dir, for: first)
-        defer { unlink(temp) }
+    /// `first`, then `name-1.ext`, `name-2.ext`… beside it.
+    static func freeNames(_ first: String) -> [String] {
+        let dir = (first as NSString).deletingLastPathComponent
+        let name = (first as NSString).lastPathComponent
         let stem = (name as NSString).deletingPathExtension
         let ext = (name as NSString).pathExtension
-        for n in 0..<10_000 {
-            let candidate = n == 0 ? name : (ext.isEmpty ? "\(stem)-\(n)" : "\(stem)-\(n).\(ext)")
-            let path = (dir as NSString).appendingPathComponent(candidate)
-            if link(temp, path) == 0 { return path }
+        return [first] + (1..<10_000).map { n in (dir as NSString).appendingPathComponent(ext.isEmpty ? "\(stem)-\(n)" : "\(stem)-\(n).\(ext)") }
+    }
+
+    /// Writes under the first of `paths` that does not exist (all in one directory); never
+    /// replaces another file by accident. `keepExisting`: when the first exists, nothing is
+    /// written and it is reported as kept.
+    static func writeNew(_ body: Payload, at paths: [String], keepExisting: Bool) throws(DeliveryFailure) -> Written {
+        let first = paths[0]
+        let temp = try writeTemporary(body, in: (first as NSString).deletingLastPathComponent, for: first)
+        defer { unlink(temp) }
+        for path in paths {
+            if link(temp, path) == 0 { return Written(path: path) }
             if errno != EEXIST { throw .output("cannot write \(path): \(errnoText())", path: path) }
+            if keepExisting { return Written(path: path, skipped: true) }
         }
-        throw .output("no free file name for \(name) in \(dir)", path: first)
+        throw .output("no free file name for \((first as NSString).lastPathComponent) in \((first as NSString).deletingLastPathComponent)", path: first)
     }
 
     private static func makeDirectory(_ dir: String, for path: String) throws(DeliveryFailure) {

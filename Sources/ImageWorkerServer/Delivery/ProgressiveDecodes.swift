@@ -235,9 +235,12 @@ final class ProgressiveDecodes: Sendable {
             case .file:
                 let written: String
                 do throws(DeliveryFailure) {
-                    written = try OutputDelivery.writeFile(
+                    let result = try OutputDelivery.writeFile(
                         rendered.payload, spec: spec, reserved: path, url: registration.url, token: token, source: decoder.format,
                         fileExtension: rendered.fileExtension)
+                    // A `skipExisting` file that appeared meanwhile is kept: no partial images into it.
+                    guard !result.skipped else { continue }
+                    written = result.path
                 } catch {
                     continue  // the final delivery reports output failures
                 }

@@ -25,8 +25,9 @@ enum EventEncoder {
                     params: ["token": token.json, "receivedBytes": .int(received), "expectedBytes": expected.map { .int($0) } ?? .null]),
                 replaceKey(token, "progress")
             )
-        case .completed(let token, let outcome):
-            var params: JSONObject = ["token": token.json]
+        case .completed(let token, let url, let outcome):
+            // Every completed event names its URL (as given), failures and cancellations too.
+            var params: JSONObject = ["token": token.json, "url": .string(url)]
             switch outcome {
             case .success(let payload):
                 params["outcome"] = "success"

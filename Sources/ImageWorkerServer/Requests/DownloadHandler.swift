@@ -19,7 +19,8 @@ extension WorkerServer {
                 s.requestByToken[token] = id
             }
         }
-        if params.progressive { progressive.register(token, url: params.request.url, spec: params.output) }
+        let sentURL = DownloadURL.redacted(params.request.url)
+        if params.progressive { progressive.register(token, url: sentURL, spec: params.output) }
         let spec = params.output
         let progressive = self.progressive
         let downloader = self.downloader
@@ -28,10 +29,20 @@ extension WorkerServer {
         let slots = self.slots
         let settings = self.decodeSettings
         let writer = self.writer
-        let sentURL = DownloadURL.redacted(params.request.url)
         return RPCReply(
             ["token": token.json],
             afterReply: {
+                // `skipExisting`: a target there already is kept and described, and nothing fetched.
+                if spec.skipExisting {
+                    let kept = await BlockingWork.run { () -> Result<JSONObject, DeliveryFailure>? in
+                        guard let path = OutputDelivery.existingTarget(spec: spec, url: sentURL, token: token) else { return nil }
+                        return Result { () throws(DeliveryFailure) in try OutputDelivery.describeExisting(path, spec: spec, url: sentURL) }
+                    }
+                    if let kept {
+                        await downloader.complete(token, kept)
+                        return
+                    }
+                }
                 await downloader.start(downloadRequest) { resource throws(DeliveryFailure) in
                     try await OutputDelivery.deliver(
                         resource, token: token, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots,

@@ -23,6 +23,9 @@ public struct OutputSpec: Sendable, Equatable {
 
         public var needsDecoding: Bool { self != .original }
 
+        /// The extension of a decoded format's files (`original` files take the bytes' own).
+        var fileExtension: String { rawValue }
+
         /// The pixels a decoded format is made from (PNG: RGBA, or RGB where `decodeLayout` says).
         public var layout: PixelLayout {
             switch self {
@@ -56,6 +59,17 @@ public struct OutputSpec: Sendable, Equatable {
     public var target: Target?
     /// With `dir`: replace an existing file of the same name instead of choosing a new name.
     public var overwrite = false
+    /// With `dir`: the file's name (`output.name` or `output.nameTemplate`); nil: the URL's.
+    var fileName: FileNameTemplate?
+    /// A target file that already exists is kept and reported (`skipped`), not fetched again.
+    public var skipExisting = false
+    /// `original`: refuse bytes that are not an image, and report the header's format and size.
+    public var verify = false
+    /// Report the delivered bytes' SHA-256 (`sha256`); implied by a `{sha256}` name.
+    public var sha256 = false
+
+    /// Whether the event and the name need the delivered bytes' digest.
+    var needsDigest: Bool { sha256 || fileName?.needsDigest == true }
     /// Scale down (never up) so the longest side is at most this many pixels.
     public var maxPixelSize: Int?
     /// Scale down so the image has at most this many pixels.
@@ -115,6 +129,9 @@ struct DownloadParams {
         if progressive && !output.format.needsDecoding {
             throw .invalidParams("progressive needs a decoded output format (png, rgba, rgb or gray), for its partial images")
         }
+        if progressive && output.fileName?.needsDigest == true {
+            throw .invalidParams("progressive partial images are written before the final bytes exist: a {sha256} name cannot be used")
+        }
         request.streamsBody = progressive
     }
 
@@ -124,8 +141,8 @@ struct DownloadParams {
         let p = try ParamReader(
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
-                "delivery", "format", "path", "dir", "overwrite", "maxPixelSize", "maxPixelCount", "applyOrientation",
-                "partialIntervalMs", "partialMaxPixelSize",
+                "delivery", "format", "path", "dir", "name", "nameTemplate", "overwrite", "skipExisting", "verify", "sha256",
+                "maxPixelSize", "maxPixelCount", "applyOrientation", "partialIntervalMs", "partialMaxPixelSize",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -140,7 +157,21 @@ struct DownloadParams {
         }
         let path = try p.string("path")
         let dir = try p.string("dir")
+        let name = try p.string("name")
+        let nameTemplate = try p.string("nameTemplate")
         spec.overwrite = try p.bool("overwrite") ?? false
+        spec.skipExisting = try p.bool("skipExisting") ?? false
+        spec.verify = try p.bool("verify") ?? false
+        spec.sha256 = try p.bool("sha256") ?? false
+        if spec.overwrite && spec.skipExisting {
+            throw .invalidParams("output.overwrite and output.skipExisting exclude each other")
+        }
+        switch (name, nameTemplate) {
+        case (let name?, nil): spec.fileName = try FileNameTemplate.fixed(name)
+        case (nil, let template?): spec.fileName = try FileNameTemplate(parsing: template)
+        case (nil, nil): break
+        default: throw .invalidParams("output takes \"name\" or \"nameTemplate\", not both")
+        }
         spec.maxPixelSize = try p.integer("maxPixelSize", in: 1...1_000_000).map { Int($0) }
         spec.maxPixelCount = try p.integer("maxPixelCount", in: 1...1_000_000_000_000).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
@@ -167,9 +198,15 @@ struct DownloadParams {
                 throw .invalidParams("output takes \"path\" or \"dir\", not both")
             }
         case .none, .inline:
-            if path != nil || dir != nil {
-                throw .invalidParams("output.path and output.dir go with delivery \"file\"")
+            if path != nil || dir != nil || spec.fileName != nil || spec.overwrite || spec.skipExisting {
+                throw .invalidParams("output.path, dir, name, nameTemplate, overwrite and skipExisting go with delivery \"file\"")
             }
+        }
+        if case .path? = spec.target, spec.fileName != nil {
+            throw .invalidParams("output.name and output.nameTemplate go with output.dir, not output.path")
+        }
+        if spec.skipExisting, spec.fileName?.needsDigest == true {
+            throw .invalidParams("output.skipExisting needs a name known before the download: {sha256} depends on the bytes")
         }
         return spec
     }

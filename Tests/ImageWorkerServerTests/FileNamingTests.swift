@@ -1,0 +1,235 @@
+import Foundation
+import ImageDecoding
+import ImageDownloader
+import ImageWorkerProtocol
+import Testing
+
+@testable import ImageWorkerServer
+
+/// `output.name`, `output.nameTemplate`, `skipExisting`, `verify` and `sha256`: the names a bulk
+/// job can rely on, checked in process with scripted fetches and real files in a temporary folder.
+@Suite struct FileNamingTests {
+    static let png = DeliveryRulesTests.png
+
+    private func temporaryDirectory() throws -> String {
+        let dir = NSTemporaryDirectory() + "naming-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    private func files(_ dir: String) -> [String] {
+        (FileManager.default.enumerator(atPath: dir)?.allObjects as? [String] ?? [])
+            .filter { !$0.hasSuffix("/") && !isDirectory(dir + "/" + $0) }.sorted()
+    }
+
+    private func isDirectory(_ path: String) -> Bool {
+        var flag: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &flag) && flag.boolValue
+    }
+
+    private func template(_ text: String) throws(RPCError) -> FileNameTemplate { try FileNameTemplate(parsing: text) }
+
+    private func rejected(_ text: String) -> String? {
+        do {
+            _ = try template(text)
+            return nil
+        } catch { return error.message }
+    }
+
+    // MARK: The template language
+
+    @Test func templatesParseTheirPlaceholdersAndBraces() throws {
+        let values = FileNameTemplate.Values(token: "t7", name: "photo", ext: "jpg", host: "example.org", sha256: String(repeating: "ab", count: 32))
+        #expect(try template("{token}-{name}.{ext}").render(values) == "t7-photo.jpg")
+        #expect(try template("{host}/{sha256:8}.{ext}").render(values) == "example.org/abababab.jpg")
+        #expect(try template("{sha256}").render(values) == String(repeating: "ab", count: 32))
+        #expect(try template("{{literal}}-{name}").render(values) == "{literal}-photo")
+        #expect(try template("{name}").needsDigest == false)
+        #expect(try template("a{sha256:1}").needsDigest)
+        #expect(try FileNameTemplate.fixed("{not a placeholder}.png").render(values) == "{not a placeholder}.png")
+    }
+
+    @Test func malformedTemplatesAreRefusedWithTheReason() {
+        #expect(rejected("{nope}.png")?.contains("unknown placeholder {nope}") == true)
+        #expect(rejected("{index}.png")?.contains("bulk helpers") == true, "{index} belongs to the clients")
+        #expect(rejected("{index:5}.png")?.contains("bulk helpers") == true)
+        #expect(rejected("{sha256:0}")?.contains("1 to 64") == true)
+        #expect(rejected("{sha256:65}")?.contains("1 to 64") == true)
+        #expect(rejected("{name") != nil)
+        #expect(rejected("name}") != nil)
+        #expect(rejected("") != nil)
+        #expect(rejected("/etc/{name}")?.contains("relative") == true)
+        #expect(rejected("../{name}")?.contains("\"..\"") == true)
+        #expect(rejected("a//{name}") != nil)
+        #expect(rejected("a/./{name}") != nil)
+        #expect(rejected(String(repeating: "x", count: 256)) != nil)
+    }
+
+    /// Values come from URLs and tokens nobody checked: none leads outside the directory.
+    @Test func hostileURLsAndTokensMakeSafeNames() {
+        let cases: [(String, DownloadToken)] = [
+            ("http://h.test/../../etc/passwd", .string("../../x")),
+            ("http://h.test/%2e%2e%2f%2e%2e%2fboot", .string("/abs")),
+            ("http://h.test/", .string("..")),
+            ("http://h.test/..", .int(-3)),
+            ("http://h.test/.hidden", .string("ok")),
+            ("http://h.test/caf%C3%A9%20noir.jpg", .string("é")),
+        ]
+        for (url, token) in cases {
+            let v = FileNameTemplate.values(url: url, token: token, source: .jpeg, forcedExtension: nil, sha256: nil)
+            for value in [v.name, v.ext, v.token, v.host] {
+                #expect(!value.isEmpty && !value.hasPrefix(".") && !value.contains("/"), "\(url) \(token): \(value)")
+                #expect(value.unicodeScalars.allSatisfy { $0.isASCII }, "\(value)")
+            }
+        }
+        let named = FileNameTemplate.values(url: "http://h.test/a/photo.JPEG?x=1", token: .int(1), source: .jpeg, forcedExtension: nil, sha256: nil)
+        #expect((named.name, named.ext, named.host) == ("photo", "JPEG", "h.test"), "a JPEG's own extension is kept")
+        let lying = FileNameTemplate.values(url: "http://h.test/photo.exe", token: .int(1), source: .png, forcedExtension: nil, sha256: nil)
+        #expect((lying.name, lying.ext) == ("photo", "png"), "the bytes choose the extension")
+        let unknown = FileNameTemplate.values(url: "http://h.test/notes.txt", token: .int(1), source: nil, forcedExtension: nil, sha256: nil)
+        #expect(unknown.ext == "bin")
+    }
+
+    // MARK: Delivery
+
+    /// Names follow the template whatever order the fetches finish in: the second URL (its
+    /// bytes first) does not take the first one's name.
+    @Test func namesDoNotDependOnCompletionOrder() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = ServerHarness(["/same.png": .gated(Self.png, gate: "first"), "/x/same.png": .body(Self.png)])
+        let output: JSONObject = ["delivery": "file", "dir": .string(dir), "nameTemplate": "{token}-{name}.{ext}"]
+        h.download("p000", "/same.png", output: output)
+        h.download("p001", "/x/same.png", output: output)
+        #expect(try await h.completed("p001")["path"]?.stringValue == dir + "/p001-same.png")
+        h.loader.open("first")
+        #expect(try await h.completed("p000")["path"]?.stringValue == dir + "/p000-same.png")
+        let fixed = try await { () async throws -> JSONValue in
+            h.download("fixed", "/same.png", output: ["delivery": "file", "dir": .string(dir), "name": "sub/dir/chosen.png"])
+            return try await h.completed("fixed")
+        }()
+        #expect(fixed["path"]?.stringValue == dir + "/sub/dir/chosen.png", "\(fixed)")
+        #expect(files(dir) == ["p000-same.png", "p001-same.png", "sub/dir/chosen.png"])
+        h.endInput()
+        #expect(try await h.exitStatus() == 0)
+    }
+
+    /// `sha256` reports the digest of what was written, and `{sha256:N}` names the file by it.
+    @Test func theDigestNamesAndDescribesTheWrittenBytes() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let h = ServerHarness(["/a.png": .body(Self.png)])
+        h.download("orig", "/a.png", output: ["delivery": "file", "dir": .string(dir), "nameTemplate": "{sha256:12}.{ext}"])
+        h.download("inline", "/a.png", output: ["delivery": "inline", "sha256": true])
+        let orig = try await h.completed("orig")
+        let digest = SHA256.hex(Self.png)
+        #expect(orig["sha256"]?.stringValue == digest)
+        #expect(orig["path"]?.stringValue == dir + "/" + digest.prefix(12) + ".png")
+        #expect(try await h.completed("inline")["sha256"]?.stringValue == digest)
+        h.endInput()
+        #expect(try await h.exitStatus() == 0)
+    }
+
+    /// A second run of the same job with `skipExisting` fetches nothing and reports each kept
+    /// file (size, header, digest), even when the name's extension comes from the bytes.
+    @Test func skipExistingKeepsFilesWithoutFetching() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let output: JSONObject = ["delivery": "file", "dir": .string(dir), "skipExisting": true, "sha256": true, "verify": true]
+        for run in 1...2 {
+            let h = ServerHarness(["/picture": .body(Self.png), "/thumb.png": .body(Self.png)])
+            h.download("orig", "/picture", output: output)
+            h.download("thumb", "/thumb.png", output: ["delivery": "file", "dir": .string(dir), "format": "png", "maxPixelSize": 20, "skipExisting": true])
+            let orig = try await h.completed("orig")
+            let thumb = try await h.completed("thumb")
+            #expect(orig["outcome"]?.stringValue == "success" && thumb["outcome"]?.stringValue == "success", "\(orig) \(thumb)")
+            #expect(orig["path"]?.stringValue == dir + "/picture.png")
+            #expect(orig["sha256"]?.stringValue == SHA256.hex(Self.png))
+            #expect(orig["width"]?.integerValue == 40 && orig["height"]?.integerValue == 30)
+            #expect(orig["byteLength"]?.integerValue == Int64(Self.png.count))
+            #expect(thumb["path"]?.stringValue == dir + "/thumb.png")
+            #expect(thumb["width"]?.integerValue == 20)
+            if run == 1 {
+                #expect(orig["skipped"] == nil && thumb["skipped"] == nil)
+                #expect(h.loader.loadCount("/picture") == 1)
+            } else {
+                #expect(orig["skipped"]?.boolValue == true && thumb["skipped"]?.boolValue == true, "\(orig) \(thumb)")
+                #expect(h.loader.loadCount("/picture") == 0 && h.loader.loadCount("/thumb.png") == 0, "the second run makes no request")
+                #expect(!h.events("orig").contains(WorkerEvent.started), "a kept file has no fetch to start")
+            }
+            h.endInput()
+            #expect(try await h.exitStatus() == 0)
+        }
+        #expect(files(dir) == ["picture.png", "thumb.png"], "nothing written twice")
+    }
+
+    /// `verify` refuses what is not an image (the file is not written) and reads the size of
+    /// every format the worker knows from its header alone.
+    @Test func verifyRefusesWhatIsNotAnImage() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let html = Array("<!DOCTYPE html><html><body>Not found</body></html>".utf8)
+        let random = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+        let h = ServerHarness([
+            "/page.jpg": .body(html), "/noise.jpg": .body(random), "/fake.png": .body(DeliveryRulesTests.broken),
+            "/good.png": .body(Self.png),
+        ])
+        let output: JSONObject = ["delivery": "file", "dir": .string(dir), "verify": true]
+        for token in ["page", "noise", "fake", "good"] {
+            h.download(token, "/\(token == "good" || token == "fake" ? token + ".png" : token + ".jpg")", output: output)
+        }
+        let page = try await h.completed("page")
+        #expect(page["error"]?["data"]?["name"]?.stringValue == "UnsupportedFormat", "\(page)")
+        #expect(page["error"]?["message"]?.stringValue?.contains("<!DOCTYPE html>") == true)
+        #expect(page["url"]?.stringValue == "http://scripted.test/page.jpg", "failures name their URL")
+        #expect(try await h.completed("noise")["error"]?["data"]?["name"]?.stringValue == "UnsupportedFormat")
+        #expect(try await h.completed("fake")["error"]?["data"]?["name"]?.stringValue == "BadImageData")
+        let good = try await h.completed("good")
+        #expect(good["width"]?.integerValue == 40 && good["sourceFormat"]?.stringValue == "png")
+        #expect(files(dir) == ["good.png"], "nothing written for the refused bodies")
+        h.endInput()
+        #expect(try await h.exitStatus() == 0)
+    }
+
+    @Test func conflictingNameOptionsAreRefused() async throws {
+        let h = ServerHarness([:])
+        let refusals: [JSONObject] = [
+            ["delivery": "file", "dir": "/tmp", "overwrite": true, "skipExisting": true],
+            ["delivery": "file", "dir": "/tmp", "name": "a.png", "nameTemplate": "{name}"],
+            ["delivery": "file", "path": "/tmp/a.png", "name": "b.png"],
+            ["delivery": "file", "dir": "/tmp", "nameTemplate": "{sha256:8}", "skipExisting": true],
+            ["delivery": "inline", "name": "a.png"],
+            ["delivery": "file", "dir": "/tmp", "name": "../a.png"],
+        ]
+        for output in refusals {
+            let id = h.send(WorkerMethod.download, ["url": "http://scripted.test/a.png", "output": .object(output)])
+            #expect(try await h.reply(id)["error"]?["code"]?.integerValue == -32602, "\(output)")
+        }
+        let progressive = h.send(
+            WorkerMethod.download,
+            ["url": "http://scripted.test/a.png", "progressive": true, "output": ["format": "png", "delivery": "file", "dir": "/tmp", "nameTemplate": "{sha256}.png"]])
+        #expect(try await h.reply(progressive)["error"]?["message"]?.stringValue?.contains("sha256") == true)
+        h.endInput()
+        #expect(try await h.exitStatus() == 0)
+    }
+
+    // MARK: The pieces
+
+    @Test func sha256MatchesTheStandardsVectors() {
+        #expect(SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        #expect(SHA256.hex(million) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        // Fed in uneven pieces: the same digest.
+        var pieces = SHA256()
+        var offset = 0
+        for size in [1, 63, 64, 65, 0, 127, 999_680] {
+            million[offset..<(offset + size)].withUnsafeBytes { pieces.update($0) }
+            offset += size
+        }
+        #expect(pieces.finalizeHex() == SHA256.hex(million))
+    }
+}
