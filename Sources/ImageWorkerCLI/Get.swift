@@ -22,8 +22,26 @@ struct Get: AsyncParsableCommand {
                 | jq -r 'select(.method == "download/completed") | .params | "\\(.outcome) \\(.path // .error.message)"'
             """)
 
-    @Argument(help: "The URLs to download (http, https).")
-    var urls: [String]
+    @Argument(help: "The URLs to download (http, https); - reads the list from stdin, as -i -.")
+    var urls: [String] = []
+
+    @Option(name: [.short, .customLong("input")], help: "Read URLs from FILE (- for stdin): one per line, optionally a tab and the file name; blank and # lines skipped.")
+    var input: String?
+
+    @Option(help: "Name files by this template: {index} (the URL's position, from 0; {index:5} zero-pads), {token}, {name}, {ext}, {host}, {sha256:8}.")
+    var nameTemplate: String?
+
+    @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms.")
+    var manifest: String?
+
+    @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing).")
+    var continueRun = false
+
+    @Flag(help: "Keep a file that exists already instead of downloading it again.")
+    var skipExisting = false
+
+    @Flag(help: "Save originals without checking they are images (default: refuse what is not one).")
+    var noVerify = false
 
     @Option(name: [.short, .customLong("output")], help: "Directory to write into (created when missing).")
     var output: String = "."
@@ -52,8 +70,11 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "NDJSON events on stdout instead of result lines; no progress bars.")
     var json = false
 
-    @Flag(help: "No progress bars, even on a terminal.")
+    @Flag(help: "No progress bars or progress lines.")
     var noProgress = false
+
+    @Option(help: "Seconds between progress lines when stderr is not a terminal (a log file).")
+    var progressInterval: Double = 5
 
     @Option(help: "Idle timeout of each download in milliseconds (default 15000).")
     var timeoutMs: Int64?
@@ -71,7 +92,16 @@ struct Get: AsyncParsableCommand {
     var logLevel: String = "warning"
 
     func validate() throws {
-        guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
+        guard !urls.isEmpty || input != nil else { throw ValidationError("give at least one URL, or -i FILE") }
+        if urls.contains("-") && input != nil { throw ValidationError("read stdin with - or -i -, not both") }
+        if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
+        guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
+        if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
+        if continueRun && overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
+        if skipExisting && overwrite { throw ValidationError("--skip-existing and --overwrite exclude each other") }
+        if let nameTemplate, let problem = OutputSpec.nameProblem(GetOptions.fillIndex(nameTemplate, index: 0)) {
+            throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
+        }
         let priorities = DownloadPriority.allCases.map(\.name)
         guard priorities.contains(priority) else {
             throw ValidationError("--priority must be one of \(priorities.joined(separator: ", "))")
@@ -102,6 +132,17 @@ struct Get: AsyncParsableCommand {
         }
     }
 
+    /// The text of a URL list: a file, or stdin for `-`.
+    static func readList(_ path: String) throws -> String {
+        if path == "-" {
+            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel)!
         LoggingSystem.bootstrap { label in
@@ -110,7 +151,21 @@ struct Get: AsyncParsableCommand {
             return handler
         }
         BitmapMemory.retainFreedMemory()
-        var options = GetOptions(urls: urls, directory: output)
+        var entries: [GetEntry] = []
+        for url in urls {
+            if url == "-" {
+                entries += GetEntry.parse(lines: try Self.readList("-"), firstIndex: entries.count)
+            } else {
+                entries.append(GetEntry(url: url, index: entries.count))
+            }
+        }
+        if let input { entries += GetEntry.parse(lines: try Self.readList(input), firstIndex: entries.count) }
+        for entry in entries {
+            if let name = entry.name, let problem = OutputSpec.nameProblem(name, fixed: true) {
+                throw ValidationError("\(entry.url): the name \"\(name)\": \(problem.replacingOccurrences(of: "output.name ", with: ""))")
+            }
+        }
+        var options = GetOptions(entries: entries, directory: output)
         options.format = format ?? (progressive ? "png" : "original")
         options.progressive = progressive
         options.priority = priority
@@ -124,6 +179,13 @@ struct Get: AsyncParsableCommand {
         options.maxRetries = maxRetries
         options.deadlineMs = deadlineMs
         options.retryDelayMs = retryDelayMs
+        options.nameTemplate = nameTemplate
+        options.manifest = manifest
+        options.resume = continueRun
+        options.skipExisting = skipExisting || continueRun
+        options.verify = !noVerify
+        options.progressLines = !json && !noProgress && isatty(STDERR_FILENO) != 1
+        options.progressInterval = .milliseconds(Int64(progressInterval * 1000))
         let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
         if code != 0 { throw ExitCode(code) }
     }

@@ -1,8 +1,42 @@
+import Foundation
 import ImageWorkerProtocol
+
+/// One URL of a `get` run: from an argument or a line of `-i FILE` (`URL` or `URL<TAB>NAME`).
+public struct GetEntry: Sendable, Equatable {
+    public var url: String
+    /// The position in the whole input, from 0: `{index}` in names, the manifest's `index`.
+    public var index: Int
+    /// The file name the line gave (`output.name`); nil: `--name-template` or the URL's name.
+    public var name: String?
+
+    public init(url: String, index: Int, name: String? = nil) {
+        self.url = url
+        self.index = index
+        self.name = name
+    }
+
+    /// The entries of an input list, numbered from `firstIndex`: one URL per line, optionally a
+    /// tab and the file name; blank lines and lines starting with `#` are skipped (no index).
+    public static func parse(lines text: String, firstIndex: Int) -> [GetEntry] {
+        var entries: [GetEntry] = []
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            var line = Substring(raw)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            let trimmed = line.drop { $0 == " " }
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            let fields = trimmed.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            let url = String(fields[0]).trimmingCharacters(in: .whitespaces)
+            let name = fields.count > 1 ? String(fields[1]).trimmingCharacters(in: .whitespaces) : ""
+            entries.append(GetEntry(url: url, index: firstIndex + entries.count, name: name.isEmpty ? nil : name))
+        }
+        return entries
+    }
+}
 
 /// What `image-worker get` was asked to do.
 public struct GetOptions: Sendable {
-    public var urls: [String]
+    public var entries: [GetEntry]
+    public var urls: [String] { entries.map(\.url) }
     /// Where the files go (created when missing).
     public var directory: String
     /// `original` (the bytes as downloaded), `png`, `rgba`, `rgb` or `gray`.
@@ -24,30 +58,85 @@ public struct GetOptions: Sendable {
     public var maxRetries: Int?
     /// Each download's first retry delay (`retryDelayMs`).
     public var retryDelayMs: Int64?
+    /// Names for entries without their own: `output.nameTemplate` after `{index}` is filled.
+    public var nameTemplate: String?
+    /// Keep files that exist (`output.skipExisting`).
+    public var skipExisting = false
+    /// Originals are checked to be images (`output.verify`).
+    public var verify = true
+    /// JSON Lines of every URL's result, appended as each ends.
+    public var manifest: String?
+    /// With `manifest`: fetch only what it does not show as done.
+    public var resume = false
+    /// A progress line every few seconds on stderr (when it is not a terminal).
+    public var progressLines = false
+    public var progressInterval = Duration.seconds(5)
 
     public init(urls: [String], directory: String) {
-        self.urls = urls
+        self.init(entries: urls.enumerated().map { GetEntry(url: $1, index: $0) }, directory: directory)
+    }
+
+    public init(entries: [GetEntry], directory: String) {
+        self.entries = entries
         self.directory = directory
     }
 
-    /// The token of the URL at `index`: `"1"`, `"2"`, … in argument order.
+    /// The token of the URL at `index`: `"1"`, `"2"`, … in input order.
     public static func token(_ index: Int) -> String { String(index + 1) }
 
-    /// The `download` request for the URL at `index`.
-    public func downloadRequest(index: Int) -> JSONValue {
-        var output: JSONObject = [
-            "delivery": "file", "dir": .string(directory), "format": .string(format), "overwrite": .bool(overwrite),
-        ]
+    /// `template` with `{index}` (and `{index:N}`, zero-padded to N digits) replaced by `index`;
+    /// `{{`, `}}` and every other placeholder left for the worker.
+    public static func fillIndex(_ template: String, index: Int) -> String {
+        var out = ""
+        var rest = Substring(template)
+        while let c = rest.first {
+            if rest.hasPrefix("{{") || rest.hasPrefix("}}") {
+                out += rest.prefix(2)
+                rest = rest.dropFirst(2)
+                continue
+            }
+            if c == "{", let close = rest.firstIndex(of: "}") {
+                let name = rest[rest.index(after: rest.startIndex)..<close]
+                if name == "index" {
+                    out += String(index)
+                    rest = rest[rest.index(after: close)...]
+                    continue
+                }
+                if name.hasPrefix("index:"), let width = Int(name.dropFirst(6)), (1...20).contains(width) {
+                    let digits = String(index)
+                    out += String(repeating: "0", count: max(0, width - digits.count)) + digits
+                    rest = rest[rest.index(after: close)...]
+                    continue
+                }
+            }
+            out.append(c)
+            rest = rest.dropFirst()
+        }
+        return out
+    }
+
+    /// The `download` request for one entry.
+    public func downloadRequest(_ entry: GetEntry) -> JSONValue {
+        var output: JSONObject = ["delivery": "file", "dir": .string(directory), "format": .string(format)]
+        if overwrite { output["overwrite"] = true }
+        if skipExisting && !overwrite { output["skipExisting"] = true }
+        if verify && format == "original" { output["verify"] = true }
+        if manifest != nil { output["sha256"] = true }
+        if let name = entry.name {
+            output["name"] = .string(name)
+        } else if let nameTemplate {
+            output["nameTemplate"] = .string(GetOptions.fillIndex(nameTemplate, index: entry.index))
+        }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         var params: JSONObject = [
-            "token": .string(GetOptions.token(index)), "url": .string(urls[index]), "priority": .string(priority),
+            "token": .string(GetOptions.token(entry.index)), "url": .string(entry.url), "priority": .string(priority),
             "output": .object(output),
         ]
         if progressive { params["progressive"] = true }
         if let timeoutMs { params["timeoutMs"] = .int(timeoutMs) }
         if let deadlineMs { params["deadlineMs"] = .int(deadlineMs) }
         if let retryDelayMs { params["retryDelayMs"] = .int(retryDelayMs) }
-        return ["jsonrpc": "2.0", "id": JSONValue(index + 1), "method": "download", "params": .object(params)]
+        return ["jsonrpc": "2.0", "id": JSONValue(entry.index + 1), "method": "download", "params": .object(params)]
     }
 }

@@ -19,6 +19,35 @@ public enum GetRunner {
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create \(options.directory): \(error.localizedDescription)\n")
             return 2
         }
+        // A manifest: with `resume`, the URLs it shows as done are carried over, not fetched.
+        var entries = options.entries
+        var manifest: ManifestWriter?
+        var doneBefore = 0
+        if let path = options.manifest {
+            do {
+                var kept: [JSONObject] = []
+                if options.resume, FileManager.default.fileExists(atPath: path) {
+                    let done = Manifest.done(try Manifest.read(path))
+                    entries = []
+                    for entry in options.entries {
+                        if var record = done[Manifest.key(url: entry.url, name: entry.name)] {
+                            record["index"] = JSONValue(entry.index)
+                            kept.append(record)
+                        } else {
+                            entries.append(entry)
+                        }
+                    }
+                }
+                manifest = try ManifestWriter(path: path, kept: kept)
+                doneBefore = kept.count
+                if !kept.isEmpty && !options.json {
+                    TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(kept.count) of \(options.entries.count) URLs already done (\(path))\n")
+                }
+            } catch {
+                TerminalDisplay.write(STDERR_FILENO, "image-worker get: manifest \(path): \(error)\n")
+                return 2
+            }
+        }
         guard let (inputRead, inputWrite) = makePipe(), let (outputRead, outputWrite) = makePipe() else {
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create pipes: \(String(cString: strerror(errno)))\n")
             return 2
@@ -34,14 +63,19 @@ public enum GetRunner {
 
         let started = ContinuousClock.now
         let outputClosed = Mutex(false)
-        let reader = EventReader(fd: outputRead, urls: options.urls, json: options.json, bars: options.progressBars) {
+        var initial = GetSession(entries: entries)
+        if manifest != nil { initial.recordFormat = options.format }
+        let reader = EventReader(
+            fd: outputRead, session: initial, json: options.json, bars: options.progressBars, lines: options.progressLines && !options.json,
+            lineInterval: options.progressInterval, manifest: manifest
+        ) {
             let first = outputClosed.withLock { closed in
                 defer { closed = true }
                 return !closed
             }
             if first { server.requestTermination() }
         }
-        let requests = (0..<options.urls.count).map { options.downloadRequest(index: $0) }
+        let requests = entries.map { options.downloadRequest($0) }
         let feeder = Thread {
             for request in requests {
                 var line = JSONWriter.encode(request)
@@ -63,11 +97,12 @@ public enum GetRunner {
 
         if !options.json {
             let seconds = (ContinuousClock.now - started) / .seconds(1)
-            TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + "\n")
+            let before = doneBefore > 0 ? ", \(doneBefore) done before (manifest)" : ""
+            TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + before + "\n")
         }
         if let number = interruptedBy.withLock({ $0 }) { return 128 + number }
         if outputClosed.withLock({ $0 }) { return 128 + SIGPIPE }
-        return session.succeeded == session.items.count ? 0 : 1
+        return session.allDone ? 0 : 1
     }
 
     private static func makePipe() -> (read: Int32, write: Int32)? {
@@ -84,11 +119,17 @@ public enum GetRunner {
 final class EventReader: Sendable {
     private let result = Mutex<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
 
-    /// `onOutputClosed`: stdout or stderr could not be written (the reader went away).
-    init(fd: Int32, urls: [String], json: Bool, bars: Bool, onOutputClosed: @escaping @Sendable () -> Void) {
+    /// `onOutputClosed`: stdout or stderr could not be written (the reader went away). `lines`:
+    /// a progress line every few seconds on stderr instead of bars. `manifest`: each URL's record
+    /// is appended as it ends.
+    init(
+        fd: Int32, session start: GetSession, json: Bool, bars: Bool, lines: Bool, lineInterval: Duration, manifest: ManifestWriter?,
+        onOutputClosed: @escaping @Sendable () -> Void
+    ) {
         let thread = Thread { [self] in
-            var session = GetSession(urls: urls)
-            let display = TerminalDisplay(bars: bars && !json, onClosed: onOutputClosed)
+            var session = start
+            let clock = ContinuousClock.now
+            let display = TerminalDisplay(bars: bars && !json, lines: lines && !bars, lineInterval: lineInterval, onClosed: onOutputClosed)
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func take(_ line: ArraySlice<UInt8>) {
@@ -98,11 +139,17 @@ final class EventReader: Sendable {
                 {
                     onOutputClosed()
                 }
-                for output in session.handle(message) {
+                let now = (ContinuousClock.now - clock) / .seconds(1)
+                for output in session.handle(message, now: now) {
+                    if case .record(let record) = output {
+                        manifest?.append(record)
+                        continue
+                    }
                     guard !json else { continue }
                     switch output {
                     case .result(let text): display.result(text, session)
                     case .redraw: display.changed(session)
+                    case .record: break
                     }
                 }
             }

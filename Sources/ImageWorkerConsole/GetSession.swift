@@ -2,7 +2,7 @@ import Foundation
 import ImageWorkerProtocol
 
 /// The state of a `get` run, fed with the worker's messages: a value with no I/O, so what it
-/// prints is tested without a terminal. Tokens are `"1"`, `"2"`, … in URL order.
+/// prints is tested without a terminal. Tokens are `"1"`, `"2"`, … by input position.
 public struct GetSession: Sendable {
     public enum Phase: Sendable, Equatable {
         case waiting, connecting, receiving, finishing, ended
@@ -10,12 +10,20 @@ public struct GetSession: Sendable {
 
     public enum Outcome: Sendable, Equatable {
         case success(path: String?, detail: String)
+        /// `skipExisting` found the file: kept, not fetched.
+        case kept(path: String?, detail: String)
         case failed(name: String, message: String)
         case cancelled
     }
 
     public struct Item: Sendable, Equatable {
         public var url: String
+        /// The URL's position in the input (0-based); its token is `index + 1`.
+        public var index: Int
+        /// The file name its input line gave.
+        public var name: String?
+        /// When its `download/started` came (seconds on the caller's clock).
+        public var startedAt: Double?
         public var phase: Phase = .waiting
         public var receivedBytes: Int64 = 0
         public var expectedBytes: Int64?
@@ -29,42 +37,61 @@ public struct GetSession: Sendable {
         case result(String)
         /// The progress board changed.
         case redraw
+        /// A URL ended: its manifest record (only when `recordFormat` is set).
+        case record(JSONObject)
     }
 
     public private(set) var items: [Item]
+    /// Item positions by token number (`index + 1`, also the request id).
+    private let positions: [Int: Int]
+    /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
+    public var recordFormat: String?
 
+    /// Items for every URL, tokens `"1"`, `"2"`, … in order.
     public init(urls: [String]) {
-        items = urls.map { Item(url: $0) }
+        self.init(entries: urls.enumerated().map { GetEntry(url: $1, index: $0) })
+    }
+
+    /// Items for these input lines (tokens from their indexes: a resumed run keeps them).
+    public init(entries: [GetEntry]) {
+        items = entries.map { Item(url: $0.url, index: $0.index, name: $0.name) }
+        positions = Dictionary(entries.enumerated().map { ($1.index + 1, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     public var allEnded: Bool { items.allSatisfy { $0.phase == .ended } }
-    public var succeeded: Int { items.filter { if case .success = $0.outcome { true } else { false } }.count }
-    public var failed: Int { items.filter { $0.outcome != nil && !isSuccess($0.outcome) }.count }
+    public var succeeded: Int { count { if case .success = $0 { true } else { false } } }
+    public var kept: Int { count { if case .kept = $0 { true } else { false } } }
+    public var failed: Int { count { if case .failed = $0 { true } else { false } } }
+    public var cancelled: Int { count { $0 == .cancelled } }
     public var receivedBytes: Int64 { items.reduce(0) { $0 + $1.receivedBytes } }
+    /// Every URL downloaded or kept.
+    public var allDone: Bool { succeeded + kept == items.count }
 
-    private func isSuccess(_ outcome: Outcome?) -> Bool {
-        if case .success = outcome { return true }
-        return false
+    private func count(_ matches: (Outcome) -> Bool) -> Int { items.filter { $0.outcome.map(matches) ?? false }.count }
+
+    private func position(of token: JSONValue?) -> Int? {
+        guard let text = token?.stringValue, let n = Int(text) else { return nil }
+        return positions[n]
     }
 
-    private func index(of token: JSONValue?) -> Int? {
-        guard let text = token?.stringValue, let n = Int(text), n >= 1, n <= items.count else { return nil }
-        return n - 1
-    }
-
-    /// Takes one message from the worker.
-    public mutating func handle(_ message: JSONValue) -> [Output] {
+    /// Takes one message from the worker; `now`: seconds on any clock, for the manifest's `ms`.
+    public mutating func handle(_ message: JSONValue, now: Double? = nil) -> [Output] {
         if let id = message["id"], let error = message["error"] {
             // A refused `download` request (the URL's token never existed).
-            guard let n = id.integerValue, n >= 1, n <= items.count, items[Int(n) - 1].phase != .ended else { return [] }
-            return end(Int(n) - 1, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
+            guard let n = id.integerValue, let i = positions[Int(n)], items[i].phase != .ended else { return [] }
+            var outputs = end(i, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
+            if recordFormat != nil {
+                outputs.append(.record(Manifest.refused(index: items[i].index, url: items[i].url, name: items[i].name, error: error)))
+            }
+            return outputs
         }
         guard let method = message["method"]?.stringValue, let params = message["params"],
-            let i = index(of: params["token"]), items[i].phase != .ended
+            let i = position(of: params["token"]), items[i].phase != .ended
         else { return [] }
         switch method {
         case WorkerEvent.started:
             items[i].phase = .connecting
+            items[i].startedAt = now
         case WorkerEvent.response:
             items[i].phase = .receiving
             items[i].expectedBytes = params["expectedBytes"]?.integerValue
@@ -76,7 +103,13 @@ public struct GetSession: Sendable {
         case WorkerEvent.partialImage:
             items[i].partialImages = Int(params["sequence"]?.integerValue ?? Int64(items[i].partialImages + 1))
         case WorkerEvent.completed:
-            return end(i, Self.outcome(params))
+            var outputs = end(i, Self.outcome(params))
+            if let recordFormat {
+                let ms = now.flatMap { now in items[i].startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
+                outputs.append(
+                    .record(Manifest.record(index: items[i].index, url: items[i].url, name: items[i].name, completed: params, format: recordFormat, ms: ms)))
+            }
+            return outputs
         default:
             return []
         }
@@ -97,6 +130,9 @@ public struct GetSession: Sendable {
             if let source = params["sourceFormat"]?.stringValue { parts.append(source) }
             else if let mime = params["mimeType"]?.stringValue { parts.append(mime) }
             if let bytes = params["byteLength"]?.integerValue { parts.append(ByteCount.format(bytes)) }
+            if params["skipped"]?.boolValue == true {
+                return .kept(path: params["path"]?.stringValue, detail: (["exists"] + parts).joined(separator: ", "))
+            }
             return .success(path: params["path"]?.stringValue, detail: parts.joined(separator: ", "))
         case "cancelled":
             return .cancelled
@@ -114,6 +150,8 @@ public struct GetSession: Sendable {
         case .success(let path, let detail)?:
             let target = path.map { " -> \($0)" } ?? ""
             return "ok      \(item.url)\(target) (\(detail))"
+        case .kept(let path, let detail)?:
+            return "kept    \(item.url)\(path.map { " -> \($0)" } ?? "") (\(detail))"
         case .failed(let name, let message)?:
             return "failed  \(item.url): \(name): \(message)"
         case .cancelled?:
@@ -123,11 +161,13 @@ public struct GetSession: Sendable {
         }
     }
 
-    /// `3 downloaded, 1 failed, 1.2 MB in 0.8 s`.
+    /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`.
     public func summary(seconds: Double) -> String {
         var text = "\(succeeded) downloaded"
+        if kept > 0 { text += ", \(kept) kept" }
         if failed > 0 { text += ", \(failed) failed" }
-        let pending = items.count - succeeded - failed
+        if cancelled > 0 { text += ", \(cancelled) cancelled" }
+        let pending = items.count - succeeded - kept - failed - cancelled
         if pending > 0 { text += ", \(pending) unfinished" }
         return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"
     }

@@ -19,6 +19,19 @@ public enum ProgressBoard {
         return lines
     }
 
+    /// `40/100 done, 2 failed, 1 cancelled, 6 running, 12.3 MB, 10 s`: the progress line written
+    /// every few seconds when stderr is not a terminal.
+    public static func statusLine(_ session: GetSession, seconds: Double) -> String {
+        let ended = session.items.filter { $0.phase == .ended }.count
+        let running = session.items.filter { $0.phase != .waiting && $0.phase != .ended }.count
+        var text = "\(ended)/\(session.items.count) done"
+        if session.kept > 0 { text += ", \(session.kept) kept" }
+        if session.failed > 0 { text += ", \(session.failed) failed" }
+        if session.cancelled > 0 { text += ", \(session.cancelled) cancelled" }
+        if running > 0 { text += ", \(running) running" }
+        return text + ", \(ByteCount.format(session.receivedBytes)), \(Int(seconds.rounded())) s"
+    }
+
     /// `[########------------]  41%  2.3 MB/5.6 MB  partial 2  name.jpg`
     static func bar(_ item: GetSession.Item, width: Int) -> String {
         let barWidth = 20

@@ -5,6 +5,11 @@ import ImageWorkerServer
 /// on stderr, redrawn in place. Used from one thread only.
 final class TerminalDisplay {
     private let bars: Bool
+    /// A status line every `lineInterval` instead of bars (stderr is a log, not a terminal).
+    private let lines: Bool
+    private let started = ContinuousClock.now
+    private var lastLine = ContinuousClock.now
+    private let lineInterval: Duration
     /// Called when stdout or stderr is closed (a write failed).
     private let onClosed: @Sendable () -> Void
     private var drawnLines = 0
@@ -12,8 +17,10 @@ final class TerminalDisplay {
     private var lastDraw = ContinuousClock.now - .seconds(1)
     static let redrawInterval = Duration.milliseconds(100)
 
-    init(bars: Bool, onClosed: @escaping @Sendable () -> Void) {
+    init(bars: Bool, lines: Bool = false, lineInterval: Duration = .seconds(5), onClosed: @escaping @Sendable () -> Void) {
         self.bars = bars
+        self.lines = lines
+        self.lineInterval = lineInterval
         self.onClosed = onClosed
     }
 
@@ -26,6 +33,7 @@ final class TerminalDisplay {
 
     /// The board changed; it is redrawn at most every `redrawInterval` (see `tick`).
     func changed(_ session: GetSession) {
+        line(session)
         guard bars else { return }
         dirty = true
         if ContinuousClock.now - lastDraw >= Self.redrawInterval { draw(session) }
@@ -33,7 +41,15 @@ final class TerminalDisplay {
 
     /// Called when nothing arrived for a while: draws a change that was held back.
     func tick(_ session: GetSession) {
+        line(session)
         if bars, dirty { draw(session) }
+    }
+
+    private func line(_ session: GetSession) {
+        guard lines, ContinuousClock.now - lastLine >= lineInterval else { return }
+        lastLine = .now
+        let text = ProgressBoard.statusLine(session, seconds: (ContinuousClock.now - started) / .seconds(1))
+        if !Self.write(STDERR_FILENO, "image-worker get: " + text + "\n") { onClosed() }
     }
 
     /// Leaves the terminal clean (the board removed).

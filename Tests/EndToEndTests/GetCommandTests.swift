@@ -15,7 +15,10 @@ import TestSupport
     }
 
     /// Runs `image-worker ARGS` (or another program) to its end, stdout and stderr into files.
-    static func run(_ arguments: [String], executable: String = WorkerProcess.binaryPath, interruptWhen ready: (@Sendable () -> Bool)? = nil) async throws -> Run {
+    static func run(
+        _ arguments: [String], executable: String = WorkerProcess.binaryPath, stdin: String? = nil,
+        interruptWhen ready: (@Sendable () -> Bool)? = nil
+    ) async throws -> Run {
         let dir = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let outURL = dir.appendingPathComponent("stdout")
@@ -25,7 +28,13 @@ import TestSupport
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
+        if let stdin {
+            let inURL = dir.appendingPathComponent("stdin")
+            try Data(stdin.utf8).write(to: inURL)
+            process.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         let exited = AsyncStream<Int32>.makeStream()
@@ -61,7 +70,7 @@ import TestSupport
         #expect(run.lines.count == 4, "\(run)")
         for url in urls { #expect(run.lines.filter { $0.contains(url) }.count == 1, "\(url) in \(run.lines)") }
         let jpegLine = try #require(run.lines.first { $0.contains("testorig.jpg") })
-        #expect(jpegLine == "ok      \(urls[0]) -> \(out.path)/testorig.jpg (jpeg, 5.8 kB)")
+        #expect(jpegLine == "ok      \(urls[0]) -> \(out.path)/testorig.jpg (227x149, jpeg, 5.8 kB)", "verified: the header's size")
         #expect(run.lines.contains { $0.hasPrefix("failed  \(urls[1]): InvalidDownloadStatusCode:") && $0.contains("404") })
         #expect(run.lines.contains { $0.hasPrefix("failed  nonsense:://: InvalidURL:") })
         // The bytes, as served; the summary on stderr; no progress bars off a terminal.
@@ -218,6 +227,110 @@ import TestSupport
         #expect(bad.status != 0 && bad.stderr.contains("--deadline-ms"), "\(bad.stderr)")
     }
 
+    static func manifest(_ url: URL) throws -> [JSONValue] {
+        try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+    }
+
+    /// A list file with names and a template, a manifest with one record per URL, then
+    /// `--continue`: only what failed is fetched again; once all is done, a re-run fetches nothing.
+    @Test func aManifestRecordsEveryURLAndContinueFetchesOnlyTheRest() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("page.jpg", Array("<!DOCTYPE html><title>Sorry</title>".utf8))
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let list = out.appendingPathComponent("urls.txt")
+        let manifest = out.appendingPathComponent("manifest.jsonl")
+        try """
+            # the job
+            \(server.url("/files/testorig.jpg"))\tnamed/first.jpg
+            \(server.url("/files/page.jpg"))
+            \(server.url("/flaky/1/basn2c08.png?failures=1"))
+
+            \(server.url("/files/testorig.jpg"))
+
+            """.write(to: list, atomically: true, encoding: .utf8)
+        let images = out.appendingPathComponent("images").path
+        let args = ["get", "-i", list.path, "-o", images, "--name-template", "p{index:3}.{ext}", "--manifest", manifest.path, "--max-retries", "0"]
+        let first = try await Self.run(args)
+        #expect(first.status == 1, "\(first)")
+        var records = try Self.manifest(manifest)
+        #expect(records.count == 4 && Set(records.compactMap { $0["index"]?.integerValue }) == [0, 1, 2, 3], "\(records)")
+        func record(_ index: Int) -> JSONValue? { records.first { $0["index"]?.integerValue == Int64(index) } }
+        #expect(record(0)?["outcome"] == "ok" && record(0)?["path"]?.stringValue == images + "/named/first.jpg")
+        #expect(record(0)?["width"] == 227 && record(0)?["height"] == 149 && record(0)?["format"] == "jpeg")
+        let original = try [UInt8](Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        #expect(record(3)?["path"]?.stringValue == images + "/p003.jpg")
+        #expect(record(3)?["bytes"]?.integerValue == Int64(original.count))
+        #expect(record(3)?["sha256"]?.stringValue?.count == 64 && record(3)?["sha256"] == record(0)?["sha256"])
+        #expect(record(1)?["outcome"] == "failed" && record(1)?["error"]?["name"] == "UnsupportedFormat", "verified by default")
+        #expect(record(2)?["outcome"] == "failed" && record(2)?["error"]?["name"] == "InvalidDownloadStatusCode")
+        #expect(!FileManager.default.fileExists(atPath: images + "/p001.jpg") && !FileManager.default.fileExists(atPath: images + "/p001.bin"))
+
+        let hits = server.hits("/files/testorig.jpg")
+        let second = try await Self.run(args + ["--continue"])
+        #expect(second.status == 1, "the HTML page fails again: \(second)")
+        #expect(server.hits("/files/testorig.jpg") == hits, "the finished URLs are not fetched again")
+        #expect(second.stderr.contains("2 of 4 URLs already done"), "\(second.stderr)")
+        records = try Self.manifest(manifest)
+        #expect(records.count == 4, "still one record per URL: \(records)")
+        #expect(record(2)?["outcome"] == "ok" && record(2)?["path"]?.stringValue == images + "/p002.png", "the flaky URL made it")
+
+        server.setFile("page.jpg", original)
+        let third = try await Self.run(args + ["--continue"])
+        #expect(third.status == 0, "\(third)")
+        let pageHits = server.hits("/files/page.jpg")
+        let fourth = try await Self.run(args + ["--continue"])
+        #expect(fourth.status == 0 && fourth.lines.isEmpty, "\(fourth)")
+        #expect(server.hits("/files/page.jpg") == pageHits && server.hits("/files/testorig.jpg") == hits, "a finished job fetches nothing")
+        #expect(fourth.stderr.contains("4 of 4 URLs already done"), "\(fourth.stderr)")
+        records = try Self.manifest(manifest)
+        #expect(records.count == 4 && records.allSatisfy { $0["outcome"] == "ok" }, "\(records)")
+        // Without the manifest, --skip-existing keeps the files: no request either.
+        let skip = try await Self.run(["get", "-i", list.path, "-o", images, "--name-template", "p{index:3}.{ext}", "--skip-existing"])
+        #expect(skip.status == 0 && skip.lines.allSatisfy { $0.hasPrefix("kept    ") } && skip.lines.count == 4, "\(skip)")
+        #expect(server.hits("/files/testorig.jpg") == hits)
+    }
+
+    /// URLs from stdin (`-`); a progress line every interval when stderr is a file; Ctrl-C keeps
+    /// the finished URLs' records and counts the others cancelled, apart from failures.
+    @Test func stdinListsProgressLinesAndAnInterruptedManifest() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let manifest = out.appendingPathComponent("m.jsonl")
+        let urls = [server.url("/files/testorig.jpg"), server.url("/status/404"), server.url("/files/basn2c08.png?gate=held")]
+        let start = ContinuousClock.now
+        let run = try await Self.run(
+            ["get", "-", "-o", out.path, "--manifest", manifest.path, "--progress-interval", "0.2"], stdin: urls.joined(separator: "\n"),
+            interruptWhen: {
+                // Past a few progress intervals, with the held URL under way.
+                ContinuousClock.now - start > .seconds(1) && server.hits("/files/basn2c08.png") > 0
+            })
+        #expect(run.status == 130, "\(run)")
+        let progress = run.stderr.split(separator: "\n").filter { $0.hasPrefix("image-worker get: ") }
+        #expect(!progress.isEmpty && progress.allSatisfy { $0.contains("/3 done") }, "\(run.stderr)")
+        #expect(run.stderr.contains("1 downloaded, 1 failed, 1 cancelled"), "\(run.stderr)")
+        let records = try Self.manifest(manifest)
+        #expect(records.count == 3, "\(records)")
+        #expect(Set(records.compactMap { $0["outcome"]?.stringValue }) == ["ok", "failed", "cancelled"])
+    }
+
+    /// `--json` failures name their URL (the completed event carries it).
+    @Test func jsonFailuresCarryTheURL() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let url = server.url("/status/500")
+        let run = try await Self.run(["get", "--json", "--max-retries", "0", "-o", out.path, url])
+        let completed = try #require(run.lines.compactMap { try? JSONParser.parse($0) }.first { $0["method"] == .string(WorkerEvent.completed) })
+        #expect(completed["params"]?["outcome"] == "error" && completed["params"]?["url"]?.stringValue == url, "\(completed)")
+        let schema = try #require(JSONSchemaValidator.schemaName(forOutgoing: completed, requestMethod: nil))
+        #expect(try E2E.schemas().validate(completed, against: schema).isEmpty)
+    }
+
     @Test func badArgumentsAreRefusedWithAReason() async throws {
         let run = try await Self.run(["get", "--progressive", "--format", "original", "http://127.0.0.1:9/a.jpg"])
         #expect(run.status != 0)
@@ -226,6 +339,10 @@ import TestSupport
         #expect(alone.status != 0 && alone.stderr.contains("--partial-max-pixel-size goes with --progressive"), "\(alone.stderr)")
         let none = try await Self.run(["get"])
         #expect(none.status != 0 && none.stderr.contains("URL"), "\(none.stderr)")
+        let both = try await Self.run(["get", "--continue", "http://127.0.0.1:9/a.jpg"])
+        #expect(both.status != 0 && both.stderr.contains("--continue needs --manifest"), "\(both.stderr)")
+        let template = try await Self.run(["get", "--name-template", "{nope}.jpg", "http://127.0.0.1:9/a.jpg"])
+        #expect(template.status != 0 && template.stderr.contains("unknown placeholder {nope}"), "\(template.stderr)")
         let help = try await Self.run(["--help"])
         #expect(help.status == 0 && help.stdout.contains("get") && help.stdout.contains("serve"))
     }

@@ -1,3 +1,4 @@
+import Foundation
 import ImageWorkerConsole
 import ImageWorkerProtocol
 import Testing
@@ -54,7 +55,69 @@ import Testing
         #expect(ok.first == .result("ok      http://h/a -> /o/a.gif (image/gif, 1.2 MB)"))
         let cancelled = session.handle(Self.event("download/completed", ["token": "2", "outcome": "cancelled"]))
         #expect(cancelled.first == .result("cancelled http://h/b"))
-        #expect(session.summary(seconds: 0).hasPrefix("1 downloaded, 1 failed"))
+        #expect(session.summary(seconds: 0).hasPrefix("1 downloaded, 1 cancelled,"), "cancelled is counted apart from failed")
+        #expect(session.failed == 0 && session.cancelled == 1 && !session.allDone)
+    }
+
+    /// A kept file (`skipExisting`) is a result of its own, and counts as done.
+    @Test func keptFilesAndManifestRecords() {
+        var session = GetSession(entries: [GetEntry(url: "http://h/a.jpg", index: 4, name: "x.jpg"), GetEntry(url: "http://h/b", index: 7)])
+        session.recordFormat = "original"
+        _ = session.handle(Self.event("download/started", ["token": "8", "url": "http://h/b"]), now: 10)
+        let kept = session.handle(Self.event("download/completed", [
+            "token": "5", "url": "http://h/a.jpg", "outcome": "success", "skipped": true, "byteLength": 2000, "path": "/o/x.jpg",
+            "sourceFormat": "jpeg", "width": 3, "height": 2, "sha256": "ab",
+        ]), now: 11)
+        #expect(kept.first == .result("kept    http://h/a.jpg -> /o/x.jpg (exists, 3x2, jpeg, 2.0 kB)"))
+        #expect(kept.last == .record([
+            "index": 4, "url": "http://h/a.jpg", "name": "x.jpg", "outcome": "skipped", "path": "/o/x.jpg", "bytes": 2000, "format": "jpeg",
+            "width": 3, "height": 2, "sha256": "ab",
+        ]))
+        let failed = session.handle(Self.event("download/completed", [
+            "token": "8", "url": "http://h/b", "outcome": "error",
+            "error": ["code": 1003, "message": "gave up", "data": ["name": "NetworkError", "reason": "deadline", "attempts": 3]],
+        ]), now: 10.25)
+        #expect(failed.last == .record([
+            "index": 7, "url": "http://h/b", "outcome": "failed", "ms": 250,
+            "error": ["name": "NetworkError", "message": "gave up", "code": 1003, "attempts": 3],
+        ]))
+        #expect(session.kept == 1 && session.failed == 1 && session.summary(seconds: 1).hasPrefix("0 downloaded, 1 kept, 1 failed"))
+        #expect(ProgressBoard.statusLine(session, seconds: 3) == "2/2 done, 1 kept, 1 failed, 0 B, 3 s")
+    }
+
+    @Test func inputListsAndIndexPlaceholders() {
+        let text = "http://h/a.jpg\n\n# a comment\n  http://h/b.jpg\tb name.jpg\r\nhttp://h/c.jpg\t\n"
+        #expect(GetEntry.parse(lines: text, firstIndex: 2) == [
+            GetEntry(url: "http://h/a.jpg", index: 2), GetEntry(url: "http://h/b.jpg", index: 3, name: "b name.jpg"),
+            GetEntry(url: "http://h/c.jpg", index: 4),
+        ])
+        #expect(GetOptions.fillIndex("p{index}.{ext}", index: 7) == "p7.{ext}")
+        #expect(GetOptions.fillIndex("p{index:3}-{index:1}", index: 42) == "p042-42")
+        #expect(GetOptions.fillIndex("{{index}}{index}", index: 1) == "{{index}}1", "an escaped brace stays for the worker")
+        #expect(GetOptions.fillIndex("{name}{index:x}", index: 1) == "{name}{index:x}", "not ours: the worker refuses it")
+    }
+
+    @Test func theManifestShowsWhatIsDone() throws {
+        let file = NSTemporaryDirectory() + "manifest-\(UUID().uuidString).jsonl"
+        defer { unlink(file) }
+        let records: [JSONObject] = [
+            ["index": 0, "url": "u0", "outcome": "ok", "path": .string(file)],
+            ["index": 1, "url": "u1", "outcome": "failed"],
+            ["index": 2, "url": "u2", "outcome": "ok", "path": "/nonexistent/file.jpg"],
+            ["index": 3, "url": "u3", "outcome": "skipped", "name": "n3"],
+            ["index": 4, "url": "u4", "outcome": "ok"],
+            ["index": 4, "url": "u4", "outcome": "cancelled"],
+        ]
+        let writer = try ManifestWriter(path: file, kept: Array(records.prefix(3)))
+        for record in records.dropFirst(3) { #expect(writer.append(record)) }
+        let cut = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        cut.seekToEndOfFile()
+        cut.write(Data("{\"index\": 5, \"url\": \"u5\", \"outc".utf8))  // a line cut by a kill
+        try cut.close()
+        let read = try Manifest.read(file)
+        #expect(read.count == 6)
+        let done = Manifest.done(read)
+        #expect(Set(done.keys) == ["u0", Manifest.key(url: "u3", name: "n3")], "failed, missing files and later failures are not done")
     }
 
     @Test func byteCounts() {

@@ -83,6 +83,16 @@ public struct OutputSpec: Sendable, Equatable {
     public var partialMaxPixelSize: Int?
 
     public init() {}
+
+    /// Why `output.nameTemplate` (or, `fixed`, `output.name`) would be refused; nil when it is fine.
+    public static func nameProblem(_ text: String, fixed: Bool = false) -> String? {
+        do {
+            _ = fixed ? try FileNameTemplate.fixed(text) : try FileNameTemplate(parsing: text)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
 }
 
 /// `download` params, checked.
