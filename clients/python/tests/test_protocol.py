@@ -165,14 +165,21 @@ def test_every_event_field_in_the_schema_is_in_the_typed_events() -> None:
         params = _params_schema(name)
         variants = params.get("oneOf", [params])
         cls = by_method[method]
+        success_fields: set = set()
         for variant in variants:
             fields = set(variant.get("properties", {}))
             wire = dict(cls.WIRE)
             if variant.get("properties", {}).get("outcome", {}).get("const") == "success":
-                wire = dict(Image.WIRE)
+                # A fetched image and a kept file (skipped) are both an Image: together, its fields.
+                success_fields |= fields
+                assert fields <= set(Image.WIRE), f"{method}: schema {sorted(fields)} vs client {sorted(Image.WIRE)}"
+                continue
             assert fields == set(wire), f"{method}: schema {sorted(fields)} vs client {sorted(wire)}"
-            attributes = {f.name for f in dataclasses.fields(Image if wire is Image.WIRE or wire == Image.WIRE else cls)}
+            attributes = {f.name for f in dataclasses.fields(cls)}
             assert {a for a in wire.values() if a} <= attributes
+        if success_fields:
+            assert success_fields == set(Image.WIRE), f"{method}: schema {sorted(success_fields)} vs client {sorted(Image.WIRE)}"
+            assert {a for a in Image.WIRE.values() if a} <= {f.name for f in dataclasses.fields(Image)}
 
 
 def test_every_error_code_has_its_exception() -> None:
@@ -191,13 +198,16 @@ def test_requests_the_client_builds_are_valid() -> None:
         headers={"X-A": "b"}, timeout_ms=5000, deadline_ms=9000, max_retries=0, retry_delay_ms=10,
         credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
-        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64))
+        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64, name_template="{token}.{ext}", verify=True,
+        sha256=True))
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}
     assert not SCHEMAS.problems(request, "requests/download.schema.json")
+    named = download_params("u", 2, dict(dir="/tmp/x", name="a/b.png", skip_existing=True))
+    assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": named}, "requests/download.schema.json")
     # Every download option of the schema can be set from Python.
     schema_params = _params_schema("requests/download.schema.json")["properties"]
     assert set(params) == set(schema_params)
-    assert set(params["output"]) | {"path", "delivery"} >= set(schema_params["output"]["properties"])
+    assert set(params["output"]) | set(named["output"]) | {"path", "delivery"} >= set(schema_params["output"]["properties"])
     inline = download_params("u", 1, {"inline": True})
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": inline}, "requests/download.schema.json")
 

@@ -37,7 +37,7 @@ from ._errors import (
 )
 from ._events import EVENT_TYPES, Completed, Event, Image, PartialImage, Progress, Response, Started
 from ._options import DownloadOptions, ExecutionOrder, Format, ManyOptions, Priority, Settings, Token
-from ._worker import DownloadHandle, Worker, download_many
+from ._worker import DownloadHandle, Worker, download_many, iter_downloads
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = "1"
@@ -48,5 +48,5 @@ __all__ = [
     "Event", "ExecutionOrder", "Format", "Image", "ImageWorkerError", "InvalidDownloadOperation",
     "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "NetworkError", "Outcome",
     "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress", "RequestError", "Response", "Settings",
-    "Started", "Token", "UnsupportedFormat", "Worker", "WorkerClosed", "WorkerExited", "download_many", "find_binary",
+    "Started", "Token", "UnsupportedFormat", "Worker", "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
 ]

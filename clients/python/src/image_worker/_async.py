@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Deque, Dict, Generator, List, Mapping, Optional, Sequence
+from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable, Deque, Dict, Generator, Iterable, List,
+                    Mapping, Optional, Sequence, TextIO, Union)
 
 from ._binary import find_binary
+from ._bulk import Entry, Outcome, check_many, iter_async
 from ._core import END, Action, Router, queued_event
-from ._options import DownloadOptions, ManyOptions, Priority, Settings, Token, check_priority, configure_params, download_params
+from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
@@ -229,6 +231,34 @@ class AsyncWorker:
             handle._fail(error)
             raise
         return handle
+
+    async def download_many(self, urls: Sequence[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
+                            progress: Union[bool, TextIO] = True, manifest: Optional[PathLike] = None, resume: bool = False,
+                            **options: Unpack[ManyOptions]) -> List[Outcome]:
+        """:func:`image_worker.download_many` on this worker, for asyncio: one :class:`Outcome` per
+        URL, in input order. Cancelling the task cancels what is under way (the manifest keeps
+        every URL that ended)."""
+        check_many(urls, dir, concurrency, options)
+        outcomes: List[Optional[Outcome]] = [None] * len(urls)
+        generator = iter_async(self, urls, dir, concurrency, progress, manifest, resume, options)
+        try:
+            async for outcome in generator:
+                outcomes[outcome.index] = outcome
+        finally:
+            await generator.aclose()
+        return [o if o is not None else Outcome(str(urls[i]), error=ImageWorkerError("lost"), index=i)
+                for i, o in enumerate(outcomes)]
+
+    def iter_downloads(self, urls: Iterable[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
+                       progress: Union[bool, TextIO] = False, manifest: Optional[PathLike] = None, resume: bool = False,
+                       **options: Unpack[ManyOptions]) -> AsyncGenerator[Outcome, None]:
+        """:func:`image_worker.iter_downloads` for asyncio: ``async for outcome in
+        worker.iter_downloads(urls, "out")`` yields each URL's :class:`Outcome` as it ends. To cancel
+        the rest as soon as you leave the loop early, close it: ``async with
+        contextlib.aclosing(worker.iter_downloads(...)) as outcomes`` (else it is closed when
+        collected)."""
+        check_many(urls, dir, concurrency, options, sequence=False)
+        return iter_async(self, urls, dir, concurrency, progress, manifest, resume, options)
 
     async def cancel(self, token: Token) -> bool:
         result = await self._call("cancel", {"token": token})

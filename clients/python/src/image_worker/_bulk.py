@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import queue
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, TextIO, Union, cast
+from typing import (TYPE_CHECKING, Any, AsyncGenerator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence,
+                    Sized, TextIO, Tuple, Union)
 
 from ._errors import ImageWorkerError
-from ._events import Completed, Event, Image, Progress
+from ._events import Completed, Event, Image, Progress, Started
+from ._manifest import ManifestFile, fill_index, image_from_record, record
 from ._options import SETTING_RULES, DownloadOptions, ManyOptions, Settings, Token, check, download_params, invalid
 
 if TYPE_CHECKING:
@@ -20,10 +24,13 @@ class _Handle(Protocol):
     """What the bulk path needs of a download handle (:class:`DownloadHandle` is one)."""
 
     completed: Optional[Completed]
+    token: Token
 
-    def exception(self) -> Optional[BaseException]: ...
+    def done(self) -> bool: ...
 
-    def result(self) -> Image: ...
+    def exception(self, timeout: Optional[float] = ...) -> Optional[BaseException]: ...
+
+    def result(self, timeout: Optional[float] = ...) -> Image: ...
 
 
 class _Downloads(Protocol):
@@ -35,20 +42,80 @@ class _Downloads(Protocol):
     def download(self, url: str, *, token: Optional[Token] = ..., on_event: Optional[Callable[[Event], None]] = ...,
                  **options: Unpack[DownloadOptions]) -> _Handle: ...
 
+    def cancel(self, token: Token) -> bool: ...
+
     def close(self, cancel_pending: bool = ..., timeout: float = ...) -> Optional[int]: ...
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one URL of :func:`download_many`: ``image`` or ``error``, never neither."""
+    """What became of one URL of a bulk job: ``image`` or ``error``, never neither. ``index`` is
+    the URL's position in the input (from 0); ``name`` the file name its entry gave."""
 
     url: str
     image: Optional[Image] = None
     error: Optional[BaseException] = None
+    index: int = -1
+    name: Optional[str] = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def skipped(self) -> bool:
+        """The file was there already (``skip_existing``, or done in the resumed manifest)."""
+        return self.image is not None and self.image.skipped
+
+
+#: An input of the bulk helpers: a URL, or ``(url, name)`` to choose its file's name.
+Entry = Union[str, Tuple[str, str]]
+
+
+def entries(urls: Iterable[Entry]) -> Iterator[Tuple[int, str, Optional[str]]]:
+    """``(index, url, name)`` for each input, in order (an entry that is neither a URL nor a pair
+    is passed on as the URL: its download is refused, an outcome of its own)."""
+    if isinstance(urls, (str, bytes)) or not isinstance(urls, Iterable):
+        raise invalid("urls", f"must be an iterable of URLs, not {type(urls).__name__}")
+    for index, entry in enumerate(urls):
+        if isinstance(entry, str):
+            yield index, entry, None
+        elif isinstance(entry, (tuple, list)) and len(entry) == 2:
+            yield index, entry[0], entry[1]
+        else:
+            yield index, entry, None
+
+
+def bulk_options(dir: Optional[str], options: ManyOptions, manifest: Any, resume: bool) -> Dict[str, Any]:
+    """The options every download of a bulk job gets: the given ones, ``dir``, and the bulk
+    defaults (``verify`` for originals; ``sha256`` with a manifest; ``skip_existing`` when resuming)."""
+    each: Dict[str, Any] = dict(options)
+    if dir is not None:
+        each["dir"] = dir
+    if each.get("format", "original") == "original" and not each.get("progressive") and "verify" not in each:
+        each["verify"] = True
+    if manifest is not None and "sha256" not in each:
+        each["sha256"] = True
+    if resume and "skip_existing" not in each and not each.get("overwrite") and ("dir" in each or "path" in each):
+        each["skip_existing"] = True
+    return each
+
+
+def entry_options(each: Mapping[str, Any], index: int, name: Optional[str]) -> Dict[str, Any]:
+    """One entry's options: its own ``name``, or the template with ``{index}`` filled."""
+    mine = dict(each)
+    if name is not None:
+        mine.pop("name_template", None)
+        mine["name"] = name
+    elif isinstance(mine.get("name_template"), str):
+        mine["name_template"] = fill_index(mine["name_template"], index)
+    return mine
+
+
+def window(concurrency: int) -> int:
+    """Downloads sent ahead of their turn: enough that the worker never waits for the client,
+    few enough that a million-URL input is not a million queued tokens."""
+    return max(concurrency * 2, concurrency + 8)
 
 
 def _human_bytes(n: int) -> str:
@@ -61,7 +128,7 @@ def _human_bytes(n: int) -> str:
 class PlainProgress:
     """A one-line progress bar: redrawn in place on a terminal, a line every few seconds otherwise."""
 
-    def __init__(self, total: int, stream: TextIO) -> None:
+    def __init__(self, total: Optional[int], stream: TextIO) -> None:
         self.total = total
         self.stream = stream
         self.done = 0
@@ -81,8 +148,12 @@ class PlainProgress:
 
     def _draw(self) -> None:
         width = 30
-        filled = width * self.done // self.total if self.total else width
-        text = (f"[{'#' * filled}{'-' * (width - filled)}] {self.done}/{self.total} images"
+        if self.total is None:  # an input of unknown length: counts only
+            text = f"{self.done} images"
+        else:
+            filled = width * self.done // self.total if self.total else width
+            text = f"[{'#' * filled}{'-' * (width - filled)}] {self.done}/{self.total} images"
+        text = (text
                 + (f", {self.failed} failed" if self.failed else "") + f", {_human_bytes(self.bytes)}")
         self.stream.write(("\r" + text + "\x1b[K") if self._tty else text + "\n")
         self.stream.flush()
@@ -96,7 +167,7 @@ class PlainProgress:
 
 
 class _TqdmProgress:
-    def __init__(self, total: int, stream: TextIO) -> None:
+    def __init__(self, total: Optional[int], stream: TextIO) -> None:
         from tqdm import tqdm  # type: ignore[import-not-found, import-untyped, unused-ignore]
         self._bar = tqdm(total=total, unit="img", file=stream)
         self._done = 0
@@ -112,7 +183,7 @@ class _TqdmProgress:
         self._bar.close()
 
 
-def _progress_bar(total: int, progress: Union[bool, TextIO]) -> Any:
+def _progress_bar(total: Optional[int], progress: Union[bool, TextIO]) -> Any:
     if progress is False:
         return None
     stream: TextIO = sys.stderr if progress is True else progress
@@ -122,75 +193,241 @@ def _progress_bar(total: int, progress: Union[bool, TextIO]) -> Any:
         return PlainProgress(total, stream)
 
 
-def check_many(urls: Sequence[str], dir: Optional[str], concurrency: int, options: ManyOptions) -> None:
+def check_many(urls: Any, dir: Optional[str], concurrency: int, options: ManyOptions, sequence: bool = True) -> None:
     """A bulk job's options, checked once before anything starts: a bad one raises
     :class:`RequestError` naming it, instead of failing every URL with the same error."""
-    if isinstance(urls, str) or not isinstance(urls, Sequence):
-        raise invalid("urls", f"must be a sequence of URLs, not {type(urls).__name__}")
+    if isinstance(urls, (str, bytes)) or not isinstance(urls, Sequence if sequence else Iterable):
+        raise invalid("urls", f"must be a {'sequence' if sequence else 'iterable'} of URLs, not {type(urls).__name__}")
     check("concurrency", concurrency, SETTING_RULES["max_concurrent_downloads"])
     download_params("", "check", {**options, "dir": dir} if dir is not None else dict(options))
 
 
-def run_many(active: _Downloads, own: bool, urls: Sequence[str], dir: Optional[str], concurrency: int,
-             progress: Union[bool, TextIO], options: ManyOptions) -> List[Outcome]:
-    """:func:`download_many` on a worker (closed at the end when ``own``)."""
-    bar = _progress_bar(len(urls), progress)
-    lock = threading.Lock()
-    received: Dict[int, int] = {}
-    counts = {"done": 0, "failed": 0}
+class _Job:
+    """What a bulk job shares between its sync and asyncio runners: the manifest, the progress
+    bar, the counts, each URL's start time."""
 
-    def report(index: int, event: Event) -> None:
-        with lock:
-            if isinstance(event, Progress):
-                received[index] = event.received_bytes
-            elif isinstance(event, Completed):
-                counts["done"] += 1
-                counts["failed"] += 0 if event.ok else 1
-            snapshot = (counts["done"], counts["failed"], sum(received.values()))
-        if bar is not None:
-            bar.update(*snapshot)
+    def __init__(self, total: Optional[int], progress: Union[bool, TextIO], manifest: Any, resume: bool,
+                 format: str) -> None:
+        self.bar = _progress_bar(total, progress)
+        self.file = ManifestFile(manifest, resume) if manifest is not None else None
+        self.format = format
+        self.lock = threading.Lock()
+        self.received: Dict[int, int] = {}
+        self.started: Dict[int, float] = {}
+        self.done = 0
+        self.failed = 0
 
-    def reporter(index: int) -> Callable[[Event], None]:
-        return lambda event: report(index, event)
+    def previous(self, url: str, name: Optional[str], index: int) -> Optional[Dict[str, Any]]:
+        return self.file.take(url, name, index) if self.file is not None else None
 
-    def ended_without_event(index: int) -> None:
-        with lock:
-            counts["done"] += 1
-            counts["failed"] += 1
-            snapshot = (counts["done"], counts["failed"], sum(received.values()))
-        if bar is not None:
-            bar.update(*snapshot)
+    def event(self, index: int, event: Event) -> None:
+        with self.lock:
+            if isinstance(event, Started):
+                self.started.setdefault(index, time.monotonic())
+            elif isinstance(event, Progress):
+                self.received[index] = event.received_bytes
+                snapshot = (self.done, self.failed, sum(self.received.values()))
+            else:
+                return
+        if isinstance(event, Progress) and self.bar is not None:
+            self.bar.update(*snapshot)
 
-    each = cast(DownloadOptions, dict(options))
-    if dir is not None:
-        each["dir"] = dir
-    outcomes: List[Optional[Outcome]] = [None] * len(urls)
-    handles: List[Optional[_Handle]] = [None] * len(urls)
+    def finished(self, outcome: Outcome, recorded: bool = True) -> Outcome:
+        """Counts an ended URL and records it (not one carried over from the manifest)."""
+        with self.lock:
+            self.done += 1
+            self.failed += 0 if outcome.ok else 1
+            start = self.started.pop(outcome.index, None)
+            snapshot = (self.done, self.failed, sum(self.received.values()))
+        if self.file is not None and recorded:
+            ms = None if start is None else round((time.monotonic() - start) * 1000)
+            self.file.add(record(outcome.index, outcome.url, outcome.name, outcome.image, outcome.error, self.format, ms))
+        if self.bar is not None:
+            self.bar.update(*snapshot)
+        return outcome
+
+    def close(self) -> None:
+        try:
+            if self.file is not None:
+                self.file.close()
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+
+
+def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optional[str], concurrency: int,
+              progress: Union[bool, TextIO], manifest: Any, resume: bool, options: ManyOptions) -> Iterator[Outcome]:
+    """:func:`iter_downloads` on a worker (closed at the end when ``own``): outcomes as URLs end.
+    Leaving early (``break``, an exception, Ctrl-C) cancels what is under way; the manifest
+    keeps every URL that ended, the cancelled ones too."""
+    total = len(urls) if isinstance(urls, Sized) else None
+    each = bulk_options(dir, options, manifest, resume)
+    job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
+    ended: "queue.Queue[int]" = queue.Queue()
+    inflight: Dict[int, Tuple[str, Optional[str], _Handle]] = {}
+    source = entries(urls)
+    exhausted = False
+    clean = False
+
+    def on_event(index: int) -> Callable[[Event], None]:
+        def deliver(event: Event) -> None:
+            job.event(index, event)
+            if isinstance(event, Completed):
+                ended.put(index)
+        return deliver
+
+    def outcome_of(index: int) -> Outcome:
+        url, name, handle = inflight.pop(index)
+        failure = handle.exception()
+        if failure is not None:
+            return job.finished(Outcome(url, error=failure, index=index, name=name))
+        return job.finished(Outcome(url, image=handle.result(), index=index, name=name))
+
     try:
         active.configure(max_concurrent_downloads=concurrency)
-        for index, url in enumerate(urls):
+        while True:
+            while not exhausted and len(inflight) < window(concurrency):
+                entry = next(source, None)
+                if entry is None:
+                    exhausted = True
+                    break
+                index, url, name = entry
+                previous = job.previous(url, name, index)
+                if previous is not None:
+                    yield job.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
+                    continue
+                try:
+                    handle = active.download(url, on_event=on_event(index), **entry_options(each, index, name))
+                except (ImageWorkerError, ValueError) as error:
+                    yield job.finished(Outcome(url, error=error, index=index, name=name))
+                    continue
+                inflight[index] = (url, name, handle)
+            if not inflight:
+                break
             try:
-                handles[index] = active.download(url, on_event=reporter(index), **each)
-            except (ImageWorkerError, ValueError) as error:
-                outcomes[index] = Outcome(url, error=error)
-                ended_without_event(index)
-        for index, handle in enumerate(handles):
-            if handle is None:
+                index = ended.get(timeout=0.25)
+            except queue.Empty:
+                # A worker that died ends its handles without a Completed event.
+                for index in [i for i, (_, _, h) in inflight.items() if h.done() and h.completed is None]:
+                    yield outcome_of(index)
                 continue
-            failure = handle.exception()
-            if failure is not None:
-                if handle.completed is None:  # the worker went away: no Completed event came
-                    ended_without_event(index)
-                outcomes[index] = Outcome(urls[index], error=failure)
-            else:
-                outcomes[index] = Outcome(urls[index], image=handle.result())
-    except BaseException:
-        if own:
-            active.close(cancel_pending=True)
-        raise
+            if index in inflight:
+                yield outcome_of(index)
+        clean = True
     finally:
-        if bar is not None:
-            bar.close()
-    if own:
-        active.close()
-    return [o if o is not None else Outcome(urls[i], error=ImageWorkerError("lost")) for i, o in enumerate(outcomes)]
+        try:
+            if inflight:
+                for index, (_, _, handle) in list(inflight.items()):
+                    try:
+                        if not handle.done():
+                            active.cancel(handle.token)
+                    except ImageWorkerError:
+                        pass
+            if own:
+                active.close(cancel_pending=not clean)
+            for index, (_, _, handle) in list(inflight.items()):
+                handle.exception(timeout=10)
+                outcome_of(index)
+        finally:
+            job.close()
+
+
+def run_many(active: _Downloads, own: bool, urls: Sequence[Entry], dir: Optional[str], concurrency: int,
+             progress: Union[bool, TextIO], options: ManyOptions, manifest: Any = None, resume: bool = False) -> List[Outcome]:
+    """:func:`download_many` on a worker: every outcome, in input order."""
+    outcomes: List[Optional[Outcome]] = [None] * len(urls)
+    for outcome in iter_sync(active, own, urls, dir, concurrency, progress, manifest, resume, options):
+        outcomes[outcome.index] = outcome
+    return [o if o is not None else Outcome(_url(urls[i]), error=ImageWorkerError("lost"), index=i) for i, o in enumerate(outcomes)]
+
+
+def _url(entry: Entry) -> str:
+    return entry if isinstance(entry, str) else entry[0]
+
+
+class _AsyncHandle(Protocol):
+    """What the asyncio bulk path needs of a handle (:class:`AsyncDownloadHandle` is one)."""
+
+    def done(self) -> bool: ...
+
+    async def result(self, timeout: Optional[float] = ...) -> Image: ...
+
+    async def cancel(self) -> bool: ...
+
+
+class _AsyncDownloads(Protocol):
+    """What the asyncio bulk path needs of a worker (:class:`AsyncWorker` is one)."""
+
+    async def configure(self, **settings: Unpack[Settings]) -> Any: ...
+
+    async def download(self, url: str, *, token: Optional[Token] = ..., on_event: Optional[Callable[[Event], None]] = ...,
+                       **options: Unpack[DownloadOptions]) -> Any: ...
+
+
+async def _settle(handle: _AsyncHandle) -> Tuple[Optional[Image], Optional[BaseException]]:
+    try:
+        return await handle.result(), None
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:  # the download's error, or the worker's end
+        return None, error
+
+
+async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Optional[str], concurrency: int,
+                     progress: Union[bool, TextIO], manifest: Any, resume: bool,
+                     options: ManyOptions) -> AsyncGenerator[Outcome, None]:
+    """:meth:`AsyncWorker.iter_downloads`: outcomes as URLs end. Closing the generator early
+    (``aclose()``, or leaving ``async with contextlib.aclosing(...)``), an exception or task
+    cancellation cancels what is under way; the manifest keeps every URL that ended."""
+    total = len(urls) if isinstance(urls, Sized) else None
+    each = bulk_options(dir, options, manifest, resume)
+    job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
+    inflight: Dict["asyncio.Future[Tuple[Optional[Image], Optional[BaseException]]]", Tuple[int, str, Optional[str], _AsyncHandle]] = {}
+    source = entries(urls)
+    exhausted = False
+
+    def on_event(index: int) -> Callable[[Event], None]:
+        return lambda event: job.event(index, event)
+
+    try:
+        await active.configure(max_concurrent_downloads=concurrency)
+        while True:
+            while not exhausted and len(inflight) < window(concurrency):
+                entry = next(source, None)
+                if entry is None:
+                    exhausted = True
+                    break
+                index, url, name = entry
+                previous = job.previous(url, name, index)
+                if previous is not None:
+                    yield job.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
+                    continue
+                try:
+                    handle = await active.download(url, on_event=on_event(index), **entry_options(each, index, name))
+                except (ImageWorkerError, ValueError) as refused:
+                    yield job.finished(Outcome(url, error=refused, index=index, name=name))
+                    continue
+                inflight[asyncio.ensure_future(_settle(handle))] = (index, url, name, handle)
+            if not inflight:
+                break
+            finished, _ = await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(finished, key=lambda t: inflight[t][0]):
+                index, url, name, _handle = inflight.pop(task)
+                image, failure = task.result()
+                yield job.finished(Outcome(url, image=image, error=failure, index=index, name=name))
+    finally:
+        try:
+            for task, (_, _, _, handle) in list(inflight.items()):
+                if not handle.done():
+                    try:
+                        await handle.cancel()
+                    except (ImageWorkerError, OSError):
+                        pass
+            for task, (index, url, name, _) in list(inflight.items()):
+                try:
+                    image, failure = await asyncio.wait_for(asyncio.shield(task), 10)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    image, failure = None, ImageWorkerError("interrupted before its end")
+                job.finished(Outcome(url, image=image, error=failure, index=index, name=name))
+        finally:
+            job.close()

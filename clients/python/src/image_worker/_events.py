@@ -94,6 +94,10 @@ class Image(_Pixels):
     path: Optional[str] = None
     uri: Optional[str] = None
     data: Optional[bytes] = field(default=None, repr=False)
+    #: the delivered bytes' SHA-256 (hex), when asked (``sha256=True``, a ``{sha256}`` name, a manifest)
+    sha256: Optional[str] = None
+    #: ``skip_existing`` found the file: kept as it was, nothing fetched (``status`` is 0)
+    skipped: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # Wire name -> attribute, for every field the protocol defines (checked against the schema).
@@ -101,7 +105,7 @@ class Image(_Pixels):
         "token": "token", "outcome": "", "url": "url", "finalUrl": "final_url", "status": "status", "byteLength": "byte_length",
         "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
-        "uri": "uri", "data": "data",
+        "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped",
     }
 
     @staticmethod
@@ -113,7 +117,8 @@ class Image(_Pixels):
             source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
             orientation=_int(p.get("orientation")), pixel_format=_str(p.get("pixelFormat")),
             stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
-            data=base64.b64decode(data) if data is not None else None, raw=dict(p))
+            data=base64.b64decode(data) if data is not None else None, sha256=_str(p.get("sha256")),
+            skipped=p.get("skipped") is True, raw=dict(p))
 
 
 @dataclass(frozen=True)
@@ -209,9 +214,11 @@ class Completed(Event):
     outcome: str = ""
     image: Optional[Image] = None
     error: Optional[DownloadError] = None
+    #: the download's URL as given (user information removed)
+    url: str = ""
 
     METHOD: ClassVar[str] = "download/completed"
-    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "outcome": "outcome", "error": "error"}
+    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url", "outcome": "outcome", "error": "error"}
 
     @property
     def ok(self) -> bool:
@@ -249,8 +256,8 @@ def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) ->
     if method == Completed.METHOD:
         outcome = str(p.get("outcome", ""))
         if outcome == "success":
-            return Completed(token, raw, outcome=outcome, image=Image.from_params(p))
+            return Completed(token, raw, outcome=outcome, image=Image.from_params(p), url=str(p.get("url", "")))
         error = p.get("error")
-        return Completed(token, raw, outcome=outcome,
-                         error=download_error(error if isinstance(error, dict) else {}, token=token, url=url))
+        return Completed(token, raw, outcome=outcome, url=str(p.get("url", url or "")),
+                         error=download_error(error if isinstance(error, dict) else {}, token=token, url=url or _str(p.get("url"))))
     return None

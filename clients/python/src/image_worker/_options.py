@@ -60,6 +60,16 @@ class ManyOptions(TypedDict, total=False):
     max_pixel_count: int
     apply_orientation: bool
     overwrite: bool
+    #: with ``dir``: name files by ``{token}``, ``{name}``, ``{ext}``, ``{host}``, ``{sha256:8}``…
+    #: (the bulk helpers add ``{index}``, the URL's position, ``{index:5}`` zero-padded)
+    name_template: str
+    #: keep a target file that exists already: nothing fetched, ``Image.skipped`` is True
+    skip_existing: bool
+    #: ``original``: refuse bytes that are not an image (``UnsupportedFormat``), report the
+    #: header's width and height (default True in the bulk helpers)
+    verify: bool
+    #: report the delivered bytes' SHA-256 (``Image.sha256``; default True with a manifest)
+    sha256: bool
     partial_interval_ms: int
     #: partial images no larger than this on their longest side (the final image keeps its size)
     partial_max_pixel_size: int
@@ -68,8 +78,10 @@ class ManyOptions(TypedDict, total=False):
 class DownloadOptions(ManyOptions, total=False):
     """What :meth:`Worker.download` takes besides the URL (protocol/SPEC.md, ``download``)."""
 
-    #: deliver a file into this directory, named after the URL
+    #: deliver a file into this directory, named after the URL (or ``name``, ``name_template``)
     dir: PathLike
+    #: with ``dir``: the file's name, as given (a relative path)
+    name: str
 
 
 class Settings(TypedDict, total=False):
@@ -129,6 +141,11 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),
     "apply_orientation": Rule("applyOrientation", "bool", output=True),
     "overwrite": Rule("overwrite", "bool", output=True),
+    "name": Rule("name", "string", output=True),
+    "name_template": Rule("nameTemplate", "string", output=True),
+    "skip_existing": Rule("skipExisting", "bool", output=True),
+    "verify": Rule("verify", "bool", output=True),
+    "sha256": Rule("sha256", "bool", output=True),
     "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
     "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
 }
@@ -239,6 +256,14 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         output["delivery"] = "inline"
     elif "dir" in given or "path" in given:
         output["delivery"] = "file"
+    if ("name" in given or "name_template" in given) and "dir" not in given:
+        raise invalid("name" if "name" in given else "name_template", "goes with dir")
+    if "name" in given and "name_template" in given:
+        raise invalid("name_template", "give name or name_template, not both")
+    if options.get("skip_existing") and not ("dir" in given or "path" in given):
+        raise invalid("skip_existing", "goes with dir or path")
+    if options.get("skip_existing") and options.get("overwrite"):
+        raise invalid("skip_existing", "skip_existing and overwrite exclude each other")
     if not params.get("progressive", True):
         del params["progressive"]
     if params.get("progressive") and "format" not in output:

@@ -9,12 +9,13 @@ import subprocess
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Iterator, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TextIO,
+                    Tuple, Union)
 
 from ._binary import find_binary
-from ._bulk import Outcome, check_many, run_many
+from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
 from ._core import END, Router, queued_event
-from ._options import DownloadOptions, ManyOptions, Priority, Settings, Token, check_priority, configure_params, download_params
+from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
@@ -272,10 +273,19 @@ class Worker:
             future.result()
         return handle
 
-    def download_many(self, urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
-                      progress: Union[bool, TextIO] = True, **options: Unpack[ManyOptions]) -> List[Outcome]:
+    def download_many(self, urls: Sequence[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
+                      progress: Union[bool, TextIO] = True, manifest: Optional[PathLike] = None, resume: bool = False,
+                      **options: Unpack[ManyOptions]) -> List[Outcome]:
         """See :func:`image_worker.download_many`; uses this worker."""
-        return download_many(urls, dir, concurrency=concurrency, progress=progress, worker=self, **options)
+        return download_many(urls, dir, concurrency=concurrency, progress=progress, worker=self, manifest=manifest,
+                             resume=resume, **options)
+
+    def iter_downloads(self, urls: Iterable[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
+                       progress: Union[bool, TextIO] = False, manifest: Optional[PathLike] = None, resume: bool = False,
+                       **options: Unpack[ManyOptions]) -> Iterator[Outcome]:
+        """See :func:`image_worker.iter_downloads`; uses this worker."""
+        return iter_downloads(urls, dir, concurrency=concurrency, progress=progress, worker=self, manifest=manifest,
+                              resume=resume, **options)
 
     def cancel(self, token: Token) -> bool:
         """Cancels a download by token; False when it was unknown or had ended (True, without
@@ -361,19 +371,46 @@ class Worker:
                 pass
 
 
-def download_many(urls: Sequence[str], dir: Optional[str] = None, *, concurrency: int = 6,
+def download_many(urls: Sequence[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
                   progress: Union[bool, TextIO] = True, worker: Optional[Worker] = None,
-                  binary: Optional[str] = None, **options: Unpack[ManyOptions]) -> List[Outcome]:
+                  binary: Optional[str] = None, manifest: Optional[PathLike] = None, resume: bool = False,
+                  **options: Unpack[ManyOptions]) -> List[Outcome]:
     """Downloads every URL (into ``dir`` unless other delivery options are given) with at most
     ``concurrency`` at once, showing a progress bar on stderr (tqdm when installed). Returns one
     :class:`Outcome` per URL, in the order given: every URL gets one, whatever happens (a
     refused request, a failed download, a worker that dies).
 
+    ``urls``: URLs, or ``(url, name)`` pairs naming each file. ``name_template`` names the others
+    (``{index}``, the URL's position from 0, ``{index:5}`` zero-padded, besides the worker's
+    ``{token}``, ``{name}``, ``{ext}``, ``{host}``, ``{sha256:8}``). Originals are verified
+    (``verify=False`` saves whatever came).
+
+    ``manifest``: a ``.jsonl`` path (or ``.parquet``, with pyarrow) that gets one record per URL
+    as it ends (``url``, ``index``, ``outcome``, ``path``, ``bytes``, ``format``, ``width``,
+    ``height``, ``sha256``, ``error``, ``ms``); ``resume=True`` fetches only what it does not
+    show as done (the others' outcomes come from it, ``skipped``) and keeps existing files.
+
     ``worker``: an existing :class:`Worker` (otherwise one is started and closed). Other
     options go to :meth:`Worker.download` (``format``, ``progressive``, ``max_pixel_size``…).
 
     Bad options (or ``concurrency``) raise :class:`RequestError` once, before anything starts,
-    rather than failing every URL."""
+    rather than failing every URL. Ctrl-C cancels what is under way and raises
+    ``KeyboardInterrupt``; the manifest keeps every URL that ended (:func:`iter_downloads` hands
+    each over as it ends)."""
     check_many(urls, dir, concurrency, options)
     active = worker if worker is not None else Worker(binary)
-    return run_many(active, worker is None, urls, dir, concurrency, progress, options)
+    return run_many(active, worker is None, urls, dir, concurrency, progress, options, manifest, resume)
+
+
+def iter_downloads(urls: Iterable[Entry], dir: Optional[str] = None, *, concurrency: int = 6,
+                   progress: Union[bool, TextIO] = False, worker: Optional[Worker] = None,
+                   binary: Optional[str] = None, manifest: Optional[PathLike] = None, resume: bool = False,
+                   **options: Unpack[ManyOptions]) -> Iterator[Outcome]:
+    """:func:`download_many`, streaming: yields each URL's :class:`Outcome` as it ends, in order
+    of completion (``outcome.index`` is its input position). ``urls`` may be any iterable,
+    read as downloads are sent (a few times ``concurrency`` ahead), so a generator of millions of
+    URLs is fine. Leaving the loop early (``break``, an exception, Ctrl-C) cancels what is under
+    way; the manifest keeps every URL that ended. No progress bar unless ``progress``."""
+    check_many(urls, dir, concurrency, options, sequence=False)
+    active = worker if worker is not None else Worker(binary)
+    return iter_sync(active, worker is None, urls, dir, concurrency, progress, manifest, resume, options)
