@@ -113,9 +113,14 @@ export interface ImageResult extends Delivered {
   token: Token;
   /** The URL exactly as given to download(). */
   url: string;
-  /** Where redirects led, as fetched (percent-encoded, no fragment). */
+  /** Where redirects led, as fetched (percent-encoded, no fragment); '' for a kept file. */
   finalUrl: string;
+  /** 0 for a kept file (nothing fetched). */
   status: number;
+  /** The delivered bytes' SHA-256 (hex), when asked (`sha256`, a `{sha256}` name, a manifest). */
+  sha256?: string;
+  /** `skipExisting` (or a resumed manifest) found the file: kept as it was, nothing fetched. */
+  skipped: boolean;
 }
 
 interface EventBase {
@@ -143,6 +148,8 @@ export interface PartialImageEvent extends EventBase, Delivered {
 }
 export interface CompletedEvent extends EventBase {
   type: 'completed';
+  /** The download's URL as given (user information removed). */
+  url: string;
   outcome: 'success' | 'error' | 'cancelled';
   image: ImageResult | null;
   error: DownloadError | null;
@@ -182,6 +189,16 @@ export interface DownloadOptions {
   maxPixelCount?: number;
   applyOrientation?: boolean;
   overwrite?: boolean;
+  /** With `dir`: the file's name, as given (a relative path). */
+  name?: string;
+  /** With `dir`: name files by `{token}`, `{name}`, `{ext}`, `{host}`, `{sha256:8}`… (downloadMany adds `{index}`). */
+  nameTemplate?: string;
+  /** Keep a target file that exists already: nothing fetched, `image.skipped` is true. */
+  skipExisting?: boolean;
+  /** 'original': refuse bytes that are not an image (UnsupportedFormat), report width and height (default true in downloadMany). */
+  verify?: boolean;
+  /** Report the delivered bytes' SHA-256 as `image.sha256` (default true in downloadMany with a manifest). */
+  sha256?: boolean;
   partialIntervalMs?: number;
   /** With `progressive`: partial images no larger than this on their longest side (the final image keeps its size). */
   partialMaxPixelSize?: number;
@@ -191,6 +208,59 @@ export interface DownloadOptions {
   signal?: AbortSignalLike;
 }
 export declare function downloadParams(url: string, token: Token, options?: DownloadOptions): Record<string, unknown>;
+
+/** An input of downloadMany: a URL, or one with the name of its file. */
+export type BulkEntry = string | { url: string; name?: string } | [string, string];
+
+export interface DownloadManyOptions extends Omit<DownloadOptions, 'token' | 'signal' | 'name'> {
+  /** Downloads at once (default 6); a few more are sent ahead. */
+  concurrency?: number;
+  /** Cancels what is under way; the iterator then throws the signal's reason. */
+  signal?: AbortSignalLike;
+  /** A JSON Lines path: one record per URL as it ends. */
+  manifest?: string;
+  /** With `manifest`: fetch only what it does not show as done (those come from it, `skipped`). */
+  resume?: boolean;
+}
+
+/** What became of one URL of downloadMany. */
+export interface BulkOutcome {
+  /** The URL's position in the input, from 0. */
+  index: number;
+  url: string;
+  name: string | undefined;
+  ok: boolean;
+  skipped: boolean;
+  image: ImageResult | null;
+  error: Error | null;
+}
+
+/** One line of a manifest (README, "Manifests"). */
+export interface ManifestRecord {
+  index: number;
+  url: string;
+  name?: string;
+  outcome: 'ok' | 'skipped' | 'failed' | 'cancelled';
+  path?: string;
+  bytes?: number;
+  format?: string;
+  width?: number;
+  height?: number;
+  sha256?: string;
+  error?: { name: string; message: string; code?: number; attempts?: number };
+  ms?: number;
+}
+
+/** downloadMany on a worker of its own (closed at the end). */
+export declare function downloadMany(
+  urls: Iterable<BulkEntry> | AsyncIterable<BulkEntry>,
+  options?: DownloadManyOptions & { binary?: string; args?: string[]; env?: Record<string, string | undefined> },
+): AsyncGenerator<BulkOutcome, void, undefined>;
+export declare function fillIndex(template: string, index: number): string;
+export declare function readManifest(path: string): ManifestRecord[];
+export declare function manifestRecord(outcome: {
+  index: number; url: string; name?: string; image: ImageResult | null; error: unknown; format: string; ms?: number;
+}): ManifestRecord;
 
 export interface DownloadHandleEvents {
   event: (event: DownloadEvent) => void;
@@ -292,6 +362,8 @@ export declare class Worker {
   readonly stderrTail: string[];
   exitCode?: number | null;
   download(url: string, options?: DownloadOptions): DownloadHandle;
+  /** Many URLs, at most `concurrency` at once: outcomes in order of completion (see README, "Bulk jobs"). */
+  downloadMany(urls: Iterable<BulkEntry> | AsyncIterable<BulkEntry>, options?: DownloadManyOptions): AsyncGenerator<BulkOutcome, void, undefined>;
   cancel(token: Token): Promise<boolean>;
   setPriority(token: Token, priority: Priority): Promise<boolean>;
   cancelAll(): Promise<number>;

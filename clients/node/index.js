@@ -8,3 +8,5 @@ export * from './lib/binary.js';
 export * from './lib/requests.js';
 export { DownloadHandle } from './lib/handle.js';
 export { Worker, spawnWorker } from './lib/worker.js';
+export { fillIndex, manifestRecord, readManifest } from './lib/manifest.js';
+export { downloadMany } from './lib/download-many.js';

@@ -9,11 +9,11 @@ export const EVENT_FIELDS = {
   'download/progress': ['token', 'receivedBytes', 'expectedBytes'],
   'download/partialImage': ['token', 'sequence', 'width', 'height', 'filledRows', 'passes', 'sourceFormat',
     'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
-  'download/completed': ['token', 'outcome', 'error'],
+  'download/completed': ['token', 'url', 'outcome', 'error'],
 };
-/** Wire fields of a successful download's image. */
+/** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
-  'height', 'orientation', 'pixelFormat', 'stride', 'path', 'uri', 'data'];
+  'height', 'orientation', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped'];
 
 const EVENT_TYPES = {
   'download/started': 'started',
@@ -38,9 +38,12 @@ export function parseEvent(method, params, url) {
     if (outcome === 'success') {
       const image = withData(params);
       delete image.outcome;
-      return { type, token, outcome, image, error: null, raw: params };
+      image.skipped = params.skipped === true;
+      return { type, token, url: params.url ?? url, outcome, image, error: null, raw: params };
     }
-    return { type, token, outcome, image: null, error: downloadError(params.error, token, url), raw: params };
+    return {
+      type, token, url: params.url ?? url, outcome, image: null, error: downloadError(params.error, token, url ?? params.url), raw: params,
+    };
   }
   return { type, ...withData(params), raw: params };
 }

@@ -10,17 +10,22 @@ export function downloadParams(url, token, options = {}) {
     dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
     credentials,
     allowInvalidCertificates, handleCookies, retryFailed, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
-    partialIntervalMs, partialMaxPixelSize,
+    partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256,
   } = options;
   const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
     'deadlineMs', 'maxRetries', 'retryDelayMs',
     'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'maxPixelSize', 'maxPixelCount',
-    'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'token', 'signal']);
+    'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'name', 'nameTemplate', 'skipExisting',
+    'verify', 'sha256', 'token', 'signal']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new TypeError(`unknown download option ${JSON.stringify(key)}`);
   }
   if (dir != null && path != null) throw new TypeError('give dir or path, not both');
   if (inline && (dir != null || path != null)) throw new TypeError('inline delivers the bytes in the event: no dir or path with it');
+  if ((name != null || nameTemplate != null) && dir == null) throw new TypeError(`${name != null ? 'name' : 'nameTemplate'} goes with dir`);
+  if (name != null && nameTemplate != null) throw new TypeError('give name or nameTemplate, not both');
+  if (skipExisting && overwrite) throw new TypeError('skipExisting and overwrite exclude each other');
+  if (skipExisting && dir == null && path == null) throw new TypeError('skipExisting goes with dir or path');
   if (priority != null && !PRIORITIES.includes(priority)) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}`);
   const chosenFormat = format ?? (progressive ? 'png' : undefined);
   if (chosenFormat != null && !FORMATS.includes(chosenFormat)) throw new TypeError(`format must be one of ${FORMATS.join(', ')}`);
@@ -29,7 +34,8 @@ export function downloadParams(url, token, options = {}) {
   else if (path != null) Object.assign(output, { delivery: 'file', path: String(path) });
   else if (inline) output.delivery = 'inline';
   for (const [key, value] of Object.entries({
-    format: chosenFormat, overwrite, maxPixelSize, maxPixelCount, applyOrientation, partialIntervalMs, partialMaxPixelSize,
+    format: chosenFormat, name, nameTemplate, overwrite, skipExisting, verify, sha256, maxPixelSize, maxPixelCount,
+    applyOrientation, partialIntervalMs, partialMaxPixelSize,
   })) {
     if (value != null) output[key] = value;
   }

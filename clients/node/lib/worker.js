@@ -4,6 +4,7 @@ import { findBinary } from './binary.js';
 import { RequestError, WorkerClosed, WorkerExited } from './errors.js';
 import { parseEvent } from './events.js';
 import { DownloadHandle } from './handle.js';
+import { runBulk } from './bulk.js';
 import { WorkerProcess } from './process.js';
 import { downloadParams } from './requests.js';
 
@@ -148,6 +149,19 @@ export class Worker extends EventEmitter {
       else options.signal.addEventListener('abort', abort, { once: true });
     }
     return handle;
+  }
+
+  /**
+   * Downloads many URLs (strings, `{ url, name }` or `[url, name]`; any iterable, async too),
+   * at most `concurrency` at once: an async iterator of `{ index, url, name, ok, skipped,
+   * image, error }` in order of completion. Options: those of `download()` for every URL, plus
+   * `concurrency` (6), `signal` (an AbortSignal: cancels the rest, then the iterator throws its
+   * reason), `manifest` (a JSON Lines path: one record per URL as it ends) and `resume` (fetch
+   * only what the manifest does not show as done). `nameTemplate` takes `{index}`, the input
+   * position. Originals are verified unless `verify: false`.
+   */
+  downloadMany(urls, options = {}) {
+    return runBulk(this, urls, options);
   }
 
   async cancel(token) {

@@ -26,8 +26,10 @@ const TYPES = { jpg: 'image/jpeg', png: 'image/png' };
 export async function startServer() {
   const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
   const hanging = new Set();
+  const hits = new Map();
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
+    hits.set(url.pathname, (hits.get(url.pathname) ?? 0) + 1);
     const parts = url.pathname.split('/').filter(Boolean);
     const plain = (status, body) => {
       res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
@@ -70,6 +72,8 @@ export async function startServer() {
   return {
     base,
     files,
+    /** Requests so far by path (without the query). */
+    hits: (path) => hits.get(path) ?? 0,
     url: (path) => base + path,
     close: async () => {
       for (const res of hanging) res.destroy();

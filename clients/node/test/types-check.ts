@@ -2,7 +2,8 @@
 // @types/node): the declarations must describe the way the README uses the client, and catch
 // the mistakes a typed client should.
 import {
-  Cancelled, DownloadError, spawnWorker, type Configuration, type DownloadEvent, type ImageResult, type Settings,
+  Cancelled, DownloadError, downloadMany, fillIndex, readManifest, spawnWorker, type Configuration, type DownloadEvent,
+  type ImageResult, type ManifestRecord, type Settings,
 } from '../index.js';
 
 declare const console: { log(...args: unknown[]): void };
@@ -47,6 +48,21 @@ async function main(): Promise<void> {
   await worker.configure({ maxConcurentDownloads: 8 });
   // @ts-expect-error: not an execution order
   await worker.configure({ executionOrder: 'random' });
+
+  for await (const outcome of worker.downloadMany(['https://example.org/a.jpg', { url: 'https://example.org/b.jpg', name: 'b.jpg' }], {
+    dir: 'images', nameTemplate: 'p{index:5}.{ext}', manifest: 'job.jsonl', resume: true, concurrency: 4, signal: controller.signal,
+  })) {
+    const index: number = outcome.index;
+    if (outcome.ok && outcome.image) console.log(index, outcome.image.path, outcome.image.sha256, outcome.skipped);
+    else console.log(outcome.error?.message);
+  }
+  for await (const outcome of downloadMany(['https://example.org/a.jpg'], { binary: '/usr/bin/image-worker', dir: 'x' })) {
+    console.log(outcome.url);
+  }
+  const records: ManifestRecord[] = readManifest('job.jsonl');
+  console.log(records[0]?.outcome, fillIndex('{index}', 1));
+  // @ts-expect-error: a typo in a bulk option
+  worker.downloadMany([], { concurency: 4 });
 
   // `await using worker = …` (TypeScript 5.2+) calls this at the end of the block.
   const disposable: { [Symbol.asyncDispose](): Promise<void> } = worker;

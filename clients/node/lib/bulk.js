@@ -1,0 +1,120 @@
+// downloadMany: many URLs as an async iterator of outcomes, in order of completion, with a
+// concurrency bound, an AbortSignal and an optional manifest (lib/manifest.js).
+import { ManifestFile, fillIndex, manifestRecord } from './manifest.js';
+
+/** `[index, url, name]` for each input: a URL, `{ url, name }` or `[url, name]`. */
+function entry(value, index) {
+  if (Array.isArray(value) && value.length === 2) return [index, value[0], value[1] ?? undefined];
+  if (value && typeof value === 'object' && 'url' in value) return [index, value.url, value.name ?? undefined];
+  return [index, value, undefined];
+}
+
+/** The options every download of the job gets: the given ones and the bulk defaults. */
+export function bulkOptions(options, { manifest, resume }) {
+  const each = { ...options };
+  if ((each.format ?? 'original') === 'original' && !each.progressive && each.verify === undefined) each.verify = true;
+  if (manifest != null && each.sha256 === undefined) each.sha256 = true;
+  if (resume && each.skipExisting === undefined && !each.overwrite && (each.dir != null || each.path != null)) each.skipExisting = true;
+  return each;
+}
+
+function entryOptions(each, index, name) {
+  const mine = { ...each };
+  if (name != null) {
+    delete mine.nameTemplate;
+    mine.name = name;
+  } else if (typeof mine.nameTemplate === 'string') {
+    mine.nameTemplate = fillIndex(mine.nameTemplate, index);
+  }
+  return mine;
+}
+
+/**
+ * The job on `worker`: yields `{ index, url, name, ok, skipped, image, error }` as each URL ends.
+ * Leaving the loop (`break`, an exception) or aborting `signal` cancels what is under way; the
+ * manifest keeps every URL that ended, the cancelled ones too. After an abort the iterator
+ * throws the signal's reason.
+ */
+export async function* runBulk(worker, urls, options = {}) {
+  const { concurrency = 6, signal, manifest, resume = false, ...downloadOptions } = options;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
+    throw new TypeError('concurrency must be an integer from 1 to 1024');
+  }
+  if (typeof urls === 'string' || urls == null || (!urls[Symbol.iterator] && !urls[Symbol.asyncIterator])) {
+    throw new TypeError('urls must be an iterable of URLs');
+  }
+  const each = bulkOptions(downloadOptions, { manifest, resume });
+  const format = each.format ?? (each.progressive ? 'png' : 'original');
+  const file = manifest != null ? new ManifestFile(manifest, resume) : null;
+  const window = Math.max(concurrency * 2, concurrency + 8);
+  const inflight = new Map();
+  const source = urls[Symbol.asyncIterator] ? urls[Symbol.asyncIterator]() : urls[Symbol.iterator]();
+  let exhausted = false;
+  let nextIndex = 0;
+  const onAbort = () => { for (const { handle } of inflight.values()) handle.cancel().catch(() => {}); };
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  const finish = (outcome, started) => {
+    file?.add(manifestRecord({ ...outcome, format, ms: started == null ? undefined : Math.round(performance.now() - started) }));
+    return outcome;
+  };
+  const outcomeOf = (index, url, name, image, error) => ({
+    index, url, name, ok: !error, skipped: Boolean(image?.skipped), image: image ?? null, error: error ?? null,
+  });
+
+  try {
+    if (signal?.aborted) throw signal.reason;
+    await worker.configure({ maxConcurrentDownloads: concurrency });
+    while (true) {
+      while (!exhausted && inflight.size < window && !signal?.aborted) {
+        const next = await source.next();
+        if (next.done) {
+          exhausted = true;
+          break;
+        }
+        const [index, url, name] = entry(next.value, nextIndex++);
+        const previous = file?.take(url, name, index);
+        if (previous) {
+          const image = {
+            token: index, url, finalUrl: '', status: 0, byteLength: previous.bytes ?? 0, mimeType: null, skipped: true,
+            sourceFormat: previous.format, width: previous.width, height: previous.height, path: previous.path, sha256: previous.sha256,
+          };
+          yield outcomeOf(index, url, name, image, null);
+          continue;
+        }
+        let handle;
+        try {
+          handle = worker.download(url, entryOptions(each, index, name));
+        } catch (error) {
+          yield finish(outcomeOf(index, url, name, null, error));
+          continue;
+        }
+        const item = { url, name, handle, started: undefined };
+        handle.once('started', () => { item.started = performance.now(); });
+        item.settled = handle.done.then((image) => ({ index, image, error: null }), (error) => ({ index, image: null, error }));
+        inflight.set(index, item);
+      }
+      if (inflight.size === 0) break;
+      const { index, image, error } = await Promise.race([...inflight.values()].map((item) => item.settled));
+      const item = inflight.get(index);
+      inflight.delete(index);
+      const outcome = finish(outcomeOf(index, item.url, item.name, image, error), item.started);
+      if (!signal?.aborted) yield outcome;
+      if (signal?.aborted && inflight.size === 0) break;
+    }
+    if (signal?.aborted) throw signal.reason;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    try {
+      for (const { handle } of inflight.values()) handle.cancel().catch(() => {});
+      for (const [index, item] of inflight) {
+        const { image, error } = await item.settled;
+        finish(outcomeOf(index, item.url, item.name, image, error), item.started);
+      }
+      inflight.clear();
+      if (typeof source.return === 'function' && !exhausted) await source.return();
+    } finally {
+      file?.close();
+    }
+  }
+}

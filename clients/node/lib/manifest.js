@@ -1,0 +1,112 @@
+// Bulk-job manifests: JSON Lines, one record per input URL, appended as each URL ends (the same
+// records as `image-worker get --manifest` and the Python client's; README, "Manifests").
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Cancelled, DownloadError } from './errors.js';
+
+/** `template` with `{index}` (`{index:N}`: zero-padded to N digits) replaced; `{{`, `}}` and the worker's placeholders kept. */
+export function fillIndex(template, index) {
+  return template.replace(/\{\{|\}\}|\{index(?::(\d+))?\}/g, (match, width) => {
+    if (match === '{{' || match === '}}') return match;
+    if (width === undefined) return String(index);
+    const n = Number(width);
+    return n >= 1 && n <= 20 ? String(index).padStart(n, '0') : match;
+  });
+}
+
+/** What identifies an input line across runs: its URL, and its own name when it gave one. */
+export function manifestKey(url, name) {
+  return name == null ? url : `${url}\t${name}`;
+}
+
+/** The record of one URL's end (`format`: the format asked; 'original' records the bytes' own). */
+export function manifestRecord({ index, url, name, image, error, format, ms }) {
+  const record = { index, url };
+  if (name != null) record.name = name;
+  if (image) {
+    record.outcome = image.skipped ? 'skipped' : 'ok';
+    if (image.path != null) record.path = image.path;
+    record.bytes = image.byteLength;
+    const written = format === 'original' ? image.sourceFormat : format;
+    if (written != null) record.format = written;
+    for (const key of ['width', 'height', 'sha256']) if (image[key] != null) record[key] = image[key];
+  } else if (error instanceof Cancelled) {
+    record.outcome = 'cancelled';
+  } else {
+    record.outcome = 'failed';
+    const summary = { name: error?.errorName ?? error?.name ?? 'Error', message: error?.rpcMessage ?? error?.message ?? String(error) };
+    if (error instanceof DownloadError) {
+      summary.code = error.code;
+      if (error.attempts != null) summary.attempts = error.attempts;
+    } else if (typeof error?.code === 'number') {
+      summary.code = error.code;
+    }
+    record.error = summary;
+  }
+  if (ms != null) record.ms = ms;
+  return record;
+}
+
+/** The records of a manifest file (lines that do not parse, as one cut by a kill, are left out). */
+export function readManifest(path) {
+  const records = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const value = JSON.parse(line);
+      if (value && typeof value === 'object' && typeof value.url === 'string') records.push(value);
+    } catch {
+      // a cut line
+    }
+  }
+  return records;
+}
+
+/**
+ * Where a bulk job's records go. `resume`: the done records of the file there (ok or skipped,
+ * the file still there) carry over and say what not to fetch; otherwise it starts empty.
+ */
+export class ManifestFile {
+  #fd;
+
+  constructor(path, resume) {
+    this.path = resolve(String(path));
+    this.done = new Map();
+    if (resume && existsSync(this.path)) {
+      for (const record of readManifest(this.path)) {
+        const key = manifestKey(record.url, record.name);
+        const kept = (this.done.get(key) ?? []).filter((other) => other.index !== record.index);
+        const ok = (record.outcome === 'ok' || record.outcome === 'skipped') && (record.path == null || existsSync(record.path));
+        if (ok) kept.push(record);
+        if (kept.length) this.done.set(key, kept);
+        else this.done.delete(key);
+      }
+    }
+    mkdirSync(dirname(this.path), { recursive: true });
+    const temp = `${this.path}.tmp-${process.pid}`;
+    writeFileSync(temp, [...this.done.values()].flat().map((r) => JSON.stringify(r) + '\n').join(''));
+    renameSync(temp, this.path);
+    this.#fd = openSync(this.path, 'a');
+  }
+
+  /** The done record of an input line: its index's, or (the list changed) another of its URL, recorded again under this index. */
+  take(url, name, index) {
+    const records = this.done.get(manifestKey(url, name));
+    if (!records?.length) return null;
+    const same = records.find((r) => r.index === index);
+    if (same) return same;
+    const moved = { ...records[0], index };
+    records.push(moved);
+    this.add(moved);
+    return moved;
+  }
+
+  add(record) {
+    if (this.#fd != null) writeSync(this.#fd, JSON.stringify(record) + '\n');
+  }
+
+  close() {
+    if (this.#fd != null) closeSync(this.#fd);
+    this.#fd = null;
+  }
+}

@@ -1,0 +1,134 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cancelled, InvalidDownloadStatusCode, UnsupportedFormat, downloadMany, fillIndex, readManifest, spawnWorker } from '../index.js';
+import { binaryPath, startServer } from './loopback.js';
+
+const binary = binaryPath();
+
+async function withSetup(body) {
+  const server = await startServer();
+  const dir = mkdtempSync(join(tmpdir(), 'iw-node-bulk-'));
+  try {
+    await body(server, dir);
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function collect(iterator) {
+  const all = [];
+  for await (const outcome of iterator) all.push(outcome);
+  return all;
+}
+
+test('index placeholders', () => {
+  assert.equal(fillIndex('p{index:3}.{ext}', 7), 'p007.{ext}');
+  assert.equal(fillIndex('{{index}}{index}', 1), '{{index}}1');
+});
+
+test('downloadMany: names, a manifest, and a resumed run that fetches nothing', () => withSetup(async (server, dir) => {
+  const out = join(dir, 'images');
+  const manifest = join(dir, 'job.jsonl');
+  const urls = [server.url('/files/testorig.jpg'), server.url('/text'), server.url('/status/404'),
+    { url: server.url('/files/basn2c08.png'), name: 'named/chosen.png' }, server.url('/files/testorig.jpg')];
+  const options = { binary, dir: out, nameTemplate: 'p{index:3}.{ext}', manifest, maxRetries: 0, concurrency: 2 };
+  const outcomes = (await collect(downloadMany(urls, options))).sort((a, b) => a.index - b.index);
+  assert.deepEqual(outcomes.map((o) => o.ok), [true, false, false, true, true]);
+  assert.ok(outcomes[1].error instanceof UnsupportedFormat, 'originals are verified');
+  assert.ok(outcomes[2].error instanceof InvalidDownloadStatusCode);
+  assert.equal(outcomes[0].image.path, join(out, 'p000.jpg'));
+  assert.equal(outcomes[3].image.path, join(out, 'named', 'chosen.png'));
+  assert.equal(outcomes[4].image.path, join(out, 'p004.jpg'));
+  const records = Object.fromEntries(readManifest(manifest).map((r) => [r.index, r]));
+  assert.deepEqual(Object.keys(records).map(Number).sort(), [0, 1, 2, 3, 4]);
+  const bytes = readFileSync(join(out, 'p000.jpg'));
+  assert.equal(records[0].sha256, createHash('sha256').update(bytes).digest('hex'));
+  assert.deepEqual([records[0].width, records[0].height, records[0].format, records[0].bytes], [227, 149, 'jpeg', bytes.length]);
+  assert.equal(records[1].error.name, 'UnsupportedFormat');
+  assert.equal(records[3].name, 'named/chosen.png');
+
+  const worker = await spawnWorker({ binary });
+  try {
+    const hits = server.hits('/files/testorig.jpg');
+    const { binary: _, ...rest } = options;
+    const again = (await collect(worker.downloadMany(urls, { ...rest, resume: true }))).sort((a, b) => a.index - b.index);
+    assert.deepEqual(again.map((o) => o.ok), [true, false, false, true, true]);
+    assert.ok(again.filter((o) => o.ok).every((o) => o.skipped));
+    assert.equal(server.hits('/files/testorig.jpg'), hits, 'nothing fetched again');
+    assert.deepEqual(readManifest(manifest).map((r) => r.index).sort(), [0, 1, 2, 3, 4]);
+  } finally {
+    await worker.close();
+  }
+}));
+
+test('downloadMany streams in completion order with a concurrency bound', () => withSetup(async (server, dir) => {
+  async function* urls() {
+    yield server.url('/files/testimgp.jpg?chunk=500&delayMs=20');
+    for (let i = 0; i < 12; i++) yield server.url(`/files/testorig.jpg?n=${i}`);
+  }
+  const worker = await spawnWorker({ binary });
+  try {
+    let running = 0;
+    let most = 0;
+    const seen = [];
+    for await (const outcome of worker.downloadMany(urls(), { dir, concurrency: 3, nameTemplate: '{index}.{ext}' })) {
+      seen.push(outcome.index);
+      const status = await worker.status();
+      running = status.running;
+      most = Math.max(most, running);
+    }
+    assert.equal(seen.length, 13);
+    assert.deepEqual([...seen].sort((a, b) => a - b), [...Array(13).keys()]);
+    assert.notEqual(seen[0], 0, 'the slow one does not hold the others back');
+    assert.ok(most <= 3, `at most 3 running, saw ${most}`);
+  } finally {
+    await worker.close();
+  }
+}));
+
+test('an AbortSignal cancels the rest; the manifest keeps what ended', () => withSetup(async (server, dir) => {
+  const manifest = join(dir, 'm.jsonl');
+  const controller = new AbortController();
+  const worker = await spawnWorker({ binary });
+  try {
+    const seen = [];
+    await assert.rejects(async () => {
+      for await (const outcome of worker.downloadMany(
+        [server.url('/files/testorig.jpg'), server.url('/hang'), server.url('/hang?2')],
+        { dir, manifest, timeoutMs: 60000, signal: controller.signal },
+      )) {
+        seen.push(outcome);
+        controller.abort();
+      }
+    }, (error) => error.name === 'AbortError');
+    assert.deepEqual(seen.map((o) => [o.index, o.ok]), [[0, true]]);
+    const records = Object.fromEntries(readManifest(manifest).map((r) => [r.index, r.outcome]));
+    assert.deepEqual(records, { 0: 'ok', 1: 'cancelled', 2: 'cancelled' });
+    const status = await worker.status();
+    assert.equal(status.running + status.queued, 0);
+  } finally {
+    await worker.close();
+  }
+}));
+
+test('leaving the loop early cancels the rest too', () => withSetup(async (server, dir) => {
+  const worker = await spawnWorker({ binary });
+  try {
+    for await (const outcome of worker.downloadMany([server.url('/hang'), server.url('/files/testorig.jpg')], { dir, timeoutMs: 60000 })) {
+      assert.equal(outcome.index, 1);
+      break;
+    }
+    const status = await worker.status();
+    assert.equal(status.running + status.queued, 0);
+    assert.equal(status.cancelled, 1);
+    assert.ok(!existsSync(join(dir, 'hang.bin')));
+    assert.equal(Cancelled.errorName, 'Cancelled');
+  } finally {
+    await worker.close();
+  }
+}));
