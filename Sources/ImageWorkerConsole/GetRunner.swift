@@ -30,8 +30,7 @@ public enum GetRunner {
                     let done = Manifest.done(try Manifest.read(path))
                     entries = []
                     for entry in options.entries {
-                        if var record = done[Manifest.key(url: entry.url, name: entry.name)] {
-                            record["index"] = JSONValue(entry.index)
+                        if let record = Manifest.take(done, url: entry.url, name: entry.name, index: entry.index) {
                             kept.append(record)
                         } else {
                             entries.append(entry)

@@ -62,23 +62,29 @@ public enum Manifest {
     public static func key(url: String, name: String?) -> String { name.map { url + "\t" + $0 } ?? url }
 
     /// The records that show their URL as done: `ok` or `skipped`, with the file still there (or
-    /// no file asked), by `key` (the last record of a key wins).
-    public static func done(_ records: [JSONObject]) -> [String: JSONObject] {
-        var done: [String: JSONObject] = [:]
+    /// no file asked), by `key`; a key has one per index (an input may list a URL twice), a later
+    /// record of a key and index replacing an earlier one.
+    public static func done(_ records: [JSONObject]) -> [String: [JSONObject]] {
+        var done: [String: [JSONObject]] = [:]
         for record in records {
             guard let url = record["url"]?.stringValue else { continue }
             let key = key(url: url, name: record["name"]?.stringValue)
-            guard let outcome = record["outcome"]?.stringValue, outcome == "ok" || outcome == "skipped" else {
-                done[key] = nil
-                continue
-            }
-            if let path = record["path"]?.stringValue, !FileManager.default.fileExists(atPath: path) {
-                done[key] = nil
-                continue
-            }
-            done[key] = record
+            var kept = (done[key] ?? []).filter { $0["index"] != record["index"] }
+            let outcome = record["outcome"]?.stringValue
+            let fileThere = record["path"]?.stringValue.map { FileManager.default.fileExists(atPath: $0) } ?? true
+            if outcome == "ok" || outcome == "skipped", fileThere { kept.append(record) }
+            done[key] = kept.isEmpty ? nil : kept
         }
         return done
+    }
+
+    /// The done record for an input line: the one of its index, else another of its URL (the list
+    /// changed), under this index.
+    public static func take(_ done: [String: [JSONObject]], url: String, name: String?, index: Int) -> JSONObject? {
+        guard let records = done[key(url: url, name: name)], var record = records.first else { return nil }
+        if let same = records.first(where: { $0["index"]?.integerValue == Int64(index) }) { return same }
+        record["index"] = JSONValue(index)
+        return record
     }
 
     /// One line of the file.

@@ -118,6 +118,9 @@ import Testing
         #expect(read.count == 6)
         let done = Manifest.done(read)
         #expect(Set(done.keys) == ["u0", Manifest.key(url: "u3", name: "n3")], "failed, missing files and later failures are not done")
+        #expect(Manifest.take(done, url: "u0", name: nil, index: 0)?["index"] == 0)
+        #expect(Manifest.take(done, url: "u0", name: nil, index: 9)?["index"] == 9, "the same URL elsewhere in the list")
+        #expect(Manifest.take(done, url: "u3", name: nil, index: 3) == nil, "its own name is part of the key")
     }
 
     @Test func byteCounts() {
