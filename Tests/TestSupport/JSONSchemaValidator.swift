@@ -3,7 +3,7 @@ import ImageWorkerProtocol
 
 /// Validates JSON against the schemas in `protocol/schema/`, supporting the part of JSON Schema
 /// 2020-12 they use: type, const, enum, properties, required, additionalProperties, items, oneOf,
-/// anyOf, allOf, not, minimum, maximum, minLength, and `$ref` to `$defs` in the same or a
+/// anyOf, allOf, not, minimum, maximum, minLength, pattern, and `$ref` to `$defs` in the same or a
 /// relative file. Anything else in a schema is reported as unsupported rather than ignored.
 public final class JSONSchemaValidator: Sendable {
     public let directory: URL
@@ -53,7 +53,7 @@ public final class JSONSchemaValidator: Sendable {
 
     private static let supported: Set<String> = [
         "$schema", "$id", "$defs", "$ref", "title", "description", "type", "const", "enum", "properties", "required",
-        "additionalProperties", "items", "oneOf", "anyOf", "allOf", "not", "minimum", "maximum", "minLength",
+        "additionalProperties", "items", "oneOf", "anyOf", "allOf", "not", "minimum", "maximum", "minLength", "pattern",
     ]
 
     private func check(_ value: JSONValue, _ schema: JSONValue, document: String, path: String, into problems: inout [String]) {
@@ -86,6 +86,15 @@ public final class JSONSchemaValidator: Sendable {
         if let maximum = s["maximum"]?.numberValue, let n = value.numberValue, n > maximum { problems.append("\(path): \(n) > \(maximum)") }
         if let minLength = s["minLength"]?.integerValue, let string = value.stringValue, string.count < minLength {
             problems.append("\(path): shorter than \(minLength)")
+        }
+        if let pattern = s["pattern"]?.stringValue, let string = value.stringValue {
+            // ECMA-262 as the schema says; the schemas use only what ICU reads the same way.
+            if let regex = try? NSRegularExpression(pattern: pattern) {
+                let range = NSRange(string.startIndex..., in: string)
+                if regex.firstMatch(in: string, range: range) == nil { problems.append("\(path): does not match \(pattern)") }
+            } else {
+                problems.append("\(path): unreadable pattern \(pattern)")
+            }
         }
         if case .object(let object) = value {
             let properties = s["properties"]?.objectValue ?? JSONObject()

@@ -7,7 +7,7 @@ import { REPO } from './loopback.js';
 export const PROTOCOL = join(REPO, 'protocol');
 const SUPPORTED = new Set(['$schema', '$id', '$defs', '$ref', 'title', 'description', 'type', 'const', 'enum',
   'properties', 'required', 'additionalProperties', 'items', 'oneOf', 'anyOf', 'allOf', 'not', 'minimum', 'maximum',
-  'minLength']);
+  'minLength', 'pattern']);
 
 function walk(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]);
@@ -75,6 +75,7 @@ export class Schemas {
       if (schema.maximum !== undefined && value > schema.maximum) problems.push(`${path}: ${value} > ${schema.maximum}`);
     }
     if (typeof value === 'string' && schema.minLength !== undefined && [...value].length < schema.minLength) problems.push(`${path}: shorter than ${schema.minLength}`);
+    if (typeof value === 'string' && schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) problems.push(`${path}: does not match ${schema.pattern}`);
     if (typeOf(value) === 'object') {
       const properties = schema.properties || {};
       for (const required of schema.required || []) if (!(required in value)) problems.push(`${path}: missing ${required}`);
