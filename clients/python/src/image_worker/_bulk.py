@@ -217,8 +217,12 @@ class _Job:
         self.done = 0
         self.failed = 0
 
-    def previous(self, url: str, name: Optional[str], index: int) -> Optional[Dict[str, Any]]:
-        return self.file.take(url, name, index) if self.file is not None else None
+    def carried_over(self, index: int, url: str, name: Optional[str]) -> Optional[Outcome]:
+        """The outcome of an input line the resumed manifest shows as done (nothing to fetch)."""
+        previous = self.file.take(url, name, index) if self.file is not None else None
+        if previous is None:
+            return None
+        return self.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
 
     def event(self, index: int, event: Event) -> None:
         with self.lock:
@@ -292,9 +296,9 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                     exhausted = True
                     break
                 index, url, name = entry
-                previous = job.previous(url, name, index)
-                if previous is not None:
-                    yield job.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
+                carried = job.carried_over(index, url, name)
+                if carried is not None:
+                    yield carried
                     continue
                 try:
                     handle = active.download(url, on_event=on_event(index), **entry_options(each, index, name))
@@ -398,9 +402,9 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
                     exhausted = True
                     break
                 index, url, name = entry
-                previous = job.previous(url, name, index)
-                if previous is not None:
-                    yield job.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
+                carried = job.carried_over(index, url, name)
+                if carried is not None:
+                    yield carried
                     continue
                 try:
                     handle = await active.download(url, on_event=on_event(index), **entry_options(each, index, name))
