@@ -217,11 +217,16 @@ class _Job:
         self.done = 0
         self.failed = 0
 
-    def carried_over(self, index: int, url: str, name: Optional[str]) -> Optional[Outcome]:
-        """The outcome of an input line the resumed manifest shows as done (nothing to fetch)."""
+    def next_entry(self, source: Iterator[Tuple[int, str, Optional[str]]]) -> Union[None, Outcome, Tuple[int, str, Optional[str]]]:
+        """The next input line to send, the outcome of one the resumed manifest shows as done
+        (nothing to fetch), or None at the input's end."""
+        entry = next(source, None)
+        if entry is None:
+            return None
+        index, url, name = entry
         previous = self.file.take(url, name, index) if self.file is not None else None
         if previous is None:
-            return None
+            return entry
         return self.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
 
     def event(self, index: int, event: Event) -> None:
@@ -291,15 +296,14 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
         active.configure(max_concurrent_downloads=concurrency)
         while True:
             while not exhausted and len(inflight) < window(concurrency):
-                entry = next(source, None)
-                if entry is None:
+                step = job.next_entry(source)
+                if step is None:
                     exhausted = True
                     break
-                index, url, name = entry
-                carried = job.carried_over(index, url, name)
-                if carried is not None:
-                    yield carried
+                if isinstance(step, Outcome):
+                    yield step
                     continue
+                index, url, name = step
                 try:
                     handle = active.download(url, on_event=on_event(index), **entry_options(each, index, name))
                 except (ImageWorkerError, ValueError) as error:
@@ -397,15 +401,14 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
         await active.configure(max_concurrent_downloads=concurrency)
         while True:
             while not exhausted and len(inflight) < window(concurrency):
-                entry = next(source, None)
-                if entry is None:
+                step = job.next_entry(source)
+                if step is None:
                     exhausted = True
                     break
-                index, url, name = entry
-                carried = job.carried_over(index, url, name)
-                if carried is not None:
-                    yield carried
+                if isinstance(step, Outcome):
+                    yield step
                     continue
+                index, url, name = step
                 try:
                     handle = await active.download(url, on_event=on_event(index), **entry_options(each, index, name))
                 except (ImageWorkerError, ValueError) as refused:
