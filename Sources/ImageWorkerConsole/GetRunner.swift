@@ -134,7 +134,9 @@ final class EventReader: Sendable {
             func take(_ line: ArraySlice<UInt8>) {
                 guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
                 if json, message["method"] != nil || message["error"] != nil,
-                    !TerminalDisplay.write(STDOUT_FILENO, String(decoding: line, as: UTF8.self) + "\n")
+                    !TerminalDisplay.write(
+                        STDOUT_FILENO, (session.withURL(message).map { String(decoding: JSONWriter.encode($0), as: UTF8.self) }
+                            ?? String(decoding: line, as: UTF8.self)) + "\n")
                 {
                     onOutputClosed()
                 }

@@ -69,6 +69,24 @@ public struct GetSession: Sendable {
 
     private func count(_ matches: (Outcome) -> Bool) -> Int { items.filter { $0.outcome.map(matches) ?? false }.count }
 
+    /// For `--json`: a refused `download`'s error response with the request's URL added to its
+    /// `data` (so that every failure names its URL); nil for any other message (written as is).
+    public func withURL(_ message: JSONValue) -> JSONValue? {
+        guard case .object(var response) = message, case .object(var error)? = response["error"],
+            let id = response["id"]?.integerValue, let position = positions[Int(id)]
+        else { return nil }
+        var data: JSONObject
+        switch error["data"] {
+        case nil, .null?: data = [:]
+        case .object(let object)?: data = object
+        default: return nil
+        }
+        data["url"] = .string(items[position].url)
+        error["data"] = .object(data)
+        response["error"] = .object(error)
+        return .object(response)
+    }
+
     private func position(of token: JSONValue?) -> Int? {
         guard let text = token?.stringValue, let n = Int(text) else { return nil }
         return positions[n]

@@ -42,7 +42,10 @@ import Testing
         #expect(session.handle(Self.event("download/started", ["token": "7"])).isEmpty)
         #expect(session.handle(Self.event("download/started", ["token": 1])).isEmpty)
         #expect(session.handle(["jsonrpc": "2.0", "id": 1, "result": ["token": "1"]]).isEmpty)
-        let outputs = session.handle(["jsonrpc": "2.0", "id": 1, "error": ["code": -32602, "message": "bad url"]])
+        let refusal: JSONValue = ["jsonrpc": "2.0", "id": 1, "error": ["code": -32602, "message": "bad url"]]
+        #expect(session.withURL(refusal)?["error"]?["data"]?["url"] == "x", "--json names the refused request's URL")
+        #expect(session.withURL(["jsonrpc": "2.0", "id": 9, "error": ["code": -32602, "message": "?"]]) == nil)
+        let outputs = session.handle(refusal)
         #expect(outputs.first == .result("failed  x: InvalidRequest: bad url"))
         #expect(session.allEnded && session.failed == 1)
     }
