@@ -189,3 +189,14 @@ def test_cancelling_an_asyncio_job_keeps_what_ended(binary: str, server: Loopbac
     asyncio.run(main())
     assert {r["index"]: r["outcome"] for r in read_manifest(manifest)} == {0: "ok", 1: "cancelled"}
     assert Cancelled.name == "Cancelled"
+
+
+def test_ctrl_c_in_the_loop_keeps_what_ended(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    # KeyboardInterrupt raised while handling a result: the rest is cancelled, the job's own worker
+    # closed, and the manifest holds both the finished URL and the cancelled one.
+    manifest = tmp_path / "m.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        for _ in iter_downloads([server.url("/files/testorig.jpg"), server.url("/hang")], str(tmp_path),
+                                manifest=str(manifest), timeout_ms=60_000, binary=binary):
+            raise KeyboardInterrupt
+    assert {r["index"]: r["outcome"] for r in read_manifest(manifest)} == {0: "ok", 1: "cancelled"}
