@@ -2,8 +2,9 @@
 # Installs what a fresh Debian or Ubuntu machine lacks for image-worker, and nothing it has:
 #   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate),
 #           and python3 (the demo's loopback server)
-#   test    what the tests use besides: djpeg, Python's venv, node and tsc, jq, script(1), and
-#           chromium (the preview example's browser test)
+#   test    what the tests use besides: djpeg, Python's venv, node and tsc, jq, script(1),
+#           chromium (the preview example's browser test), and gdb (the stacks of a worker that
+#           would not exit, in the failure's message)
 # Checks by what is used (pkg-config modules, commands), installs with apt-get (through sudo when
 # not root). Where that cannot work (no apt-get, or not root and no sudo) it says what to install
 # and exits 1.
@@ -27,6 +28,7 @@ for set in "$@"; do
         command -v tsc >/dev/null || need node-typescript
         command -v jq >/dev/null || need jq
         command -v script >/dev/null || need bsdutils
+        command -v gdb >/dev/null || need gdb
         command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
             || need chromium
         ;;

@@ -7,7 +7,11 @@ public final class WorkerProcess: Sendable {
     public struct Timeout: Error, CustomStringConvertible {
         public let what: String
         public let stderr: String
-        public var description: String { "timed out waiting for \(what); worker stderr:\n\(stderr)" }
+        /// The worker's threads' stacks when it would not exit (gdb's, when installed).
+        public var stacks: String = ""
+        public var description: String {
+            "timed out waiting for \(what); worker stderr:\n\(stderr)" + (stacks.isEmpty ? "" : "\nworker stacks:\n\(stacks)")
+        }
     }
 
     private struct Inbox {
@@ -219,14 +223,34 @@ public final class WorkerProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
             if ContinuousClock.now >= deadline {
+                // A worker that does not exit is a bug to find: its threads' stacks say where it waits.
+                let stacks = Self.stacks(of: process.processIdentifier)
                 process.terminate()
-                throw Timeout(what: "exit", stderr: stderr)
+                throw Timeout(what: "exit", stderr: stderr, stacks: stacks)
             }
             try await Task.sleep(for: .milliseconds(20))
         }
         // Let the reader thread take the last lines.
         for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
         return process.terminationStatus
+    }
+
+    /// Every thread's backtrace of process `pid` by gdb in batch mode (empty when gdb is absent or
+    /// cannot attach), the last 40,000 characters.
+    static func stacks(of pid: Int32) -> String {
+        let gdb = "/usr/bin/gdb"
+        guard FileManager.default.isExecutableFile(atPath: gdb) else { return "" }
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: gdb)
+        run.arguments = ["-p", String(pid), "--batch", "-ex", "thread apply all bt"]
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        run.standardError = FileHandle.nullDevice  // gdb's symbol-reading complaints
+        run.standardInput = FileHandle.nullDevice
+        guard (try? run.run()) != nil else { return "" }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        run.waitUntilExit()
+        return String(String(decoding: output, as: UTF8.self).suffix(40_000))
     }
 
     public func signal(_ number: Int32) {
