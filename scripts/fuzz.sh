@@ -9,8 +9,9 @@
 #   scripts/fuzz.sh 300 FuzzDecoders  one target
 #
 # Corpora grow in .build-fuzz/corpus/TARGET (kept between runs); seeds come from samples/,
-# ../shared/corpora, protocol/transcripts and Fuzz/seeds. A failing input is saved under
-# .build-fuzz/artifacts/TARGET/ and the line to replay it is printed.
+# ../shared/corpora, protocol/transcripts and Fuzz/seeds (decoders/: inputs that once failed, run
+# first as every seed is). A failing input is saved under .build-fuzz/artifacts/TARGET/ and the
+# line to replay it is printed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
@@ -38,7 +39,7 @@ n=0
 while IFS= read -r -d '' f; do
     n=$((n + 1))
     cp "$f" "$seeds/FuzzDecoders/$n-$(basename "$f")"
-done < <(find "$root/samples" "$root/../shared/corpora" -type f \( -name '*.jpg' -o -name '*.jpeg' -o -name '*.png' \) -print0 2>/dev/null)
+done < <(find "$root/samples" "$root/../shared/corpora" "$root/Fuzz/seeds/decoders" -type f \( -name '*.jpg' -o -name '*.jpeg' -o -name '*.png' \) -print0 2>/dev/null)
 n=0
 while IFS= read -r line; do
     n=$((n + 1))

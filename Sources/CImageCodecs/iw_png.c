@@ -77,6 +77,9 @@ static int set_rgba_transforms(png_structp png, png_infop info) {
 
 static void on_info(png_structp png, png_infop info) {
     struct iw_png *d = png_get_progressive_ptr(png);
+    /* libpng calls this at every IDAT run: a second run after other chunks ("Too many IDATs", a
+     * benign error here) calls it again. The header, transforms and buffers of the first stay. */
+    if (d->have_header) return;
     int depth, color, interlace;
     png_get_IHDR(png, info, &d->width, &d->height, &depth, &color, &interlace, NULL, NULL);
     char message[IW_LIMIT_MESSAGE_SIZE];
