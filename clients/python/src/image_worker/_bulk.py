@@ -128,9 +128,11 @@ def _human_bytes(n: int) -> str:
 class PlainProgress:
     """A one-line progress bar: redrawn in place on a terminal, a line every few seconds otherwise."""
 
-    def __init__(self, total: Optional[int], stream: TextIO) -> None:
+    def __init__(self, total: Optional[int], stream: TextIO, rates: bool = False) -> None:
         self.total = total
         self.stream = stream
+        self.rates = rates
+        self._start = time.monotonic()
         self.done = 0
         self.failed = 0
         self.bytes = 0
@@ -155,6 +157,9 @@ class PlainProgress:
             text = f"[{'#' * filled}{'-' * (width - filled)}] {self.done}/{self.total} images"
         text = (text
                 + (f", {self.failed} failed" if self.failed else "") + f", {_human_bytes(self.bytes)}")
+        if self.rates:
+            elapsed = max(time.monotonic() - self._start, 1e-6)
+            text += f", {self.done / elapsed:.1f} files/s, {_human_bytes(int(self.bytes / elapsed))}/s"
         self.stream.write(("\r" + text + "\x1b[K") if self._tty else text + "\n")
         self.stream.flush()
 
@@ -167,15 +172,18 @@ class PlainProgress:
 
 
 class _TqdmProgress:
-    def __init__(self, total: Optional[int], stream: TextIO) -> None:
+    def __init__(self, total: Optional[int], stream: TextIO, rates: bool = False) -> None:
         from tqdm import tqdm  # type: ignore[import-not-found, import-untyped, unused-ignore]
         self._bar = tqdm(total=total, unit="img", file=stream)
+        self._rates = rates
+        self._start = time.monotonic()
         self._done = 0
         self._lock = threading.Lock()
 
     def update(self, done: int, failed: int, received: int) -> None:
         with self._lock:
-            self._bar.set_postfix_str((f"{failed} failed, " if failed else "") + _human_bytes(received), refresh=False)
+            rate = f", {_human_bytes(int(received / max(time.monotonic() - self._start, 1e-6)))}/s" if self._rates else ""
+            self._bar.set_postfix_str((f"{failed} failed, " if failed else "") + _human_bytes(received) + rate, refresh=False)
             self._bar.update(done - self._done)
             self._done = done
 
@@ -183,14 +191,15 @@ class _TqdmProgress:
         self._bar.close()
 
 
-def _progress_bar(total: Optional[int], progress: Union[bool, TextIO]) -> Any:
+def _progress_bar(total: Optional[int], progress: Union[bool, TextIO], rates: bool = False) -> Any:
+    """tqdm's bar when installed, else :class:`PlainProgress`; ``rates``: files/s and bytes/s too."""
     if progress is False:
         return None
     stream: TextIO = sys.stderr if progress is True else progress
     try:
-        return _TqdmProgress(total, stream)
+        return _TqdmProgress(total, stream, rates)
     except ImportError:
-        return PlainProgress(total, stream)
+        return PlainProgress(total, stream, rates)
 
 
 def check_many(urls: Any, dir: Optional[str], concurrency: int, options: ManyOptions, sequence: bool = True) -> None:

@@ -1,0 +1,108 @@
+"""image_worker.distributed in Ray's local mode: thousands of URLs, failures, a killed worker
+process, a killed actor, and a resumed run. Skipped where Ray is not installed (.ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from image_worker.distributed import download_distributed, iter_distributed, make_actors, read_urls  # noqa: E402
+from loopback import LoopbackServer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}})
+    yield
+    ray.shutdown()
+
+
+def by_index(records: List[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
+    assert len({r["index"] for r in records}) == len(records), "no URL counted twice"
+    return {r["index"]: r for r in records}
+
+
+def test_thousands_of_urls_one_record_each(cluster: None, binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    urls = [server.url(f"/files/{'testorig.jpg' if i % 2 else 'basn2c08.png'}?n={i}") for i in range(2000)]
+    for i in range(0, 2000, 100):
+        urls[i] = server.url(f"/status/404?n={i}")
+    manifest = tmp_path / "job.jsonl"
+    records = download_distributed(urls, dir=str(tmp_path / "out"), actors=2, shard_size=250, concurrency=8,
+                                   manifest=str(manifest), progress=False, binary=binary, max_retries=0)
+    assert len(records) == 2000 and [r["index"] for r in records] == list(range(2000))
+    failed = [r for r in records if r["outcome"] == "failed"]
+    assert len(failed) == 20 and all(r["error"]["name"] == "InvalidDownloadStatusCode" for r in failed)
+    ok = records[1]
+    assert ok["outcome"] == "ok" and ok["path"].endswith("/00000/000000001.jpg") and ok["width"] == 227
+    assert {r["shard"] for r in records} == set(range(8))
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert len(written) == 1980, "every success a file of its own: names by shard and index"
+    assert len(manifest.read_text().splitlines()) == 2000
+
+
+def test_a_killed_worker_process_and_a_killed_actor_lose_nothing(cluster: None, binary: str, server: LoopbackServer,
+                                                                  tmp_path: Path) -> None:
+    actors = make_actors(2, binary)
+    urls = [server.url(f"/files/testorig.jpg?chunk=2000&delayMs=20&n={i}") for i in range(240)]
+    pid = ray.get(actors[0].pid.remote())
+    records: List[Dict[str, Any]] = []
+    killed = {"worker": False, "actor": False}
+    for r in iter_distributed(urls, dir=str(tmp_path), actors=actors, shard_size=30, concurrency=4, progress=False,
+                              max_retries=0):
+        records.append(r)
+        if len(records) == 30 and not killed["worker"]:
+            os.kill(pid, signal.SIGKILL)  # the worker process under a running actor
+            killed["worker"] = True
+        if len(records) == 90 and not killed["actor"]:
+            ray.kill(actors[1], no_restart=True)  # an actor (as if its node went away)
+            killed["actor"] = True
+    assert killed == {"worker": True, "actor": True}
+    got = by_index(records)
+    assert sorted(got) == list(range(240)), "every URL, once"
+    assert all(r["outcome"] in ("ok", "skipped") for r in records), [r for r in records if r["outcome"] not in ("ok", "skipped")][:3]
+    assert ray.get(actors[0].worker_restarts.remote()) >= 1
+
+
+def test_an_interrupted_run_resumes_with_only_the_missing_urls(cluster: None, binary: str, server: LoopbackServer,
+                                                               tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("".join(server.url(f"/files/basn2c08.png?n={i}") + "\n" for i in range(120)))
+    manifest = tmp_path / "job.jsonl"
+    first = []
+    for r in iter_distributed(str(urls), dir=str(tmp_path / "out"), actors=1, shard_size=20, progress=False,
+                              manifest=str(manifest), binary=binary):
+        first.append(r)
+        if len(first) == 40:
+            break
+    assert len(first) == 40
+    hits = server.hits["/files/basn2c08.png"]
+    rest = download_distributed(str(urls), dir=str(tmp_path / "out"), actors=1, shard_size=20, progress=False,
+                                manifest=str(manifest), resume=True, binary=binary)
+    assert [r["index"] for r in rest] == list(range(120))
+    assert server.hits["/files/basn2c08.png"] - hits <= 80, "the 40 done are not fetched again"
+    records = [json.loads(line) for line in manifest.read_text().splitlines()]
+    assert sorted({r["index"] for r in records}) == list(range(120))
+
+
+def test_url_sources(tmp_path: Path) -> None:
+    text = tmp_path / "u.txt"
+    text.write_text("# list\nhttp://a/1.jpg\n\nhttp://a/2.jpg\tcats/2.jpg\n")
+    assert list(read_urls(str(text))) == ["http://a/1.jpg", ("http://a/2.jpg", "cats/2.jpg")]
+    table = tmp_path / "u.csv"
+    table.write_text("id,link\n1,http://a/1.jpg\n2,\n3,http://a/3.jpg\n")
+    assert list(read_urls(str(table), column="link")) == ["http://a/1.jpg", "http://a/3.jpg"]
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"url": ["http://a/1.jpg", None, "http://a/3.jpg"]}), str(tmp_path / "u.parquet"))
+    assert list(read_urls(str(tmp_path / "u.parquet"))) == ["http://a/1.jpg", "http://a/3.jpg"]
