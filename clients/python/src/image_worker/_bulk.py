@@ -28,6 +28,8 @@ class _Handle(Protocol):
 
     def done(self) -> bool: ...
 
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None: ...
+
     def exception(self, timeout: Optional[float] = ...) -> Optional[BaseException]: ...
 
     def result(self, timeout: Optional[float] = ...) -> Image: ...
@@ -40,7 +42,7 @@ class _Downloads(Protocol):
     def configure(self, **settings: Unpack[Settings]) -> Any: ...
 
     def download(self, url: str, *, token: Optional[Token] = ..., on_event: Optional[Callable[[Event], None]] = ...,
-                 **options: Unpack[DownloadOptions]) -> _Handle: ...
+                 wait: bool = ..., **options: Unpack[DownloadOptions]) -> _Handle: ...
 
     def cancel(self, token: Token) -> bool: ...
 
@@ -222,6 +224,8 @@ class _Job:
         self.format = format
         self.lock = threading.Lock()
         self.received: Dict[int, int] = {}
+        #: the sum of ``received``, kept as it changes (summing per event grew with the job)
+        self.total_received = 0
         self.started: Dict[int, float] = {}
         self.done = 0
         self.failed = 0
@@ -243,8 +247,9 @@ class _Job:
             if isinstance(event, Started):
                 self.started.setdefault(index, time.monotonic())
             elif isinstance(event, Progress):
+                self.total_received += event.received_bytes - self.received.get(index, 0)
                 self.received[index] = event.received_bytes
-                snapshot = (self.done, self.failed, sum(self.received.values()))
+                snapshot = (self.done, self.failed, self.total_received)
             else:
                 return
         if isinstance(event, Progress) and self.bar is not None:
@@ -256,7 +261,7 @@ class _Job:
             self.done += 1
             self.failed += 0 if outcome.ok else 1
             start = self.started.pop(outcome.index, None)
-            snapshot = (self.done, self.failed, sum(self.received.values()))
+            snapshot = (self.done, self.failed, self.total_received)
         if self.file is not None and recorded:
             ms = None if start is None else round((time.monotonic() - start) * 1000)
             self.file.add(record(outcome.index, outcome.url, outcome.name, outcome.image, outcome.error, self.format, ms))
@@ -288,11 +293,10 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
     clean = False
 
     def on_event(index: int) -> Callable[[Event], None]:
-        def deliver(event: Event) -> None:
-            job.event(index, event)
-            if isinstance(event, Completed):
-                ended.put(index)
-        return deliver
+        return lambda event: job.event(index, event)
+
+    def ended_at(index: int) -> Callable[[Any], None]:
+        return lambda _handle: ended.put(index)
 
     def outcome_of(index: int) -> Outcome:
         url, name, handle = inflight.pop(index)
@@ -314,20 +318,16 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                     continue
                 index, url, name = step
                 try:
-                    handle = active.download(url, on_event=on_event(index), **entry_options(each, index, name))
+                    # Pipelined: a refused request fails its handle, which ends like any other.
+                    handle = active.download(url, on_event=on_event(index), wait=False, **entry_options(each, index, name))
                 except (ImageWorkerError, ValueError) as error:
                     yield job.finished(Outcome(url, error=error, index=index, name=name))
                     continue
                 inflight[index] = (url, name, handle)
+                handle.add_done_callback(ended_at(index))
             if not inflight:
                 break
-            try:
-                index = ended.get(timeout=0.25)
-            except queue.Empty:
-                # A worker that died ends its handles without a Completed event.
-                for index in [i for i, (_, _, h) in inflight.items() if h.done() and h.completed is None]:
-                    yield outcome_of(index)
-                continue
+            index = _get(ended)
             if index in inflight:
                 yield outcome_of(index)
         clean = True
@@ -347,6 +347,15 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                 outcome_of(index)
         finally:
             job.close()
+
+
+def _get(ended: "queue.Queue[int]") -> int:
+    """The next ended download, waiting in short steps: Ctrl-C is seen at once on every platform."""
+    while True:
+        try:
+            return ended.get(timeout=0.5)
+        except queue.Empty:
+            continue
 
 
 def run_many(active: _Downloads, own: bool, urls: Sequence[Entry], dir: Optional[str], concurrency: int,

@@ -41,6 +41,8 @@ class DownloadHandle:
         self._done = threading.Event()
         self._image: Optional[Image] = None
         self._error: Optional[BaseException] = None
+        self._callbacks: List[Callable[["DownloadHandle"], None]] = []
+        self._lock = threading.Lock()
         self.completed: Optional[Completed] = None
 
     def __repr__(self) -> str:
@@ -61,7 +63,7 @@ class DownloadHandle:
                 traceback.print_exc()
         if isinstance(event, Completed):
             self._events.put(END)
-            self._done.set()
+            self._end()
 
     def _fail(self, error: BaseException) -> None:
         if self._done.is_set():
@@ -69,7 +71,28 @@ class DownloadHandle:
         self._error = error
         self._events.put(error)
         self._events.put(END)
-        self._done.set()
+        self._end()
+
+    def _end(self) -> None:
+        with self._lock:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # a callback's bug must not kill the reader thread
+                import traceback
+                traceback.print_exc()
+
+    def add_done_callback(self, callback: Callable[["DownloadHandle"], None]) -> None:
+        """Calls ``callback(handle)`` once the download has ended, however (its Completed
+        event, a refused request, the worker's end): at once if it already has; else on the
+        reader thread."""
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
 
     def __iter__(self) -> Iterator[Event]:
         while True:
@@ -234,7 +257,8 @@ class Worker:
             raise WorkerClosed("the worker is closed")
 
     def download(self, url: str, *, token: Optional[Token] = None,
-                 on_event: Optional[Callable[[Event], None]] = None, **options: Unpack[DownloadOptions]) -> DownloadHandle:
+                 on_event: Optional[Callable[[Event], None]] = None, wait: bool = True,
+                 **options: Unpack[DownloadOptions]) -> DownloadHandle:
         """Starts a download and returns its handle.
 
         Options (all optional): ``dir`` or ``path`` (deliver a file) or ``inline=True`` (the
@@ -248,7 +272,9 @@ class Worker:
         ``on_event`` is called on the reader thread with every event.
 
         Raises :class:`RequestError` for a bad option, naming it, before anything is sent (the
-        options are typed: see :class:`DownloadOptions`), or when the worker refuses the request."""
+        options are typed: see :class:`DownloadOptions`), or when the worker refuses the request.
+        ``wait=False`` returns without waiting for the worker's answer (requests pipelined, as the
+        bulk helpers send them): a refusal then fails the handle (``handle.exception()``)."""
         with self._lock:
             self._check_usable()
             chosen: Token = token if token is not None else self._router.new_token()
@@ -269,7 +295,7 @@ class Worker:
             self._check_usable()
             self._router.add_handle(chosen, handle)
             self._send(self._router.request("download", params, reply))
-        if threading.current_thread() is not self._stdout_thread:  # see _call
+        if wait and threading.current_thread() is not self._stdout_thread:  # see _call
             future.result()
         return handle
 

@@ -176,7 +176,7 @@ class ShardRunner:
             elif isinstance(mine.get("name_template"), str):
                 mine["name_template"] = _name_template(mine["name_template"], index, shard)
             try:
-                handles.append((line, worker.download(url, on_event=on_event(index), dir=dir, **mine)))
+                handles.append((line, worker.download(url, on_event=on_event(index), dir=dir, wait=False, **mine)))
             except (WorkerExited, WorkerClosed):
                 lost.append(line)
             except (ImageWorkerError, ValueError) as error:
