@@ -95,6 +95,17 @@ def test_an_interrupted_run_resumes_with_only_the_missing_urls(cluster: None, bi
     assert sorted({r["index"] for r in records}) == list(range(120))
 
 
+def test_a_parquet_file_of_the_records(cluster: None, binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    urls = [server.url(f"/files/testorig.jpg?n={i}") for i in range(40)] + [server.url("/status/500")]
+    download_distributed(urls, dir=str(tmp_path / "out"), actors=1, shard_size=16, progress=False, binary=binary,
+                         manifest=str(tmp_path / "job.parquet"), max_retries=0)
+    rows = pq.read_table(str(tmp_path / "job.parquet")).to_pylist()
+    assert sorted(r["index"] for r in rows) == list(range(41))
+    assert {r["shard"] for r in rows} == {0, 1, 2}
+    assert [r["error"]["name"] for r in rows if r["outcome"] == "failed"] == ["InvalidDownloadStatusCode"]
+
+
 def test_url_sources(tmp_path: Path) -> None:
     text = tmp_path / "u.txt"
     text.write_text("# list\nhttp://a/1.jpg\n\nhttp://a/2.jpg\tcats/2.jpg\n")

@@ -15,7 +15,7 @@ from ._events import Image
 
 #: The record's fields, in order (Parquet columns; absent ones are null).
 FIELDS: Tuple[str, ...] = ("index", "url", "name", "outcome", "path", "bytes", "format", "width", "height", "sha256",
-                           "error", "ms")
+                           "error", "ms", "shard")
 
 _INDEX = re.compile(r"\{\{|\}\}|\{index(?::(\d+))?\}")
 
@@ -192,7 +192,8 @@ class ManifestFile:
             schema = pa.schema([
                 ("index", pa.int64()), ("url", pa.string()), ("name", pa.string()), ("outcome", pa.string()),
                 ("path", pa.string()), ("bytes", pa.int64()), ("format", pa.string()), ("width", pa.int64()),
-                ("height", pa.int64()), ("sha256", pa.string()), ("error", error), ("ms", pa.int64())])
+                ("height", pa.int64()), ("sha256", pa.string()), ("error", error), ("ms", pa.int64()),
+                ("shard", pa.int64())])  # image_worker.distributed's records
             rows = [{f: r.get(f) for f in FIELDS} for r in sorted(self._records, key=lambda r: r.get("index", 0))]
             temp = f"{self.path}.tmp-{os.getpid()}"
             pa.parquet.write_table(pa.Table.from_pylist(rows, schema=schema), temp)
