@@ -84,3 +84,13 @@ def test_deadlines_and_retries_per_download_bound_a_batch(binary: str, server: L
     assert [e["data"]["statusCode"] for e in thrice.error.earlier_attempts] == [503, 503]
     with pytest.raises(RequestError, match="deadline_ms"):
         download_many(hanging, deadline_ms=0, binary="/nonexistent/image-worker")
+
+
+def test_plain_progress_with_rates() -> None:
+    # The distributed driver's bar: files/s and bytes/s besides the counts.
+    stream = io.StringIO()
+    bar = PlainProgress(None, stream, rates=True)
+    bar.update(3, 1, 3_000_000)
+    bar.close()
+    line = stream.getvalue().splitlines()[-1]
+    assert line.startswith("3 images, 1 failed, 3.0 MB, ") and line.endswith("/s") and " files/s, " in line
