@@ -254,6 +254,7 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
     own = not isinstance(actors, Sequence)
     count = actors if isinstance(actors, int) else max(1, int(ray.cluster_resources().get("CPU", 1)))
     pool: List[Any] = list(actors) if not own else make_actors(count, binary)  # type: ignore[arg-type]
+    created: List[Any] = list(pool) if own else []  # killed at the end (replacements too)
     if binary is None and pool:
         binary = ray.get(pool[0].binary_path.remote())  # replacements run what the first actor runs
     idle: Deque[Any] = deque(pool)
@@ -299,7 +300,7 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                             kept.append((index, url, name))
                     lines = kept
                     if not lines:
-                        continue
+                        break  # hand those over before reading more of the input
                 actor = idle.popleft()
                 options_now = dict(each)
                 if attempt > 1 and not options_now.get("overwrite"):
@@ -311,6 +312,8 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                 yield r
             if carried:
                 rates.show()
+            if idle and (retries or not exhausted):
+                continue  # an actor is free and there is more to hand out
             if not inflight:
                 break  # every actor idle and nothing left to hand out
             ready, _ = ray.wait(list(inflight), num_returns=1)
@@ -327,6 +330,7 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                     except Exception:
                         pass
                     replacement = make_actors(1, binary)[0]
+                    created.append(replacement)
                     pool[pool.index(actor)] = replacement
                     idle.append(replacement)
                 else:
@@ -355,12 +359,11 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                 file.close()
         finally:
             rates.close()
-            if own:
-                for actor in pool:
-                    try:
-                        ray.kill(actor)
-                    except Exception:
-                        pass
+            for actor in created:
+                try:
+                    ray.kill(actor)
+                except Exception:
+                    pass
 
 
 class _ShardFailed(ImageWorkerError):
