@@ -78,7 +78,7 @@ public struct ImageHeader: Sendable, Equatable {
         guard b.count >= 26 else { return nil }
         let headerSize = le32(b, 14)
         if headerSize == 12 { return (le16(b, 18), le16(b, 20)) }
-        guard headerSize >= 40, b.count >= 26 else { return nil }
+        guard headerSize >= 40 else { return nil }
         let width = Int(Int32(truncatingIfNeeded: le32(b, 18)))
         let height = Int(Int32(truncatingIfNeeded: le32(b, 22)))
         return (width, abs(height))

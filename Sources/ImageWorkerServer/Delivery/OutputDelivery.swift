@@ -236,13 +236,6 @@ enum OutputDelivery {
         return kept.isEmpty ? "/" : "/" + kept.joined(separator: "/")
     }
 
-    /// A safe ASCII file name from the URL's last path component (or the token), with an
-    /// extension that matches the bytes (or the decoded format's): `FileNameTemplate.urlName`.
-    static func fileName(for url: String, token: DownloadToken, source: ImageFormat?, forcedExtension: String? = nil) -> String {
-        FileNameTemplate.urlName.render(
-            FileNameTemplate.values(url: url, token: token, source: source, forcedExtension: forcedExtension, sha256: nil))
-    }
-
     /// Where a `file` token's payload went; `skipped`: the file was there already (`skipExisting`)
     /// and was kept.
     struct Written: Sendable {
@@ -287,8 +280,7 @@ enum OutputDelivery {
             let forced: String? = spec.format.needsDecoding ? spec.format.fileExtension : nil
             let extensions = forced.map { [$0] } ?? (template.usesExtension ? FileNameTemplate.possibleExtensions(url: url, token: token) : ["bin"])
             for ext in extensions {
-                var values = FileNameTemplate.values(url: url, token: token, source: nil, forcedExtension: ext, sha256: nil)
-                values.ext = ext
+                let values = FileNameTemplate.values(url: url, token: token, source: nil, forcedExtension: ext, sha256: nil)
                 let path = absolute(dir + "/" + template.render(values))
                 if !candidates.contains(path) { candidates.append(path) }
             }

@@ -12,7 +12,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, Callable, Dict, Iterable
                     Sized, TextIO, Tuple, Union)
 
 from ._errors import ImageWorkerError
-from ._events import Completed, Event, Image, Progress, Started
+from ._events import Event, Image, Progress, Started
 from ._manifest import ManifestFile, fill_index, image_from_record, record
 from ._options import SETTING_RULES, DownloadOptions, ManyOptions, Settings, Token, check, download_params, invalid
 
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 class _Handle(Protocol):
     """What the bulk path needs of a download handle (:class:`DownloadHandle` is one)."""
 
-    completed: Optional[Completed]
     token: Token
 
     def done(self) -> bool: ...

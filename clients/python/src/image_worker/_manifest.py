@@ -17,12 +17,10 @@ from ._events import Image
 FIELDS: Tuple[str, ...] = ("index", "url", "name", "outcome", "path", "bytes", "format", "width", "height", "sha256",
                            "error", "ms", "shard")
 
-_INDEX = re.compile(r"\{\{|\}\}|\{index(?::(\d+))?\}")
-
-
-def fill_index(template: str, index: int) -> str:
-    """``template`` with ``{index}`` (``{index:N}``: zero-padded to N digits) replaced by ``index``;
-    ``{{``, ``}}`` and the worker's placeholders left as they are."""
+def fill_placeholder(template: str, placeholder: str, value: int) -> str:
+    """``template`` with ``{placeholder}`` (``{placeholder:N}``: zero-padded to N digits)
+    replaced by ``value``; ``{{``, ``}}`` and every other placeholder left as they are."""
+    pattern = re.compile(r"\{\{|\}\}|\{" + re.escape(placeholder) + r"(?::(\d+))?\}")
 
     def replace(match: "re.Match[str]") -> str:
         text = match.group(0)
@@ -31,9 +29,15 @@ def fill_index(template: str, index: int) -> str:
         width = match.group(1)
         if width is not None and not 1 <= int(width) <= 20:
             return text
-        return str(index).zfill(int(width)) if width else str(index)
+        return str(value).zfill(int(width)) if width else str(value)
 
-    return _INDEX.sub(replace, template)
+    return pattern.sub(replace, template)
+
+
+def fill_index(template: str, index: int) -> str:
+    """``template`` with ``{index}`` (``{index:N}``: zero-padded to N digits) replaced by ``index``;
+    ``{{``, ``}}`` and the worker's placeholders left as they are."""
+    return fill_placeholder(template, "index", index)
 
 
 def key(url: str, name: Optional[str]) -> str:

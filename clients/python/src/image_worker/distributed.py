@@ -27,10 +27,10 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
-from ._bulk import Entry, _progress_bar, bulk_options, entries
+from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
-from ._manifest import ManifestFile, fill_index, record
+from ._manifest import ManifestFile, fill_index, fill_placeholder, record
 from ._options import ManyOptions, download_params
 
 #: Files go to ``dir/SHARD/INDEX.ext``: two actors (or nodes) never write the same name, and no
@@ -46,16 +46,6 @@ def _ray() -> Any:
     except ImportError as e:
         raise ImportError("image_worker.distributed needs Ray: pip install './clients/python[ray]'") from e
     return ray
-
-
-def fill_shard(template: str, shard: int) -> str:
-    """``template`` with ``{shard}`` (``{shard:N}``: zero-padded) replaced, as ``{index}`` is."""
-    return fill_index(template.replace("{shard", "{index"), shard) if "{shard" in template else template
-
-
-def _name_template(template: str, index: int, shard: int) -> str:
-    # {index} and {shard} share fill_index's syntax: fill {index} first, then {shard} as {index}.
-    return fill_shard(fill_index(template, index), shard)
 
 
 def read_urls(source: Union[str, "os.PathLike[str]", Iterable[Entry]], column: Optional[str] = None,
@@ -167,14 +157,12 @@ class ShardRunner:
                     started.setdefault(index, time.monotonic())
             return deliver
 
+        template = options.get("name_template")
+        # {shard} is this shard's for every line; entry_options fills each line's {index}.
+        in_shard = {**options, "name_template": fill_placeholder(template, "shard", shard)} if isinstance(template, str) else options
         for line in lines:
             index, url, name = line
-            mine = dict(options)
-            if name is not None:
-                mine.pop("name_template", None)
-                mine["name"] = name
-            elif isinstance(mine.get("name_template"), str):
-                mine["name_template"] = _name_template(mine["name_template"], index, shard)
+            mine = entry_options(in_shard, index, name)
             try:
                 handles.append((line, worker.download(url, on_event=on_event(index), dir=dir, wait=False, **mine)))
             except (WorkerExited, WorkerClosed):
@@ -248,7 +236,7 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                                         manifest, resume)
     each.pop("dir", None)
     download_params("", "check", {**each, "dir": dir,
-                                  "name_template": _name_template(name_template, 0, 0)})
+                                  "name_template": fill_index(fill_placeholder(name_template, "shard", 0), 0)})
     if not ray.is_initialized():
         ray.init()
     own = not isinstance(actors, Sequence)
