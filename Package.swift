@@ -50,11 +50,21 @@ let package = Package(
         .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         // Whole-buffer DEFLATE for PNGs that fit a small buffer (thumbnails, previews).
         .systemLibrary(name: "CLibDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
-        // The C side of the decoders: every libjpeg/libpng call under a setjmp in C, so their error
-        // exits return codes and never longjmp through Swift frames.
+        // The formats of today's web (Debian: libwebp-dev, libgif-dev, libavif-dev). giflib has no
+        // pkg-config file, and libavif's adds a define SwiftPM refuses: their headers and libraries
+        // are in the system's default paths.
+        .systemLibrary(name: "CLibWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(name: "CLibGIF", providers: [.apt(["libgif-dev"])]),
+        .systemLibrary(name: "CLibAVIF", providers: [.apt(["libavif-dev"])]),
+        // The C side of the decoders and encoders: every libjpeg/libpng call under a setjmp in C, so
+        // their error exits return codes and never longjmp through Swift frames; libwebp, giflib,
+        // libavif and TurboJPEG return codes of their own.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate"]
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF"],
+            // A module map's `link` reaches the linker only through a Swift import; these two have
+            // no pkg-config flags to carry it.
+            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif")]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
         // PNG encoding. The only module that calls C.

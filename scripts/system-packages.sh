@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian or Ubuntu machine lacks for image-worker, and nothing it has:
-#   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate),
-#           and python3 (the demo's loopback server)
-#   test    what the tests use besides: djpeg, Python's venv, node and tsc, jq, script(1),
+#   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate,
+#           libwebp, giflib, libavif), and python3 (the demo's loopback server)
+#   test    what the tests use besides: djpeg, dwebp, avifdec and Pillow (reference decoders),
+#           Python's venv, node and tsc, jq, script(1),
 #           chromium (the preview example's browser test), and gdb (the stacks of a worker that
 #           would not exit, in the failure's message)
 # Checks by what is used (pkg-config modules, commands), installs with apt-get (through sudo when
@@ -17,12 +18,19 @@ for set in "$@"; do
     build)
         command -v python3 >/dev/null || need python3
         command -v pkg-config >/dev/null || need pkg-config
-        for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev; do
+        for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev \
+            libwebpdemux:libwebp-dev libavif:libavif-dev; do
             command -v pkg-config >/dev/null && pkg-config --exists "${pair%%:*}" || need "${pair#*:}"
         done
+        # giflib has no pkg-config file.
+        [ -f /usr/include/gif_lib.h ] || need libgif-dev
         ;;
     test)
         command -v djpeg >/dev/null || need libjpeg-turbo-progs
+        # The reference decoders of the WebP, AVIF and GIF tests: dwebp, avifdec, Pillow.
+        command -v dwebp >/dev/null || need webp
+        command -v avifdec >/dev/null || need libavif-bin
+        { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import PIL' 2>/dev/null; } || need python3-pil
         python3 -c 'import ensurepip, venv' 2>/dev/null || need python3-venv
         command -v node >/dev/null || need nodejs
         command -v tsc >/dev/null || need node-typescript

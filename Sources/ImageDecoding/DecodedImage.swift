@@ -23,8 +23,13 @@ public struct DecodedImage: Sendable, Equatable {
     /// EXIF orientation 1…8 as found in the file (1 when absent), not yet applied.
     public var orientation: Int
     public var format: ImageFormat
+    /// For an animated file (several frames), what it holds besides the first frame, which is
+    /// these pixels; nil for a still image.
+    public var animation: Animation?
 
-    public init(width: Int, height: Int, layout: PixelLayout, pixels: [UInt8], orientation: Int = 1, format: ImageFormat) {
+    public init(
+        width: Int, height: Int, layout: PixelLayout, pixels: [UInt8], orientation: Int = 1, format: ImageFormat, animation: Animation? = nil
+    ) {
         precondition(pixels.count == width * height * layout.channels, "pixel buffer does not match the size")
         self.width = width
         self.height = height
@@ -32,6 +37,7 @@ public struct DecodedImage: Sendable, Equatable {
         self.pixels = pixels
         self.orientation = orientation
         self.format = format
+        self.animation = animation
     }
 
     public var stride: Int { width * layout.channels }
@@ -48,7 +54,27 @@ public struct DecodedImage: Sendable, Equatable {
             }
             initialized = count * target.channels
         }
-        return DecodedImage(width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format)
+        return DecodedImage(
+            width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format, animation: animation)
+    }
+}
+
+/// What an animated image (GIF, WebP, AVIF sequence) holds beyond the first frame it is decoded as.
+public struct Animation: Sendable, Equatable {
+    /// Frames in the file (2 or more).
+    public var frameCount: Int
+    /// How many times the animation plays after the first (0: forever); nil when the file does
+    /// not say (a GIF without a NETSCAPE2.0 block plays once).
+    public var loopCount: Int?
+
+    public init(frameCount: Int, loopCount: Int?) {
+        self.frameCount = frameCount
+        self.loopCount = loopCount
+    }
+
+    /// The animation of a file with `frames` frames: nil for a still image.
+    static func of(frames: Int, loops: Int?) -> Animation? {
+        frames > 1 ? Animation(frameCount: frames, loopCount: loops) : nil
     }
 }
 
@@ -58,7 +84,7 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case corrupt(String)
     /// The data ends before the image does.
     case truncated(String)
-    /// A valid image of a kind this worker does not decode (GIF, WebP, 12-bit JPEG…).
+    /// A valid image of a kind this worker does not decode (BMP, TIFF, HEIC, 12-bit JPEG…).
     case unsupported(String)
     /// Over a configured limit (checked from the header, before any pixel buffer exists).
     case limit(String, width: Int, height: Int)
@@ -98,6 +124,9 @@ public struct DecodeOptions: Sendable, Equatable {
     public var maxScans = 1000
     /// JPEG DCT scaling: 1, 2, 4 or 8 (output is the size divided by it, rounded up).
     public var scaleDenominator = 1
+    /// Animated GIF, WebP and AVIF files with more frames are refused (counted without decoding
+    /// them; the first frame is the image).
+    public var maxFrames = 50_000
 
     public init() {}
 }

@@ -9,14 +9,20 @@ public enum ImageDecoders {
         switch format {
         case .jpeg: return try JPEGDecoder(options: options)
         case .png: return try PNGDecoder(options: options)
+        case .webp: return WebPDecoder(options: options)
+        case .gif: return GIFDecoder(options: options)
+        case .avif: return BufferedImageDecoder(format: .avif, options: options, decode: AVIFDecoder.decode)
         default: throw unsupported(format)
         }
     }
 
+    /// The formats this worker decodes, as `ImageFormat` names them.
+    public static let decodedFormats: [ImageFormat] = [.jpeg, .png, .webp, .gif, .avif]
+
     /// An incremental decoder whose frame is at least `target` (of an image of `source` size) and
     /// as small as the format allows: JPEG at libjpeg's DCT scale (as the whole-buffer path
-    /// chooses it), a non-interlaced PNG scaled row by row to `target` exactly; otherwise full
-    /// size. The pixel limit is checked against `source` first, before anything is allocated.
+    /// chooses it), a non-interlaced PNG scaled row by row to `target` exactly, a still WebP
+    /// scaled by libwebp while decoding; otherwise full size. The pixel limit is checked against `source` first, before anything is allocated.
     public static func makeIncremental(
         for format: ImageFormat, options: DecodeOptions, source: (width: Int, height: Int), target: (width: Int, height: Int)
     ) throws(DecodeError) -> any IncrementalImageDecoder {
@@ -29,6 +35,8 @@ public enum ImageDecoders {
             return try JPEGDecoder(options: scaled)
         case .png:
             return try PNGDecoder(options: options, scaledTo: target)
+        case .webp:
+            return WebPDecoder(options: options, scaledTo: target)
         default:
             return try makeIncremental(for: format, options: options)
         }
@@ -52,11 +60,13 @@ public enum ImageDecoders {
     }
 
     static func unsupported(_ format: ImageFormat) -> DecodeError {
-        .unsupported("\(format.rawValue.uppercased()) images are not decoded by this worker (JPEG and PNG are)")
+        .unsupported(
+            "\(format.rawValue.uppercased()) images are not decoded by this worker (\(decodedFormats.map { $0.rawValue.uppercased() }.joined(separator: ", ")) are)")
     }
 
     /// Decodes a complete buffer: JPEG with TurboJPEG (CMYK files through libjpeg), PNG with
-    /// libpng's simplified API (the progressive reader gives the same pixels).
+    /// libpng's simplified API (the progressive reader gives the same pixels), WebP with libwebp,
+    /// GIF with giflib, AVIF with libavif (animations: their first frame).
     public static func decode(_ data: [UInt8], options: DecodeOptions = DecodeOptions()) throws(DecodeError) -> DecodedImage {
         guard let format = ImageFormat.detect(data) else {
             throw data.isEmpty ? .corrupt("no image data") : .unsupported("unknown image format (no known signature)")
@@ -66,6 +76,12 @@ public enum ImageDecoders {
             return try decodeJPEG(data, options: options)
         case .png:
             return try decodePNG(data, options: options)
+        case .webp:
+            return try WebPDecoder.decode(data, options: options)
+        case .gif:
+            return try GIFDecoder.decode(data, options: options)
+        case .avif:
+            return try AVIFDecoder.decode(data, options: options)
         default:
             throw unsupported(format)
         }
@@ -84,6 +100,16 @@ public enum ImageDecoders {
             var h: UInt32 = 0
             let ok = data.withUnsafeBufferPointer { iw_jpeg_probe($0.baseAddress, $0.count, &w, &h) } == 0
             return ok ? (Int(w), Int(h)) : nil
+        case .gif?:
+            // The canvas the first frame is shown on (the logical screen, enlarged to hold it).
+            var w: UInt32 = 0
+            var h: UInt32 = 0
+            let ok = data.withUnsafeBufferPointer { iw_gif_canvas($0.baseAddress, $0.count, &w, &h) } == 0
+            return ok ? (Int(w), Int(h)) : nil
+        case .webp?:
+            return ImageHeader.webp(data)
+        case .avif?:
+            return ImageHeader.isobmff(data)
         default:
             return nil
         }
@@ -105,6 +131,11 @@ public enum ImageDecoders {
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
         {
             return image
+        }
+        if ImageFormat.detect(data) == .webp {
+            // A still image scaled by libwebp while decoding; an animation's first frame resampled.
+            let image = try WebPDecoder.decode(data, options: options, size: target)
+            return ImageResampler.resize(image, width: target.width, height: target.height)
         }
         var scaled = options
         if ImageFormat.detect(data) == .jpeg {
@@ -246,12 +277,30 @@ public enum ImageDecoders {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func error(_ image: iw_image) -> DecodeError {
+    static func error(_ image: iw_image, format: String = "JPEG") -> DecodeError {
         var copy = image
         let message = withUnsafeBytes(of: &copy.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return DecodeError(
             kind: Int(image.error_kind), message: message, width: Int(image.image_width), height: Int(image.image_height),
-            format: "JPEG")
+            format: format)
+    }
+
+    /// An array of `count` bytes written by a C call (0: done), or the error it reports.
+    static func filled(_ count: Int, format: String, by fill: (UnsafeMutablePointer<UInt8>?, inout iw_image) -> Int32) throws(DecodeError)
+        -> [UInt8]
+    {
+        var failure: DecodeError?
+        let pixels = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var info = iw_image()
+            if fill(buffer.baseAddress, &info) == 0 {
+                initialized = count
+            } else {
+                failure = error(info, format: format)
+                initialized = 0
+            }
+        }
+        if let failure { throw failure }
+        return pixels
     }
 
     /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches.

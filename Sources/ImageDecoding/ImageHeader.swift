@@ -54,18 +54,19 @@ public struct ImageHeader: Sendable, Equatable {
 
     /// VP8 (lossy), VP8L (lossless) or VP8X (extended) first chunk.
     static func webp(_ b: [UInt8]) -> (Int, Int)? {
-        guard b.count >= 30 else { return nil }
+        guard b.count >= 25 else { return nil }
         let chunk = String(decoding: b[12..<16], as: UTF8.self)
         switch chunk {
         case "VP8 ":
             // A key frame: start code 9d 01 2a, then 14-bit width and height.
-            guard b[23] == 0x9D, b[24] == 0x01, b[25] == 0x2A else { return nil }
+            guard b.count >= 30, b[23] == 0x9D, b[24] == 0x01, b[25] == 0x2A else { return nil }
             return (le16(b, 26) & 0x3FFF, le16(b, 28) & 0x3FFF)
         case "VP8L":
             guard b[20] == 0x2F else { return nil }
             let bits = le32(b, 21)
             return ((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
         case "VP8X":
+            guard b.count >= 30 else { return nil }
             return (le24(b, 24) + 1, le24(b, 27) + 1)
         default:
             return nil

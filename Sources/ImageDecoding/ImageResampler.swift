@@ -33,11 +33,13 @@ public enum ImageResampler {
     /// them to that).
     static func resize(_ image: DecodedImage, width: Int, height: Int, portable: Bool) -> DecodedImage {
         guard width != image.width || height != image.height else { return image }
-        return image.pixels.withUnsafeBufferPointer { pixels in
+        var resized = image.pixels.withUnsafeBufferPointer { pixels in
             resize(
                 BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), width: width, height: height,
                 orientation: image.orientation, format: image.format, portable: portable)
         }
+        resized.animation = image.animation
+        return resized
     }
 
     /// `resize` of pixels lent by a decoder (no copy of them first); at their own size, a copy.
@@ -129,6 +131,6 @@ extension DecodedImage {
                 for k in 0..<c { out[d + k] = pixels[s + k] }
             }
         }
-        return DecodedImage(width: outW, height: outH, layout: layout, pixels: out, orientation: 1, format: format)
+        return DecodedImage(width: outW, height: outH, layout: layout, pixels: out, orientation: 1, format: format, animation: animation)
     }
 }

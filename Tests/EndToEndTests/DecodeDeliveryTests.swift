@@ -80,14 +80,15 @@ import TestSupport
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         server.setFile("broken.jpg", [0xFF, 0xD8, 0xFF, 0xE0] + Array("this is not really a JPEG".utf8))
-        server.setFile("anim.gif", Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0, 0x3B])
+        server.setFile("empty.gif", Array("GIF89a".utf8) + [1, 0, 1, 0, 0, 0, 0, 0x3B])
+        server.setFile("pic.bmp", Array("BM".utf8) + [UInt8](repeating: 0, count: 60))
         var huge = try sample("basn2c08.png")
         huge[16...23] = [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF]  // 65535×65535 (the IHDR CRC no longer matches)
         server.setFile("huge.png", huge)
         server.setFile("cut.jpg", Array(try sample("testimgp.jpg").prefix(3000)))
         let worker = try WorkerProcess()
         let cases: [(String, String, String)] = [
-            ("broken", "broken.jpg", "BadImageData"), ("gif", "anim.gif", "UnsupportedFormat"),
+            ("broken", "broken.jpg", "BadImageData"), ("gif", "empty.gif", "BadImageData"), ("bmp", "pic.bmp", "UnsupportedFormat"),
             ("cut", "cut.jpg", "BadImageData"), ("ok", "testorig.jpg", ""),
         ]
         for (i, (token, file, _)) in cases.enumerated() {

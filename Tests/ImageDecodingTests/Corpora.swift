@@ -9,6 +9,34 @@ enum Corpora {
     static let present = FileManager.default.fileExists(atPath: root.appendingPathComponent("pngsuite").path)
     static let absent = "../shared/corpora is not beside the repository: the corpus tests are skipped"
 
+    /// The repository's own corpora of WebP, GIF and AVIF files (`Tests/Corpora`), always there.
+    static let local = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Corpora")
+
+    static func localFiles(_ folder: String, suffix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: local.appendingPathComponent(folder).path)) ?? []
+        return names.filter { $0.hasSuffix(suffix) }.sorted().map { folder + "/" + $0 }
+    }
+
+    static func localBytes(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: local.appendingPathComponent(path)))
+    }
+
+    /// A binary PAM (P7, as `dwebp -pam` writes): RGBA, RGB or grey, 8-bit.
+    static func pam(_ data: [UInt8]) -> DecodedImage? {
+        guard let end = data.indices.first(where: { i in i + 6 <= data.count && data[i..<(i + 6)].elementsEqual("ENDHDR".utf8) }) else { return nil }
+        var fields: [String: Int] = [:]
+        for line in String(decoding: data[..<end], as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Int(parts[1]) { fields[String(parts[0])] = value }
+        }
+        guard let width = fields["WIDTH"], let height = fields["HEIGHT"], let depth = fields["DEPTH"] else { return nil }
+        let layout: PixelLayout = depth == 4 ? .rgba : depth == 3 ? .rgb : .gray
+        let pixels = Array(data[(end + 7)...])
+        guard pixels.count == width * height * depth else { return nil }
+        return DecodedImage(width: width, height: height, layout: layout, pixels: pixels, format: .webp)
+    }
+
     static func files(_ folder: String, suffix: String) -> [String] {
         guard present else { return [] }
         let directory = root.appendingPathComponent(folder)

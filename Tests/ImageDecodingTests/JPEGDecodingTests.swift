@@ -135,10 +135,12 @@ struct JPEGDecodingTests {
             guard case .unsupported(let message) = error else { Issue.record("\(error)"); return }
             #expect(message.contains("12"))
         }
-        let gif = Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 20)
-        #expect(throws: DecodeError.unsupported("GIF images are not decoded by this worker (JPEG and PNG are)")) {
-            try ImageDecoders.decode(gif)
+        let bmp = Array("BM".utf8) + [UInt8](repeating: 0, count: 40)
+        #expect(throws: DecodeError.unsupported("BMP images are not decoded by this worker (JPEG, PNG, WEBP, GIF, AVIF are)")) {
+            try ImageDecoders.decode(bmp)
         }
+        let gifWithoutAnImage = Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 20)
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(gifWithoutAnImage) }
         #expect(throws: DecodeError.self) { try ImageDecoders.decode(Array("hello world, no image".utf8)) }
     }
 

@@ -46,6 +46,12 @@ int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque
 int iw_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int fast,
                   uint8_t **bytes, size_t *length, char error[256]);
 
+/* JPEG encoding with TurboJPEG (tjCompress2) of 8-bit pixels with 1 (grey), 3 (RGB) or 4 (RGBA:
+ * alpha dropped) channels: `quality` 1-100, `subsampling` 444, 422 or 420 (grey images have no
+ * chroma). Returns 0 and a malloc'd buffer (iw_free), or IW_FAILED with a message in `error`. */
+int iw_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, int channels, size_t stride, int quality,
+                   int subsampling, uint8_t **bytes, size_t *length, char error[256]);
+
 void iw_free(void *pointer);
 
 /* Sets a failed result's error kind and message; returns IW_FAILED. */

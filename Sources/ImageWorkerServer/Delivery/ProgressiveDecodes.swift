@@ -290,7 +290,8 @@ final class ProgressiveDecodes: Sendable {
         private var settings = DecodeSettings()
         private var tokens: [DownloadToken] = []
         private(set) var result: Result<Frame, DecodeError>?
-        /// How far to look for a JPEG's frame header before decoding at full size without it.
+        /// How far to look for an image's size (a JPEG's frame header may follow large metadata, a
+        /// GIF's first image descriptor long extensions) before decoding at full size without it.
         static let headerSearchLimit = 1 << 20
 
         init(fetchID: Int) {
@@ -322,7 +323,8 @@ final class ProgressiveDecodes: Sendable {
                 // may follow large metadata), up to a limit.
                 let format = ImageFormat.detect(pending)
                 let probed = ImageDecoders.probeSize(pending)
-                guard probed != nil || (format != .jpeg && format != .png) || pending.count >= Session.headerSearchLimit else { return }
+                guard probed != nil || !ImageDecoders.decodedFormats.contains(where: { $0 == format }) || pending.count >= Session.headerSearchLimit
+                else { return }
                 guard let started = start(source: probed, owner: owner) else { return }
                 active = started
                 chunk = pending
