@@ -55,8 +55,14 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("jobs")], help: "Downloads running at once.")
     var jobs: Int = 6
 
-    @Option(help: "original (the bytes as downloaded), png, rgba, rgb or gray (decoded).")
+    @Option(help: "original (the bytes as downloaded), or decoded to png, jpeg, webp, rgba, rgb or gray. Decodes JPEG, PNG, WebP, GIF and AVIF.")
     var format: String?
+
+    @Option(help: "--format jpeg or webp: quality 1-100 (defaults 90 and 80; with --lossless, WebP's effort).")
+    var quality: Int?
+
+    @Flag(help: "--format webp: lossless.")
+    var lossless = false
 
     @Option(help: "Decoded formats: scale down so the longest side is at most this many pixels.")
     var maxPixelSize: Int?
@@ -111,11 +117,16 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if progressive, format == "original" {
-            throw ValidationError("--progressive needs a decoded --format (png, rgba, rgb or gray)")
+            throw ValidationError("--progressive needs a decoded --format (png, jpeg, webp, rgba, rgb or gray)")
         }
         if maxPixelSize != nil, format == nil || format == "original" {
-            throw ValidationError("--max-pixel-size needs a decoded --format (png, rgba, rgb or gray)")
+            throw ValidationError("--max-pixel-size needs a decoded --format (png, jpeg, webp, rgba, rgb or gray)")
         }
+        if let q = quality {
+            guard format == "jpeg" || format == "webp" else { throw ValidationError("--quality goes with --format jpeg or webp") }
+            guard (1...100).contains(q) else { throw ValidationError("--quality must be between 1 and 100") }
+        }
+        if lossless, format != "webp" { throw ValidationError("--lossless goes with --format webp") }
         if let m = maxPixelSize, m < 1 { throw ValidationError("--max-pixel-size must be positive") }
         if partialMaxPixelSize != nil, !progressive {
             throw ValidationError("--partial-max-pixel-size goes with --progressive")
@@ -175,6 +186,8 @@ struct Get: AsyncParsableCommand {
         options.overwrite = overwrite
         options.maxPixelSize = maxPixelSize
         options.partialMaxPixelSize = partialMaxPixelSize
+        options.quality = quality
+        options.lossless = lossless
         options.timeoutMs = timeoutMs
         options.maxRetries = maxRetries
         options.deadlineMs = deadlineMs

@@ -52,6 +52,10 @@ public struct GetOptions: Sendable {
     public var maxPixelSize: Int?
     /// With `progressive`: partial images at most this many pixels on their longest side.
     public var partialMaxPixelSize: Int?
+    /// `--format jpeg` or `webp`: quality 1–100.
+    public var quality: Int?
+    /// `--format webp`: lossless.
+    public var lossless = false
     public var timeoutMs: Int64?
     /// Each download's wall-clock limit over every attempt (`deadlineMs`).
     public var deadlineMs: Int64?
@@ -129,6 +133,8 @@ public struct GetOptions: Sendable {
         }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
+        if let quality { output["quality"] = JSONValue(quality) }
+        if lossless { output["lossless"] = true }
         var params: JSONObject = [
             "token": .string(GetOptions.token(entry.index)), "url": .string(entry.url), "priority": .string(priority),
             "output": .object(output),

@@ -9,7 +9,7 @@ enum E2E {
     static func startServer() async throws -> TestHTTPServer {
         let server = try await TestHTTPServer.start()
         for name in try FileManager.default.contentsOfDirectory(atPath: samples.path)
-        where name.hasSuffix(".jpg") || name.hasSuffix(".png") {
+        where [".jpg", ".png", ".gif", ".webp", ".avif"].contains(where: { name.hasSuffix($0) }) {
             server.setFile(name, Array(try Data(contentsOf: samples.appendingPathComponent(name))))
         }
         return server

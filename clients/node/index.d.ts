@@ -36,7 +36,9 @@ export interface TypedEmitter<Events> {
 
 export declare const PROTOCOL_VERSION: string;
 export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
-export type Format = 'original' | 'png' | 'rgba' | 'rgb' | 'gray';
+/** `original` bytes, or decoded (from JPEG, PNG, WebP, GIF or AVIF) to an encoded or raw format. */
+export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
+export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type Token = string | number;
 export declare const PRIORITIES: readonly Priority[];
 export declare const FORMATS: readonly Format[];
@@ -119,6 +121,12 @@ export interface ImageResult extends Delivered {
   status: number;
   /** The delivered bytes' SHA-256 (hex), when asked (`sha256`, a `{sha256}` name, a manifest). */
   sha256?: string;
+  /** The source is an animation (GIF, WebP, AVIF sequence); the image is its first frame. */
+  animated?: true;
+  /** An animated source's frames. */
+  frameCount?: number;
+  /** An animated source's repetitions after the first play, 0 forever (absent when the file does not say). */
+  loopCount?: number;
   /** `skipExisting` (or a resumed manifest) found the file: kept as it was, nothing fetched. */
   skipped: boolean;
 }
@@ -202,6 +210,12 @@ export interface DownloadOptions {
   partialIntervalMs?: number;
   /** With `progressive`: partial images no larger than this on their longest side (the final image keeps its size). */
   partialMaxPixelSize?: number;
+  /** format 'jpeg' or 'webp': 1…100 (defaults 90 and 80; with `lossless`, WebP's effort). */
+  quality?: number;
+  /** format 'webp': lossless instead of lossy. */
+  lossless?: boolean;
+  /** format 'jpeg': how colour is stored (default '4:2:0'). */
+  chromaSubsampling?: ChromaSubsampling;
   /** Your own token (otherwise one is made). */
   token?: Token;
   /** Cancels the download when aborted. */
@@ -331,6 +345,8 @@ export interface Settings {
   /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
   maxPixels?: number;
   maxProgressiveScans?: number;
+  /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit 'frames'; default 50,000). */
+  maxFrames?: number;
   /** `true` empties the failed-URL list (not a setting). */
   clearFailedURLs?: boolean;
 }

@@ -13,6 +13,7 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var options = DecodeOptions()
     options.maxPixels = 1 << 22  // keeps each run quick; the limit's own path is fuzzed too
     options.maxScans = 200
+    options.maxFrames = 500
     options.layout = [PixelLayout.rgba, .rgb, .gray][Int(control % 3)]
     let scaling = Int(control >> 2 % 3)
     let maxPixelSize = scaling == 1 ? Int(control >> 4 % 300) + 1 : nil
@@ -21,7 +22,7 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let image = try? ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount) {
         check(image)
     }
-    guard let format = ImageFormat.detect(bytes), format == .jpeg || format == .png else { return 0 }
+    guard let format = ImageFormat.detect(bytes), ImageDecoders.decodedFormats.contains(where: { $0 == format }) else { return 0 }
     var seed = control
     feed(bytes, into: try? ImageDecoders.makeIncremental(for: format, options: options), seed: &seed)
     if let (width, height) = ImageDecoders.probeSize(bytes), width > 0, height > 0 {

@@ -13,6 +13,8 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
     case imageTooLarge(width: Int, height: Int, maxPixels: UInt64)
     /// The progressive JPEG has more scans than allowed.
     case tooManyScans(limit: Int)
+    /// The animation has more frames than allowed.
+    case tooManyFrames(limit: Int)
     /// Writing the result where the caller asked failed.
     case output(String, path: String?)
 
@@ -23,9 +25,13 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .truncated(let message): self = .badData("Image data is truncated: \(message)")
         case .unsupported(let message): self = .unsupportedFormat(message)
         case .limit(let message, let width, let height):
-            self = message.contains("scans")
-                ? .tooManyScans(limit: settings.maxProgressiveScans)
-                : .imageTooLarge(width: width, height: height, maxPixels: settings.maxPixels)
+            if message.contains("scans") {
+                self = .tooManyScans(limit: settings.maxProgressiveScans)
+            } else if message.contains("frames") {
+                self = .tooManyFrames(limit: settings.maxFrames)
+            } else {
+                self = .imageTooLarge(width: width, height: height, maxPixels: settings.maxPixels)
+            }
         case .outOfMemory(let message): self = .badData("Image could not be decoded: \(message)")
         }
     }
@@ -37,6 +43,7 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .imageTooLarge(let width, let height, let maxPixels):
             return "Image of \(width)x\(height) pixels exceeds the limit of \(maxPixels) pixels"
         case .tooManyScans(let limit): return "Image exceeds the limit of \(limit) progressive scans"
+        case .tooManyFrames(let limit): return "Animation exceeds the limit of \(limit) frames"
         case .output(let message, _): return message
         }
     }

@@ -145,16 +145,19 @@ enum OutputDelivery {
     /// (encoding on the blocking pool); for a token that delivers nothing, only described.
     static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DeliveryFailure) -> Rendered {
         if spec.delivery == .none {
-            return described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
+            return described(
+                width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
+                animation: image.animation)
         }
         return try await BlockingWork.run { () throws(DeliveryFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
 
-    /// A partial image as PNG, encoded from the decoder's frame where it lies (full size, upright
-    /// as stored, for a `png` token): the fields `renderNow` gives.
-    static func renderPartialPNG(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
+    /// A partial image in an encoded format (PNG, JPEG, WebP), encoded from the decoder's frame
+    /// where it lies (full size, upright as stored): the fields `renderNow` gives.
+    static func renderPartialEncoded(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
         var rendered = described(width: frame.width, height: frame.height, orientation: orientation, source: source, spec: spec)
-        do throws(DecodeError) { rendered.payload = Payload(try ImageDecoders.encodePNG(frame, fast: true)) } catch {
+        guard let encoding = spec.encoding else { throw .output("no encoded format to render", path: nil) }
+        do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(frame, as: encoding)) } catch {
             throw .output(error.description, path: nil)
         }
         rendered.byteLength = rendered.payload.count
@@ -166,9 +169,11 @@ enum OutputDelivery {
     /// several times faster than libpng's defaults for slightly larger files (figures: README).
     static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
-        var rendered = described(width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec)
-        if spec.format == .png {
-            do throws(DecodeError) { rendered.payload = Payload(try ImageDecoders.encodePNG(upright, fast: true)) } catch {
+        var rendered = described(
+            width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
+            animation: image.animation)
+        if let encoding = spec.encoding {
+            do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(upright, as: encoding)) } catch {
                 throw .output(error.description, path: nil)
             }
             rendered.byteLength = rendered.payload.count
@@ -180,17 +185,26 @@ enum OutputDelivery {
 
     /// What `renderNow` says of an image of this stored size as the token receives it (turned
     /// upright if asked: orientations 5–8 swap the sides), without its bytes: `byteLength` is the
-    /// raw formats' size, 0 for PNG until encoded.
-    static func described(width stored: Int, height storedHeight: Int, orientation: Int, source: ImageFormat, spec: OutputSpec) -> Rendered {
+    /// raw formats' size, 0 for encoded formats until encoded. An animated source's frames and
+    /// loops are said too (`animated`, `frameCount`, `loopCount`).
+    static func described(
+        width stored: Int, height storedHeight: Int, orientation: Int, source: ImageFormat, spec: OutputSpec, animation: Animation? = nil
+    ) -> Rendered {
         let turned = spec.applyOrientation && orientation >= 5 && orientation <= 8
         let (width, height) = turned ? (storedHeight, stored) : (stored, storedHeight)
         var fields: JSONObject = [
             "width": JSONValue(width), "height": JSONValue(height),
             "sourceFormat": .string(source.rawValue), "orientation": JSONValue(orientation),
         ]
-        if spec.format == .png {
-            fields["mimeType"] = "image/png"
-            return Rendered(fields: fields, payload: Payload([]), byteLength: 0, mimeType: "image/png", fileExtension: "png")
+        if let animation {
+            fields["animated"] = true
+            fields["frameCount"] = JSONValue(animation.frameCount)
+            if let loops = animation.loopCount { fields["loopCount"] = JSONValue(loops) }
+        }
+        if let encoding = spec.encoding {
+            let mime = encoding.format.mimeType
+            fields["mimeType"] = .string(mime)
+            return Rendered(fields: fields, payload: Payload([]), byteLength: 0, mimeType: mime, fileExtension: spec.format.fileExtension)
         }
         let stride = width * spec.format.layout.channels
         fields["pixelFormat"] = .string(spec.format.rawValue)
@@ -214,6 +228,7 @@ enum OutputDelivery {
             options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
+            options.maxFrames = settings.maxFrames
             return try ImageDecoders.decode(
                 Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         }
@@ -309,7 +324,7 @@ enum OutputDelivery {
             result["height"] = JSONValue(header.height)
             result["mimeType"] = .string(header.format.mimeType)
             if !spec.format.needsDecoding { result["sourceFormat"] = .string(header.format.rawValue) }
-        } else if spec.format.needsDecoding, spec.format != .png {
+        } else if spec.format.needsDecoding, !spec.format.isEncoded {
             result["mimeType"] = "application/octet-stream"
             result["pixelFormat"] = .string(spec.format.rawValue)
         }

@@ -199,13 +199,13 @@ final class ProgressiveDecodes: Sendable {
                     let target = (width: min(size.width, frameWidth), height: min(size.height, frameHeight))
                     let rows = frameHeight > 0 ? filled * target.height / frameHeight : 0
                     var rendered: OutputDelivery.Rendered?
-                    if spec.delivery == .none, spec.format != .png {
+                    if spec.delivery == .none, !spec.format.isEncoded {
                         // Delivered nowhere: described, never copied out of the decoder.
                         rendered = OutputDelivery.described(
                             width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
-                    } else if spec.format == .png, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                    } else if spec.format.isEncoded, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                         rendered = decoder.withCurrentPixels { frame in
-                            try? OutputDelivery.renderPartialPNG(frame, orientation: orientation, source: decoder.format, spec: spec)
+                            try? OutputDelivery.renderPartialEncoded(frame, orientation: orientation, source: decoder.format, spec: spec)
                         } ?? nil
                     } else {
                         // Taken from the frame where it lies (scaled down, or copied at full
@@ -264,6 +264,7 @@ final class ProgressiveDecodes: Sendable {
     /// What makes two tokens' partial images the same bytes.
     struct RenderKey: Hashable {
         var format: OutputSpec.Format
+        var encoding: ImageEncoding?
         var maxPixelSize: Int?
         var maxPixelCount: Int?
         var partialMaxPixelSize: Int?
@@ -272,9 +273,9 @@ final class ProgressiveDecodes: Sendable {
         var described: Bool
 
         init(_ spec: OutputSpec) {
-            (format, maxPixelSize, maxPixelCount, partialMaxPixelSize, applyOrientation) =
-                (spec.format, spec.maxPixelSize, spec.maxPixelCount, spec.partialMaxPixelSize, spec.applyOrientation)
-            described = spec.delivery == .none && spec.format != .png
+            (format, encoding, maxPixelSize, maxPixelCount, partialMaxPixelSize, applyOrientation) =
+                (spec.format, spec.encoding, spec.maxPixelSize, spec.maxPixelCount, spec.partialMaxPixelSize, spec.applyOrientation)
+            described = spec.delivery == .none && !spec.format.isEncoded
         }
     }
 
@@ -352,6 +353,7 @@ final class ProgressiveDecodes: Sendable {
             var options = DecodeOptions()
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
+            options.maxFrames = settings.maxFrames
             do {
                 if let (width, height) = probed, width > 0, height > 0 {
                     source = (width, height)

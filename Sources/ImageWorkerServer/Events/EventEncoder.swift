@@ -116,6 +116,10 @@ enum EventEncoder {
             code = .limitExceeded
             data["limit"] = "scans"
             data["maximum"] = JSONValue(limit)
+        case .tooManyFrames(let limit):
+            code = .limitExceeded
+            data["limit"] = "frames"
+            data["maximum"] = JSONValue(limit)
         case .output(_, let path):
             code = .outputFailed
             if let path { data["path"] = .string(path) }

@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -20,6 +20,7 @@ enum ConfigurationParams {
         var d = decoding
         if let v = try p.integer("maxPixels", in: 1...(1 << 40)) { d.maxPixels = UInt64(v) }
         if let v = try p.integer("maxProgressiveScans", in: 1...100_000) { d.maxProgressiveScans = Int(v) }
+        if let v = try p.integer("maxFrames", in: 1...10_000_000) { d.maxFrames = Int(v) }
         if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
         if let v = try p.oneOf("executionOrder", ExecutionOrder.allCases.map(\.rawValue)) { c.executionOrder = ExecutionOrder(rawValue: v)! }
         if let v = try p.bool("suspended") { c.suspended = v }
@@ -69,6 +70,7 @@ enum ConfigurationParams {
             "userAgent": .string(c.userAgent),
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
+            "maxFrames": JSONValue(d.maxFrames),
         ]
     }
 }

@@ -18,34 +18,43 @@ public struct OutputSpec: Sendable, Equatable {
         case original
         /// Decoded and re-encoded as an 8-bit PNG: RGB when every pixel is opaque, else RGBA.
         case png
+        /// Decoded and re-encoded as a baseline JPEG (`quality`, `chromaSubsampling`); alpha dropped.
+        case jpeg
+        /// Decoded and re-encoded as WebP (`quality`, `lossless`); alpha kept where not opaque.
+        case webp
         /// Decoded raw pixels, 8 bits per channel, rows top to bottom, no padding.
         case rgba, rgb, gray
 
         public var needsDecoding: Bool { self != .original }
 
-        /// The extension of a decoded format's files (`original` files take the bytes' own).
-        var fileExtension: String { rawValue }
+        /// A file format (PNG, JPEG, WebP) rather than raw pixels or the original bytes.
+        public var isEncoded: Bool { self == .png || self == .jpeg || self == .webp }
 
-        /// The pixels a decoded format is made from (PNG: RGBA, or RGB where `decodeLayout` says).
+        /// The extension of a decoded format's files (`original` files take the bytes' own).
+        var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+
+        /// The pixels a decoded format is made from (PNG and WebP: RGBA, or RGB where
+        /// `decodeLayout` says; JPEG: RGB).
         public var layout: PixelLayout {
             switch self {
-            case .rgb: return .rgb
+            case .rgb, .jpeg: return .rgb
             case .gray: return .gray
-            case .original, .png, .rgba: return .rgba
+            case .original, .png, .webp, .rgba: return .rgba
             }
         }
 
-        /// The layout to decode a file of `source` format in: PNG of a JPEG decodes to RGB (a JPEG
-        /// has no alpha; the encoder would drop an opaque one anyway), saving a quarter of the
-        /// bitmap and of the resampling.
+        /// The layout to decode a file of `source` format in: PNG or WebP of a JPEG decodes to
+        /// RGB (a JPEG has no alpha; the encoders would drop an opaque one anyway), saving a
+        /// quarter of the bitmap and of the resampling.
         public func decodeLayout(for source: ImageFormat?) -> PixelLayout {
-            self == .png && source == .jpeg ? .rgb : layout
+            (self == .png || self == .webp) && source == .jpeg ? .rgb : layout
         }
 
-        /// A decoded image in this format's pixels: the raw formats' own layout; PNG takes RGB
-        /// and RGBA as they come (the encoder writes RGB when every pixel is opaque).
+        /// A decoded image in this format's pixels: the raw formats' own layout; the encoded
+        /// formats take RGB and RGBA as they come (PNG and WebP write RGB when every pixel is
+        /// opaque, JPEG drops alpha).
         public func pixels(of image: DecodedImage) -> DecodedImage {
-            self == .png && image.layout != .gray ? image : image.converted(to: layout)
+            isEncoded && image.layout != .gray ? image : image.converted(to: layout)
         }
     }
 
@@ -81,6 +90,22 @@ public struct OutputSpec: Sendable, Equatable {
     /// With `progressive`: partial images no larger than this on their longest side (the final
     /// image keeps the sizes above); nil: partial images at the final image's size.
     public var partialMaxPixelSize: Int?
+    /// JPEG and WebP: 1–100 (defaults 90 and 80); with `lossless`, WebP's effort.
+    public var quality: Int?
+    /// WebP: lossless instead of lossy.
+    public var lossless = false
+    /// JPEG: how colour is stored (default 4:2:0).
+    public var chromaSubsampling: ChromaSubsampling?
+
+    /// How an encoded format is written; nil for raw pixels and originals.
+    public var encoding: ImageEncoding? {
+        switch format {
+        case .png: return .png
+        case .jpeg: return .jpeg(quality: quality ?? 90, subsampling: chromaSubsampling ?? .s420)
+        case .webp: return .webp(quality: quality ?? 80, lossless: lossless)
+        case .original, .rgba, .rgb, .gray: return nil
+        }
+    }
 
     public init() {}
 
@@ -137,7 +162,7 @@ struct DownloadParams {
         progressive = try p.bool("progressive") ?? false
         output = try DownloadParams.output(try p.object("output"))
         if progressive && !output.format.needsDecoding {
-            throw .invalidParams("progressive needs a decoded output format (png, rgba, rgb or gray), for its partial images")
+            throw .invalidParams("progressive needs a decoded output format (png, jpeg, webp, rgba, rgb or gray), for its partial images")
         }
         if progressive && output.fileName?.needsDigest == true {
             throw .invalidParams("progressive partial images are written before the final bytes exist: a {sha256} name cannot be used")
@@ -152,7 +177,8 @@ struct DownloadParams {
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
                 "delivery", "format", "path", "dir", "name", "nameTemplate", "overwrite", "skipExisting", "verify", "sha256",
-                "maxPixelSize", "maxPixelCount", "applyOrientation", "partialIntervalMs", "partialMaxPixelSize",
+                "maxPixelSize", "maxPixelCount", "applyOrientation", "partialIntervalMs", "partialMaxPixelSize", "quality",
+                "lossless", "chromaSubsampling",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -187,11 +213,23 @@ struct DownloadParams {
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
         spec.partialIntervalMs = try p.integer("partialIntervalMs", in: 0...3_600_000) ?? spec.partialIntervalMs
         spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: 1...1_000_000).map { Int($0) }
+        spec.quality = try p.integer("quality", in: 1...100).map { Int($0) }
+        spec.lossless = try p.bool("lossless") ?? false
+        if let s = try p.oneOf("chromaSubsampling", ChromaSubsampling.allCases.map(\.rawValue)) {
+            spec.chromaSubsampling = ChromaSubsampling(rawValue: s)
+        }
+        if spec.quality != nil, spec.format != .jpeg, spec.format != .webp {
+            throw .invalidParams("output.quality goes with format \"jpeg\" or \"webp\"")
+        }
+        if spec.lossless, spec.format != .webp { throw .invalidParams("output.lossless goes with format \"webp\"") }
+        if spec.chromaSubsampling != nil, spec.format != .jpeg {
+            throw .invalidParams("output.chromaSubsampling goes with format \"jpeg\"")
+        }
         if !spec.format.needsDecoding,
             spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation || spec.partialMaxPixelSize != nil
         {
             throw .invalidParams(
-                "maxPixelSize, maxPixelCount, applyOrientation and partialMaxPixelSize need a decoded format (png, rgba, rgb, gray)")
+                "maxPixelSize, maxPixelCount, applyOrientation and partialMaxPixelSize need a decoded format (png, jpeg, webp, rgba, rgb, gray)")
         }
         switch spec.delivery {
         case .file:

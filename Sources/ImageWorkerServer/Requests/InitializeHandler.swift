@@ -1,3 +1,4 @@
+import ImageDecoding
 import ImageDownloader
 import ImageWorkerProtocol
 
@@ -20,7 +21,7 @@ extension WorkerServer {
                 "priorities": .array(DownloadPriority.allCases.map { .string($0.name) }),
                 "schemes": .array((["http", "https"] + (options.fileRoot != nil ? ["file"] : [])).map { .string($0) }),
                 "partialImages": true,
-                "decodes": ["jpeg", "png"],
+                "decodes": .array(ImageDecoders.decodedFormats.map { .string($0.rawValue) }),
             ],
             "configuration": ConfigurationParams.json(configuration, decoding),
         ])

@@ -13,7 +13,7 @@ export const EVENT_FIELDS = {
 };
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
-  'height', 'orientation', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped'];
+  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped'];
 
 const EVENT_TYPES = {
   'download/started': 'started',

@@ -2,7 +2,8 @@
 
 export const PROTOCOL_VERSION = '1';
 export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
-export const FORMATS = ['original', 'png', 'rgba', 'rgb', 'gray'];
+export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
+export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
 
 /** The `download` params for `url` and the client's options (see README.md). */
 export function downloadParams(url, token, options = {}) {
@@ -10,13 +11,14 @@ export function downloadParams(url, token, options = {}) {
     dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
     credentials,
     allowInvalidCertificates, handleCookies, retryFailed, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
-    partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256,
+    partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256, quality, lossless,
+    chromaSubsampling,
   } = options;
   const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
     'deadlineMs', 'maxRetries', 'retryDelayMs',
     'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'maxPixelSize', 'maxPixelCount',
     'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'name', 'nameTemplate', 'skipExisting',
-    'verify', 'sha256', 'token', 'signal']);
+    'verify', 'sha256', 'quality', 'lossless', 'chromaSubsampling', 'token', 'signal']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new TypeError(`unknown download option ${JSON.stringify(key)}`);
   }
@@ -29,13 +31,22 @@ export function downloadParams(url, token, options = {}) {
   if (priority != null && !PRIORITIES.includes(priority)) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}`);
   const chosenFormat = format ?? (progressive ? 'png' : undefined);
   if (chosenFormat != null && !FORMATS.includes(chosenFormat)) throw new TypeError(`format must be one of ${FORMATS.join(', ')}`);
+  if (quality != null) {
+    if (chosenFormat !== 'jpeg' && chosenFormat !== 'webp') throw new TypeError("quality goes with format 'jpeg' or 'webp'");
+    if (!Number.isInteger(quality) || quality < 1 || quality > 100) throw new TypeError('quality must be an integer in 1…100');
+  }
+  if (lossless && chosenFormat !== 'webp') throw new TypeError("lossless goes with format 'webp'");
+  if (chromaSubsampling != null) {
+    if (chosenFormat !== 'jpeg') throw new TypeError("chromaSubsampling goes with format 'jpeg'");
+    if (!CHROMA_SUBSAMPLINGS.includes(chromaSubsampling)) throw new TypeError(`chromaSubsampling must be one of ${CHROMA_SUBSAMPLINGS.join(', ')}`);
+  }
   const output = {};
   if (dir != null) Object.assign(output, { delivery: 'file', dir: String(dir) });
   else if (path != null) Object.assign(output, { delivery: 'file', path: String(path) });
   else if (inline) output.delivery = 'inline';
   for (const [key, value] of Object.entries({
     format: chosenFormat, name, nameTemplate, overwrite, skipExisting, verify, sha256, maxPixelSize, maxPixelCount,
-    applyOrientation, partialIntervalMs, partialMaxPixelSize,
+    applyOrientation, partialIntervalMs, partialMaxPixelSize, quality, lossless, chromaSubsampling,
   })) {
     if (value != null) output[key] = value;
   }

@@ -21,10 +21,10 @@ export function binaryPath() {
   throw new Error(`no image-worker binary: run \`swift build\` in ${REPO} or set $IMAGE_WORKER_BIN`);
 }
 
-const TYPES = { jpg: 'image/jpeg', png: 'image/png' };
+const TYPES = { jpg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp', avif: 'image/avif' };
 
 export async function startServer() {
-  const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
+  const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png|gif|webp|avif)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
   const hanging = new Set();
   const hits = new Map();
   const server = createServer(async (req, res) => {

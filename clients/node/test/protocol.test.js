@@ -172,6 +172,12 @@ test('requests the client builds are valid, and every download option can be set
   assert.deepEqual(schemas.problems(request, 'requests/download.schema.json'), []);
   const schemaParams = schemas.documents['requests/download.schema.json'].properties.params.properties;
   assert.deepEqual(Object.keys(params).sort(), Object.keys(schemaParams).sort());
-  const output = new Set([...Object.keys(params.output), ...Object.keys(named.output), 'path', 'delivery']);
+  const jpeg = downloadParams('u', 3, { format: 'jpeg', quality: 75, chromaSubsampling: '4:4:4' });
+  const webp = downloadParams('u', 4, { format: 'webp', quality: 60, lossless: true, inline: true });
+  for (const encoded of [jpeg, webp]) {
+    assert.deepEqual(schemas.problems({ jsonrpc: '2.0', method: 'download', params: encoded }, 'requests/download.schema.json'), []);
+  }
+  const output = new Set([...Object.keys(params.output), ...Object.keys(named.output), ...Object.keys(jpeg.output),
+    ...Object.keys(webp.output), 'path', 'delivery']);
   for (const key of Object.keys(schemaParams.output.properties)) assert.ok(output.has(key), `output.${key}`);
 });

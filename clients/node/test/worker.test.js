@@ -46,6 +46,27 @@ test('a download: async iterator of typed events, emitter, then the image', () =
   assert.equal(await worker.close(), 0);
 }));
 
+test('WebP, GIF and AVIF in; JPEG and WebP out; animations counted', () => withSetup(async (server, dir) => {
+  const worker = await spawnWorker({ binary });
+  for (const format of ['webp', 'gif', 'avif']) assert.ok(worker.info.capabilities.decodes.includes(format));
+  const jpeg = await worker.download(server.url('/files/test.webp'), { inline: true, format: 'jpeg', quality: 70 }).done;
+  assert.equal(jpeg.mimeType, 'image/jpeg');
+  assert.deepEqual([...jpeg.data.subarray(0, 3)], [0xff, 0xd8, 0xff]);
+  assert.equal(jpeg.sourceFormat, 'webp');
+  const webp = await worker.download(server.url('/files/extended_pixi.avif'), { dir, format: 'webp', lossless: true }).done;
+  assert.equal(webp.path, join(dir, 'extended_pixi.webp'));
+  assert.equal(readFileSync(webp.path).subarray(8, 12).toString(), 'WEBP');
+  const gif = await worker.download(server.url('/files/beacon.gif'), { format: 'rgba' }).done;
+  assert.equal(gif.animated, true);
+  assert.equal(gif.frameCount, 2);
+  assert.equal(gif.loopCount, 0);
+  assert.throws(() => worker.download(server.url('/files/test.webp'), { format: 'png', quality: 50 }), /quality goes with/);
+  await worker.configure({ maxFrames: 1 });
+  await assert.rejects(worker.download(server.url('/files/beacon.gif'), { format: 'png' }).done,
+    (e) => e.name === 'LimitExceeded' && e.data.limit === 'frames' && e.data.maximum === 1);
+  assert.equal(await worker.close(), 0);
+}));
+
 test('inline pixels on lines far over 64 KiB', () => withSetup(async (server, dir) => {
   const worker = await spawnWorker({ binary });
   const handles = Array.from({ length: 4 }, () => worker.download(server.url('/files/testorig.jpg'), { inline: true, format: 'rgba' }));

@@ -207,7 +207,12 @@ def test_requests_the_client_builds_are_valid() -> None:
     # Every download option of the schema can be set from Python.
     schema_params = _params_schema("requests/download.schema.json")["properties"]
     assert set(params) == set(schema_params)
-    assert set(params["output"]) | set(named["output"]) | {"path", "delivery"} >= set(schema_params["output"]["properties"])
+    jpeg = download_params("u", 3, dict(format="jpeg", quality=75, chroma_subsampling="4:4:4"))
+    webp = download_params("u", 4, dict(format="webp", quality=60, lossless=True, inline=True))
+    for encoded in (jpeg, webp):
+        assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": encoded}, "requests/download.schema.json")
+    assert (set(params["output"]) | set(named["output"]) | set(jpeg["output"]) | set(webp["output"]) | {"path", "delivery"}
+            >= set(schema_params["output"]["properties"]))
     inline = download_params("u", 1, {"inline": True})
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": inline}, "requests/download.schema.json")
 
@@ -258,7 +263,12 @@ def test_the_clients_option_checks_are_the_schemas() -> None:
 
 @pytest.mark.parametrize("options, option", [
     ({"max_pixel_sise": 256}, "max_pixel_sise"),
-    ({"format": "jpeg"}, "format"),
+    ({"format": "jpg"}, "format"),
+    ({"format": "png", "quality": 80}, "quality"),
+    ({"format": "jpeg", "quality": 0}, "quality"),
+    ({"format": "jpeg", "lossless": True}, "lossless"),
+    ({"format": "webp", "chroma_subsampling": "4:4:4"}, "chroma_subsampling"),
+    ({"format": "jpeg", "chroma_subsampling": "420"}, "chroma_subsampling"),
     ({"format": "png", "max_pixel_size": 0}, "max_pixel_size"),
     ({"format": "png", "max_pixel_size": 2.5}, "max_pixel_size"),
     ({"format": "png", "max_pixel_size": True}, "max_pixel_size"),

@@ -64,6 +64,25 @@ def test_to_pil_when_pillow_is_installed(binary: str, server: LoopbackServer) ->
     assert image.to_pil().size == (32, 32)
 
 
+def test_webp_gif_avif_in_jpeg_and_webp_out(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    with Worker(binary) as worker:
+        assert {"webp", "gif", "avif"} <= set(worker.info["capabilities"]["decodes"])
+        jpeg = worker.download(server.url("/files/test.webp"), inline=True, format="jpeg", quality=70,
+                               chroma_subsampling="4:4:4").result(30)
+        webp = worker.download(server.url("/files/extended_pixi.avif"), dir=str(tmp_path), format="webp",
+                               lossless=True).result(30)
+        gif = worker.download(server.url("/files/beacon.gif"), format="rgba").result(30)
+        worker.configure(max_frames=1)
+        with pytest.raises(image_worker.LimitExceeded) as caught:
+            worker.download(server.url("/files/beacon.gif"), format="png").result(30)
+    assert jpeg.mime_type == "image/jpeg" and jpeg.data is not None and jpeg.data[:3] == b"\xff\xd8\xff"
+    assert jpeg.source_format == "webp" and (jpeg.width, jpeg.height) == (128, 128) and not jpeg.animated
+    assert webp.path == str(tmp_path / "extended_pixi.webp") and webp.mime_type == "image/webp"
+    assert Path(webp.path).read_bytes()[8:12] == b"WEBP"
+    assert gif.animated and gif.frame_count == 2 and gif.loop_count == 0 and gif.source_format == "gif"
+    assert caught.value.data["limit"] == "frames" and caught.value.data["maximum"] == 1
+
+
 @pytest.mark.parametrize("path, options, error, check", [
     ("/status/404", {}, InvalidDownloadStatusCode, lambda e: e.status_code == 404),
     ("/text", {"format": "png"}, UnsupportedFormat, lambda e: e.code == 1008),

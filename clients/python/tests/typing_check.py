@@ -24,7 +24,7 @@ def good(worker: Worker) -> None:
 
 def mistakes(worker: Worker) -> None:
     worker.download("https://example.org/a.jpg", max_pixel_sise=256)  # type: ignore[call-arg]
-    worker.download("https://example.org/a.jpg", format="jpeg")  # type: ignore[arg-type]
+    worker.download("https://example.org/a.jpg", format="jpg")  # type: ignore[arg-type]
     worker.download("https://example.org/a.jpg", priority="urgent")  # type: ignore[arg-type]
     worker.download("https://example.org/a.jpg", max_pixel_size="256")  # type: ignore[arg-type]
     worker.download("https://example.org/a.jpg", credentials="user:secret")  # type: ignore[arg-type]

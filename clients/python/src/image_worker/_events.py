@@ -89,6 +89,12 @@ class Image(_Pixels):
     width: Optional[int] = None
     height: Optional[int] = None
     orientation: Optional[int] = None
+    #: the source is an animation (GIF, WebP, AVIF sequence); the image is its first frame
+    animated: bool = False
+    #: an animated source's frames (1 for a still image)
+    frame_count: int = 1
+    #: an animated source's repetitions after the first play, 0 forever; None when it does not say
+    loop_count: Optional[int] = None
     pixel_format: Optional[str] = None
     stride: Optional[int] = None
     path: Optional[str] = None
@@ -105,7 +111,8 @@ class Image(_Pixels):
         "token": "token", "outcome": "", "url": "url", "finalUrl": "final_url", "status": "status", "byteLength": "byte_length",
         "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
-        "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped",
+        "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
+        "frameCount": "frame_count", "loopCount": "loop_count",
     }
 
     @staticmethod
@@ -115,7 +122,8 @@ class Image(_Pixels):
             token=p["token"], url=str(p.get("url", "")), final_url=str(p.get("finalUrl", "")), status=_int(p.get("status")) or 0,
             byte_length=_int(p.get("byteLength")) or 0, mime_type=_str(p.get("mimeType")),
             source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
-            orientation=_int(p.get("orientation")), pixel_format=_str(p.get("pixelFormat")),
+            orientation=_int(p.get("orientation")), animated=p.get("animated") is True, frame_count=_int(p.get("frameCount")) or 1,
+            loop_count=_int(p.get("loopCount")), pixel_format=_str(p.get("pixelFormat")),
             stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
             data=base64.b64decode(data) if data is not None else None, sha256=_str(p.get("sha256")),
             skipped=p.get("skipped") is True, raw=dict(p))

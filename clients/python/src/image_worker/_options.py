@@ -15,12 +15,14 @@ from ._errors import RequestError
 
 Token = Union[str, int]
 Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
-Format = Literal["original", "png", "rgba", "rgb", "gray"]
+Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
+ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
-FORMATS: Tuple[str, ...] = ("original", "png", "rgba", "rgb", "gray")
+FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
+CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
 #: JSON-RPC's "invalid params", the code the worker would answer with.
@@ -36,8 +38,15 @@ class ManyOptions(TypedDict, total=False):
     path: PathLike
     #: deliver the bytes in the completed event (``Image.data``)
     inline: bool
-    #: ``original`` (default; ``png`` with ``progressive``), ``png``, or raw ``rgba``/``rgb``/``gray``
+    #: ``original`` (default; ``png`` with ``progressive``), decoded to ``png``, ``jpeg`` or
+    #: ``webp``, or raw ``rgba``/``rgb``/``gray`` (JPEG, PNG, WebP, GIF and AVIF are decoded)
     format: Format
+    #: ``jpeg`` or ``webp``: 1-100 (defaults 90 and 80; with ``lossless``, WebP's effort)
+    quality: int
+    #: ``webp``: lossless instead of lossy
+    lossless: bool
+    #: ``jpeg``: how colour is stored (default ``"4:2:0"``)
+    chroma_subsampling: ChromaSubsampling
     #: partial images while bytes arrive
     progressive: bool
     priority: Priority
@@ -103,6 +112,8 @@ class Settings(TypedDict, total=False):
     user_agent: str
     max_pixels: int
     max_progressive_scans: int
+    #: animated GIF, WebP and AVIF files with more frames fail (``LimitExceeded``, limit ``frames``)
+    max_frames: int
     #: ``True`` empties the failed-URL list (not a setting)
     clear_failed_urls: bool
 
@@ -148,6 +159,9 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "sha256": Rule("sha256", "bool", output=True),
     "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
     "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
+    "quality": Rule("quality", "int", 1, 100, output=True),
+    "lossless": Rule("lossless", "bool", output=True),
+    "chroma_subsampling": Rule("chromaSubsampling", "enum", choices=CHROMA_SUBSAMPLINGS, output=True),
 }
 
 SETTING_RULES: Dict[str, Rule] = {
@@ -167,6 +181,7 @@ SETTING_RULES: Dict[str, Rule] = {
     "user_agent": Rule("userAgent", "string"),
     "max_pixels": Rule("maxPixels", "int", 1, 1 << 40),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
+    "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
     "clear_failed_urls": Rule("clearFailedURLs", "bool"),
 }
 
@@ -270,13 +285,20 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         output["format"] = "png"
     decoded = output.get("format", "original") != "original"
     if params.get("progressive") and not decoded:
-        raise invalid("format", "progressive needs a decoded format (png, rgba, rgb or gray), for its partial images")
+        raise invalid("format", "progressive needs a decoded format (png, jpeg, webp, rgba, rgb or gray), for its partial images")
     if not decoded:
         for option in ("max_pixel_size", "max_pixel_count", "partial_max_pixel_size"):
             if option in given:
-                raise invalid(option, "needs a decoded format (png, rgba, rgb or gray)")
+                raise invalid(option, "needs a decoded format (png, jpeg, webp, rgba, rgb or gray)")
         if options.get("apply_orientation"):
-            raise invalid("apply_orientation", "needs a decoded format (png, rgba, rgb or gray)")
+            raise invalid("apply_orientation", "needs a decoded format (png, jpeg, webp, rgba, rgb or gray)")
+    encoded_as = output.get("format")
+    if "quality" in given and encoded_as not in ("jpeg", "webp"):
+        raise invalid("quality", "goes with format jpeg or webp")
+    if options.get("lossless") and encoded_as != "webp":
+        raise invalid("lossless", "goes with format webp")
+    if "chroma_subsampling" in given and encoded_as != "jpeg":
+        raise invalid("chroma_subsampling", "goes with format jpeg")
     if output:
         params["output"] = output
     return params

@@ -262,7 +262,9 @@ class Worker:
         """Starts a download and returns its handle.
 
         Options (all optional): ``dir`` or ``path`` (deliver a file) or ``inline=True`` (the
-        bytes in the event); ``format`` (``original``, ``png``, ``rgba``, ``rgb``, ``gray``);
+        bytes in the event); ``format`` (``original``, ``png``, ``jpeg``, ``webp``, ``rgba``,
+        ``rgb``, ``gray``; JPEG, PNG, WebP, GIF and AVIF are decoded); ``quality`` (``jpeg`` and
+        ``webp``), ``lossless`` (``webp``), ``chroma_subsampling`` (``jpeg``);
         ``progressive`` (partial images; PNG unless a format is given); ``priority``;
         ``headers``; ``timeout_ms`` (idle, per attempt); ``deadline_ms`` (over every attempt);
         ``max_retries`` and ``retry_delay_ms`` (this download's retries); ``credentials=(user, password)``; ``max_pixel_size``;

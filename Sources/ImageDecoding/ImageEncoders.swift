@@ -1,0 +1,85 @@
+internal import CImageCodecs
+
+/// How JPEG stores colour: the chroma planes at half the width and height (4:2:0, the usual
+/// setting for photos and thumbnails), half the width (4:2:2), or full size (4:4:4).
+public enum ChromaSubsampling: String, Sendable, CaseIterable {
+    case s420 = "4:2:0"
+    case s422 = "4:2:2"
+    case s444 = "4:4:4"
+
+    var code: Int32 {
+        switch self {
+        case .s420: return 420
+        case .s422: return 422
+        case .s444: return 444
+        }
+    }
+}
+
+/// A file format to encode decoded pixels in, with its settings.
+public enum ImageEncoding: Sendable, Equatable, Hashable {
+    /// PNG with the fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs); RGB
+    /// when every pixel is opaque.
+    case png
+    /// JPEG with TurboJPEG: `quality` 1–100; alpha is dropped (JPEG has none).
+    case jpeg(quality: Int, subsampling: ChromaSubsampling)
+    /// WebP with libwebp: lossy at `quality` 0–100, or lossless (then `quality` is the effort);
+    /// no alpha channel when every pixel is opaque.
+    case webp(quality: Int, lossless: Bool)
+
+    public var format: ImageFormat {
+        switch self {
+        case .png: return .png
+        case .jpeg: return .jpeg
+        case .webp: return .webp
+        }
+    }
+}
+
+/// Encoders for decoded pixels: PNG (`ImageDecoders.encodePNG`), JPEG and WebP.
+public enum ImageEncoders {
+    /// The file bytes of pixels lent by a decoder (no copy of them first).
+    public static func encode(_ frame: BorrowedPixels, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
+        switch encoding {
+        case .png:
+            return try ImageDecoders.encodePNG(frame, fast: true)
+        case .jpeg(let quality, let subsampling):
+            return try encoded("JPEG") { bytes, length, error in
+                iw_jpeg_encode(
+                    frame.bytes.baseAddress, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), frame.stride,
+                    Int32(quality), subsampling.code, &bytes, &length, error)
+            }
+        case .webp(let quality, let lossless):
+            return try encoded("WebP") { bytes, length, error in
+                iw_webp_encode(
+                    frame.bytes.baseAddress, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), frame.stride,
+                    Int32(quality), lossless ? 1 : 0, &bytes, &length, error)
+            }
+        }
+    }
+
+    public static func encode(_ image: DecodedImage, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
+        let result: Result<[UInt8], DecodeError> = image.pixels.withUnsafeBufferPointer { pixels in
+            do throws(DecodeError) {
+                return .success(
+                    try encode(BorrowedPixels(width: image.width, height: image.height, layout: image.layout, bytes: pixels), as: encoding))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The bytes a C encoder returned (malloc'd, freed here), or its message as an error.
+    private static func encoded(
+        _ name: String, _ call: (inout UnsafeMutablePointer<UInt8>?, inout Int, UnsafeMutablePointer<CChar>?) -> Int32
+    ) throws(DecodeError) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = message.withUnsafeMutableBufferPointer { call(&bytes, &length, $0.baseAddress) }
+        guard status == 0, let bytes else { throw .outOfMemory("\(name) encoding failed: " + ImageDecoders.text(message)) }
+        defer { iw_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+}
