@@ -36,9 +36,18 @@ struct iw_jpeg {
     /* Whether partial frames are wanted now: when not, completed scans are absorbed but not
      * rendered (the next wanted frame shows all of them). The final frame is always rendered. */
     int partial_frames;
-    /* Arithmetic-coded files: libjpeg-turbo's arithmetic decoder cannot suspend, so their image
-     * data is decoded once all bytes are in (no partial images for them). */
-    int whole_only;
+    /* Arithmetic-coded files: libjpeg-turbo's arithmetic decoder cannot suspend mid-scan (it
+     * stops with JERR_CANT_SUSPEND), so libjpeg is shown their bytes only up to the end of the last
+     * complete scan: the marker that follows a scan's entropy-coded data (its two bytes, which the
+     * decoder reads to know the scan ended), never into a scan still arriving. A progressive file
+     * then decodes scan by scan, with a partial image per scan; a single-scan file waits for its
+     * end. `markers` walks the buffer's structure as bytes arrive (positions in `buf`). */
+    struct {
+        int arith;        /* an arithmetic-coded frame (SOF9-SOF15) was seen */
+        int huffman;      /* a Huffman-coded frame was seen: nothing to hide, the walk stops */
+        int in_scan;      /* inside the entropy-coded data of the scan whose SOS is at `sos` */
+        size_t at, sos;
+    } markers;
     /* Completed scans, rendered or not. */
     int scans_seen;
     /* The coefficient arrays of a progressive file, one per component (captured when libjpeg's
@@ -102,12 +111,59 @@ static void fail(struct iw_jpeg *d, int kind, const char *message) {
     snprintf(d->error, sizeof d->error, "%s", message);
 }
 
+/* Walks the markers of the buffered bytes from where the last walk stopped, and returns how many
+ * bytes from the start of `buf` libjpeg may see: all of them, unless the file is arithmetic-coded
+ * and a scan's entropy-coded data is still arriving (then up to that scan's SOS marker code). */
+static size_t visible_end(struct iw_jpeg *d) {
+    const uint8_t *b = d->buf;
+    size_t n = d->len, at = d->markers.at;
+    while (!d->markers.huffman) {
+        if (d->markers.in_scan) {
+            /* Entropy-coded data ends at a marker: 0xFF then neither 0x00 (a stuffed byte), a
+             * restart marker, nor another 0xFF (fill). */
+            while (at + 1 < n && !(b[at] == 0xFF && b[at + 1] != 0x00 && b[at + 1] != 0xFF && (b[at + 1] < 0xD0 || b[at + 1] > 0xD7)))
+                at++;
+            if (at + 1 >= n) break;
+            d->markers.in_scan = 0;
+            continue;
+        }
+        if (at + 2 > n) break;
+        if (b[at] != 0xFF) { at++; continue; } /* bytes between markers: libjpeg skips them too */
+        unsigned code = b[at + 1];
+        if (code == 0xFF) { at++; continue; }
+        if (code == 0xD8 || code == 0xD9 || code == 0x01 || (code >= 0xD0 && code <= 0xD7)) { at += 2; continue; }
+        if (at + 4 > n) break;
+        if ((code >= 0xC9 && code <= 0xCB) || (code >= 0xCD && code <= 0xCF)) d->markers.arith = 1;
+        if (code >= 0xC0 && code <= 0xC7 && code != 0xC4 && !d->markers.arith) {
+            d->markers.huffman = 1;
+            break;
+        }
+        size_t segment = (size_t)b[at + 2] << 8 | b[at + 3];
+        if (code == 0xDA) {
+            d->markers.sos = at;
+            d->markers.in_scan = 1;
+        }
+        /* Past `n`, inside a segment still arriving: the next walk resumes after it. */
+        at += 2 + segment;
+    }
+    d->markers.at = at;
+    if (!d->markers.arith || d->last || !d->markers.in_scan) return n;
+    return d->markers.sos + 2;
+}
+
 static int append(struct iw_jpeg *d, const uint8_t *data, size_t length) {
-    size_t consumed = d->len - d->src.bytes_in_buffer;
-    if (consumed > 0 && (consumed >= 65536 || consumed * 2 >= d->len)) {
-        memmove(d->buf, d->buf + consumed, d->src.bytes_in_buffer);
-        d->len = d->src.bytes_in_buffer;
-        consumed = 0;
+    /* (libjpeg may not have been shown every byte: what it consumed ends at its read position.) */
+    size_t consumed = d->src.next_input_byte ? (size_t)(d->src.next_input_byte - d->buf) : 0;
+    /* What the marker walk still needs stays in the buffer. */
+    size_t kept_from = d->markers.huffman ? consumed : d->markers.at;
+    if (d->markers.in_scan && d->markers.sos < kept_from) kept_from = d->markers.sos;
+    size_t dropped = consumed < kept_from ? consumed : kept_from;
+    if (dropped > 0 && (dropped >= 65536 || dropped * 2 >= d->len)) {
+        memmove(d->buf, d->buf + dropped, d->len - dropped);
+        d->len -= dropped;
+        consumed -= dropped;
+        d->markers.at = d->markers.at > dropped ? d->markers.at - dropped : 0;
+        if (d->markers.in_scan) d->markers.sos -= dropped;
     }
     if (length > 0) {
         if (d->len + length > d->cap) {
@@ -121,8 +177,9 @@ static int append(struct iw_jpeg *d, const uint8_t *data, size_t length) {
         memcpy(d->buf + d->len, data, length);
         d->len += length;
     }
+    size_t end = visible_end(d);
     d->src.next_input_byte = d->buf + consumed;
-    d->src.bytes_in_buffer = d->len - consumed;
+    d->src.bytes_in_buffer = end > consumed ? end - consumed : 0;
     size_t k = d->skip < d->src.bytes_in_buffer ? d->skip : d->src.bytes_in_buffer;
     d->src.next_input_byte += k;
     d->src.bytes_in_buffer -= k;
@@ -319,7 +376,6 @@ static int header(struct iw_jpeg *d) {
     c->scale_denom = (unsigned)d->scale_denom;
     d->multi = jpeg_has_multiple_scans(c);
     c->buffered_image = d->multi ? TRUE : FALSE;
-    d->whole_only = c->arith_code ? 1 : 0;
     return 1;
 }
 
@@ -354,11 +410,11 @@ static int allocate(struct iw_jpeg *d) {
 int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
     if (d->stage == STAGE_FAILED) return IW_FAILED;
     if (d->stage == STAGE_COMPLETE) return 0; /* data after the end of the image is ignored */
+    d->last = last;
     if (!append(d, data, length)) {
         fail(d, IW_ERR_MEMORY, "out of memory for the input buffer");
         return IW_FAILED;
     }
-    d->last = last;
     volatile int events = 0;
     if (setjmp(d->err.jump)) {
         char message[JMSG_LENGTH_MAX];
@@ -366,7 +422,9 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         int code = d->cinfo.err->msg_code;
         int unsupported = code == JERR_BAD_PRECISION || code == JERR_NOT_COMPILED || code == JERR_CONVERSION_NOTIMPL
             || code == JERR_ARITH_NOTIMPL || code == JERR_NO_ARITH_TABLE;
-        fail(d, unsupported ? IW_ERR_UNSUPPORTED : IW_ERR_CORRUPT, message);
+        /* An arithmetic-coded scan cut short by the end of the data stops with "suspension not
+         * allowed": it is truncated, not corrupt. */
+        fail(d, unsupported ? IW_ERR_UNSUPPORTED : code == JERR_CANT_SUSPEND ? IW_ERR_TRUNCATED : IW_ERR_CORRUPT, message);
         return IW_FAILED;
     }
     struct jpeg_decompress_struct *c = &d->cinfo;
@@ -376,7 +434,6 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         d->stage = STAGE_START;
         events |= IW_HEADER;
     }
-    if (d->stage >= STAGE_START && d->whole_only && !d->last) return events;
     if (d->stage == STAGE_START) {
         /* Previews read a progressive file's coefficients (pre-zeroed by libjpeg, so rows no scan
          * reached read as zero): only YCbCr, RGB and grayscale files. */

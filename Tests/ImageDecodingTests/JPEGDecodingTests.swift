@@ -70,6 +70,35 @@ struct JPEGDecodingTests {
         #expect(updates == 10)
     }
 
+    /// Arithmetic-coded progressive files (libjpeg's arithmetic decoder cannot suspend mid-scan):
+    /// libjpeg sees each scan once it is whole, so they get a partial image per scan too, in any
+    /// chunking, and the final image of a whole decode; one cut mid-scan is truncated and keeps
+    /// the scans before the cut.
+    @Test(.enabled(if: Corpora.installed("jpegtran"), "jpegtran (libjpeg-turbo-progs) is not installed"))
+    func arithmeticProgressiveFilesGiveAPartialImagePerScan() throws {
+        let source = Corpora.root.appendingPathComponent("jpeg/testimgp.jpg").path
+        let data = try #require(try Corpora.output(of: "jpegtran", ["-arithmetic", "-progressive", source]))
+        let huffman = try Corpora.feed(try Corpora.bytes("jpeg/testimgp.jpg"), format: .jpeg, chunk: 64)
+        let whole = try ImageDecoders.decode(data)
+        #expect(data[0..<2] == [0xFF, 0xD8] && data.contains(0xCA) && whole == huffman.decoder.currentImage())
+        for chunk in [1, 64, 1000] {
+            let (decoder, updates) = try Corpora.feed(data, format: .jpeg, chunk: chunk)
+            #expect(decoder.completedPasses == huffman.decoder.completedPasses, "chunk \(chunk)")
+            #expect(updates >= (chunk == 1000 ? 3 : 8), "chunk \(chunk): \(updates) partial images")
+            #expect(decoder.currentImage() == whole, "chunk \(chunk)")
+        }
+        let decoder = try ImageDecoders.makeIncremental(for: .jpeg)
+        _ = try decoder.feed(Array(data.prefix(data.count * 2 / 3)), isLast: false)
+        #expect(decoder.completedPasses > 0 && decoder.currentImage() != nil)
+        #expect {
+            _ = try decoder.feed([], isLast: true)
+        } throws: { error in
+            guard case .truncated? = error as? DecodeError else { return false }
+            return true
+        }
+        #expect(decoder.currentImage() != nil, "the last partial image stays")
+    }
+
     /// While no partial frame is wanted, completed scans are absorbed without their output pass;
     /// the next wanted frame shows them all (the frame a decoder wanting every frame has at that
     /// point), and the final image is the same.
