@@ -20,13 +20,12 @@ struct iw_png {
     uint8_t *pixels;
     png_bytep *rows;
     uint32_t rows_done;
-    /* 16-bit interlaced files: libpng 1.6.39's push reader produces wrong pass rows for them after
-     * the simplified API's transforms, so their bytes are kept and the final image comes from
-     * the simplified API itself (and they get no partial images). Until the header is known,
-     * every file's bytes are kept. */
-    int whole_only, keeping;
-    uint8_t *kept;
-    size_t kept_len, kept_cap;
+    /* 16-bit interlaced files: libpng 1.6.39 misplaces their rows after the 16-to-8-bit
+     * transforms when it de-interlaces them, in the push reader and in the simplified API alike
+     * (the same image's non-interlaced twin shows it). They are read without libpng's interlace
+     * handling: each pass's narrow rows are placed here, each pixel filling the block that later
+     * passes refine, so the frame after the last pass is the image. */
+    int places_passes;
     int pass, passes_done;
     /* Rows handed to `sink` as they are decoded, instead of kept in a full-size frame (set before
      * the header; used only for non-interlaced files). */
@@ -85,8 +84,8 @@ static void on_info(png_structp png, png_infop info) {
     char message[IW_LIMIT_MESSAGE_SIZE];
     if (iw_over_pixel_limit(d->width, d->height, d->max_pixels, message)) fail_with(d->png, &d->failure, IW_ERR_LIMIT, message);
     d->interlaced = interlace != PNG_INTERLACE_NONE;
-    d->whole_only = set_rgba_transforms(png, info) && d->interlaced;
-    png_set_interlace_handling(png);
+    d->places_passes = set_rgba_transforms(png, info) && d->interlaced;
+    if (!d->places_passes) png_set_interlace_handling(png);
     png_read_update_info(png, info);
     if (png_get_rowbytes(png, info) != (size_t)d->width * 4) fail_with(d->png, &d->failure, IW_ERR_CORRUPT, "unexpected row layout");
     d->have_header = 1;
@@ -159,11 +158,36 @@ int iw_png_check_chunks(const uint8_t *data, size_t length, int *may_have_alpha,
     return IW_ERR_TRUNCATED;
 }
 
+/* A pass row of a file read without interlace handling (`places_passes`): row `n` of Adam7 pass
+ * `pass`, its pixels at their places, each filling the block up to the next pixel of its pass and
+ * down to the next row of it (later passes write over what is theirs). */
+static void place_pass_row(struct iw_png *d, png_bytep row, png_uint_32 n, int pass) {
+    static const png_uint_32 x0[7] = {0, 4, 0, 2, 0, 1, 0}, dx[7] = {8, 8, 4, 4, 2, 2, 1};
+    static const png_uint_32 y0[7] = {0, 0, 4, 0, 2, 0, 1}, dy[7] = {8, 8, 8, 4, 4, 2, 2};
+    static const png_uint_32 bw[7] = {8, 4, 4, 2, 2, 1, 1}, bh[7] = {8, 8, 4, 4, 2, 2, 1};
+    if (pass < 0 || pass > 6 || !row) return;
+    png_uint_32 y = y0[pass] + n * dy[pass];
+    if (y >= d->height) return;
+    for (png_uint_32 x = x0[pass], k = 0; x < d->width; x += dx[pass], k++) {
+        const png_byte *pixel = row + (size_t)k * 4;
+        for (png_uint_32 by = y; by < y + bh[pass] && by < d->height; by++)
+            for (png_uint_32 bx = x; bx < x + bw[pass] && bx < d->width; bx++) memcpy(d->rows[by] + (size_t)bx * 4, pixel, 4);
+    }
+}
+
 static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
     struct iw_png *d = png_get_progressive_ptr(png);
+    if (d->places_passes) {
+        while (pass > d->pass) {
+            d->pass++;
+            d->passes_done = d->pass;
+            d->pending_events |= IW_PIXELS;
+        }
+        place_pass_row(d, row, y, pass);
+        return;
+    }
     if (y >= d->height) return;
     if (d->interlaced) {
-        if (d->whole_only) return;
         while (pass > d->pass) { /* the previous pass is complete */
             d->pass++;
             d->passes_done = d->pass;
@@ -181,19 +205,9 @@ static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
     }
 }
 
-/* The simplified API over the kept bytes, into the pixel buffer. */
-static void decode_kept(struct iw_png *d) {
-    iw_image result;
-    if (iw_png_decode_simplified_into(d->kept, d->kept_len, 0, d->pixels, (size_t)d->width * d->height * 4, &result) != 0
-        || result.width != d->width || result.height != d->height) {
-        fail_with(d->png, &d->failure, IW_ERR_CORRUPT, result.error_kind ? result.error : "inconsistent image size");
-    }
-}
-
 static void on_end(png_structp png, png_infop info) {
     (void)info;
     struct iw_png *d = png_get_progressive_ptr(png);
-    if (d->whole_only) decode_kept(d);
     if (d->interlaced) d->passes_done = 7;
     d->rows_done = d->height;
     d->stage = PNG_COMPLETE;
@@ -210,7 +224,6 @@ iw_png *iw_png_create(uint64_t max_pixels) {
     if (!d->info) { png_destroy_read_struct(&d->png, NULL, NULL); free(d); return NULL; }
     iw_png_apply_read_limits(d->png);
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
-    d->keeping = 1;
     return d;
 }
 
@@ -219,22 +232,7 @@ void iw_png_destroy(iw_png *d) {
     png_destroy_read_struct(&d->png, &d->info, NULL);
     free(d->pixels);
     free(d->rows);
-    free(d->kept);
     free(d);
-}
-
-static int keep(struct iw_png *d, const uint8_t *data, size_t length) {
-    if (d->kept_len + length > d->kept_cap) {
-        size_t cap = d->kept_cap ? d->kept_cap : 4096;
-        while (cap < d->kept_len + length) cap *= 2;
-        uint8_t *grown = realloc(d->kept, cap);
-        if (!grown) return 0;
-        d->kept = grown;
-        d->kept_cap = cap;
-    }
-    memcpy(d->kept + d->kept_len, data, length);
-    d->kept_len += length;
-    return 1;
 }
 
 int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
@@ -245,18 +243,7 @@ int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last) {
         d->stage = PNG_FAILED;
         return IW_FAILED;
     }
-    if (d->keeping && length > 0 && !keep(d, data, length)) {
-        d->stage = PNG_FAILED;
-        set_failure(&d->failure, IW_ERR_MEMORY, "out of memory for the input buffer");
-        return IW_FAILED;
-    }
     if (length > 0) png_process_data(d->png, d->info, (png_bytep)data, length);
-    if (d->keeping && d->have_header && !d->whole_only) {
-        d->keeping = 0;
-        free(d->kept);
-        d->kept = NULL;
-        d->kept_len = d->kept_cap = 0;
-    }
     int events = d->pending_events;
     if (last && d->stage != PNG_COMPLETE) {
         d->stage = PNG_FAILED;

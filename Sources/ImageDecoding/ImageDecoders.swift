@@ -183,6 +183,9 @@ public enum ImageDecoders {
     /// buffer), straight into the returned array.
     static func decodePNG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
         let mayHaveAlpha = try checkPNGChunks(data)
+        // 16-bit interlaced: libpng 1.6.39's simplified API misplaces their rows (`PNGDecoder`
+        // reads their passes itself).
+        if data.count > 28, data[24] == 16, data[28] == 1 { return try decodeIncrementally(data, format: .png, options: options) }
         guard let (width, height) = probeSize(data), width > 0, height > 0 else {
             return try decodeIncrementally(data, format: .png, options: options)  // libpng says what is wrong
         }
@@ -303,7 +306,8 @@ public enum ImageDecoders {
         return pixels
     }
 
-    /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches.
+    /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches
+    /// (but for 16-bit interlaced files, whose rows libpng 1.6.39 misplaces there).
     public static func decodePNGWithSimplifiedAPI(_ data: [UInt8], maxPixels: UInt64 = 0) throws(DecodeError) -> DecodedImage {
         let result: Result<DecodedImage, DecodeError> = data.withUnsafeBufferPointer { buffer in
             var image = iw_image()

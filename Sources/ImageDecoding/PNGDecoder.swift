@@ -2,7 +2,9 @@ internal import CImageCodecs
 
 /// Incremental PNG decoding with libpng's progressive reader (`png_process_data`), all bit depths,
 /// colour types, palettes with tRNS, 16-bit and Adam7 (a partial image per pass), with the
-/// transforms of libpng's simplified API, so the pixels equal `png_image_finish_read`'s.
+/// transforms of libpng's simplified API, so the pixels equal `png_image_finish_read`'s, except
+/// for 16-bit interlaced files, whose passes are placed here (libpng 1.6.39 misplaces their rows
+/// when it de-interlaces them after the 16-to-8-bit transforms, in both of its readers).
 /// CRC errors in critical chunks are errors; libpng's user limits are set.
 ///
 /// With `scaledTo`, a non-interlaced file is scaled down row by row as it is decoded (the same
