@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl; a
-# venv with aiohttp, Pillow, numpy, scikit-image and PyTurboJPEG under .build-bench/), makes the
+# venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG and OpenCV under .build-bench/), makes the
 # corpus from ../shared/bench/make_corpus.py (once), builds the release worker, serves the corpus
 # with nginx on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g.
 # --rounds 5 or --jobs decode,thumb-png).
@@ -23,8 +23,8 @@ fi
 if [ ! -x "$work/venv/bin/python" ]; then
     python3 -m venv "$work/venv"
 fi
-"$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg" 2>/dev/null ||
-    "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2"
+"$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg, cv2" 2>/dev/null ||
+    "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2" opencv-python-headless
 if [ ! -f "$work/corpus/web_urls.txt" ]; then
     echo "pipeline-bench: making the corpus (once)" >&2
     "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2

@@ -13,6 +13,9 @@ threads), taking turns in every round (the order alternates), plus the from-memo
     decode          decode to RGBA, delivered nowhere (`delivery: none`)
     rgba-files      decode to RGBA, written as raw files
     thumb-png       256-pixel thumbnails as PNG files
+    thumb-jpeg      256-pixel thumbnails as JPEG files at quality 90 (Python: Pillow's save(format="JPEG", quality=90))
+    thumb-jpeg-i2d  the same at quality 95 against img2dataset's resize-and-encode (OpenCV INTER_AREA,
+                    cv2.imencode at its default quality 95; scripts/thumb_jpeg_anchor.py)
     original-files  the bytes as they came, written as files
 
 It prints, per job, the medians over rounds of files/s, CPU seconds per 1,000 files and peak RSS
@@ -33,7 +36,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
-JOBS = ["decode", "rgba-files", "thumb-png", "original-files"]
+JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files"]
+# The JPEG thumbnail jobs' Python side: this repository's, on pipeline_anchor.py's pipeline.
+JPEG_ANCHOR = os.path.join(ROOT, "scripts", "thumb_jpeg_anchor.py")
 
 
 def worker_output(job, out, n):
@@ -43,6 +48,9 @@ def worker_output(job, out, n):
         return {"format": "rgba", "delivery": "file", "path": os.path.join(out, f"{n}.rgba")}
     if job == "thumb-png":
         return {"format": "png", "maxPixelSize": 256, "delivery": "file", "path": os.path.join(out, f"{n}.png")}
+    if job in ("thumb-jpeg", "thumb-jpeg-i2d"):
+        return {"format": "jpeg", "quality": 90 if job == "thumb-jpeg" else 95, "maxPixelSize": 256, "delivery": "file",
+                "path": os.path.join(out, f"{n}.jpg")}
     return {"delivery": "file", "path": os.path.join(out, str(n))}
 
 
@@ -77,8 +85,9 @@ def run_worker(binary, job, urls, out):
 
 
 def run_python(python, job, url_list, out):
+    script = JPEG_ANCHOR if job.startswith("thumb-jpeg") else ANCHOR
     wall, cpu, rss, output = run_measured(
-        [python, ANCHOR, job, "--list", url_list, "--out", out, "--conc", "6", "--threads", "2"], stdout=subprocess.PIPE)
+        [python, script, job, "--list", url_list, "--out", out, "--conc", "6", "--threads", "2"], stdout=subprocess.PIPE)
     reported = json.loads(output.decode().strip().splitlines()[-1])
     return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
 

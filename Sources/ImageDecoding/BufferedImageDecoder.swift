@@ -20,24 +20,19 @@ public final class BufferedImageDecoder: IncrementalImageDecoder {
     }
 
     public func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
-        if let failure { throw failure }
+        try DecodeError.final(&failure) { () throws(DecodeError) in try take(bytes, isLast: isLast) }
+    }
+
+    private func take(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
         data += bytes
         var progress: DecodeProgress = []
         if headerSize == nil, let size = ImageDecoders.probeSize(data), size.width > 0, size.height > 0 {
-            do throws(DecodeError) { try ImageDecoders.checkPixelLimit(size, options) } catch {
-                failure = error
-                throw error
-            }
+            try ImageDecoders.checkPixelLimit(size, options)
             headerSize = size
             progress.insert(.header)
         }
         guard isLast else { return progress }
-        do throws(DecodeError) {
-            image = try decodeWhole(data, options)
-        } catch {
-            failure = error
-            throw error
-        }
+        image = try decodeWhole(data, options)
         data = []
         isComplete = true
         return progress.union([.pixels, .complete])

@@ -102,6 +102,18 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension DecodeError {
+    /// `body`'s result, for a decoder whose failures are final: `failure` (its first one) is
+    /// thrown again on every later call, and a new one is kept there.
+    static func final<R>(_ failure: inout DecodeError?, _ body: () throws(DecodeError) -> R) throws(DecodeError) -> R {
+        if let failure { throw failure }
+        do throws(DecodeError) {
+            return try body()
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
     /// The C layer's error kinds (iw_jpeg.h), as errors.
     init(kind: Int, message: String, width: Int, height: Int, format: String) {
         switch kind {

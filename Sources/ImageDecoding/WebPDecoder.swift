@@ -35,13 +35,7 @@ public final class WebPDecoder: IncrementalImageDecoder {
     }
 
     public func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
-        if let failure { throw failure }
-        do throws(DecodeError) {
-            return try take(bytes, isLast: isLast)
-        } catch {
-            failure = error
-            throw error
-        }
+        try DecodeError.final(&failure) { () throws(DecodeError) in try take(bytes, isLast: isLast) }
     }
 
     private func take(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {

@@ -22,24 +22,26 @@ enum DecodeBenchmark {
         print("Ours and the anchors take turns, \(rounds) rounds of \(seconds) s each (or three decodes); medians, and the median of")
         print("each round's ratio (a shared machine's speed drifts within seconds).")
         print("file                      threads    ours   anchor   ratio   anchor-alloc   ratio")
+        let webp = try makeWebPFiles(from: sizes)
         for name in ["m1024_baseline.jpg", "m1024_progressive.jpg", "l4000_baseline.jpg", "l4000_progressive.jpg",
-                     "m1024_rgb.png", "m1024_rgba.png", "l4000_rgb.png", "l4000_interlaced.png"] where chosen(name) {
-            let path = sizes.appendingPathComponent(name).path
+                     "m1024_rgb.png", "m1024_rgba.png", "l4000_rgb.png", "l4000_interlaced.png"] + webp.keys.sorted() where chosen(name) {
+            let path = webp[name] ?? sizes.appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             let bytes = Array(data)
             let isJPEG = name.hasSuffix(".jpg")
+            let isWebP = name.hasSuffix(".webp")
             var options = DecodeOptions()
             // The anchors' output: TurboJPEG to packed RGB; libpng's simplified API to RGB or RGBA.
             let started = monotonic()
             let anchorImage = try ImageDecoders.decode(bytes)
             // A window long enough for three decodes, so one decode more or less does not sway it.
             let window = max(seconds, 3 * (monotonic() - started))
-            options.layout = isJPEG || name.contains("rgb.png") || name == "l4000_interlaced.png" ? .rgb : .rgba
+            options.layout = isJPEG || isWebP || name.contains("rgb.png") || name == "l4000_interlaced.png" ? .rgb : .rgba
             if !isJPEG, anchorImage.pixels.enumerated().contains(where: { $0.offset % 4 == 3 && $0.element != 255 }) {
                 options.layout = .rgba  // the anchor keeps alpha when the file has it
             }
             for threads in Array(Set([1, cores])).sorted() {
-                let tool = tools[isJPEG ? "tjdec" : "pngdec"]!
+                let tool = tools[isJPEG ? "tjdec" : isWebP ? "webpdec" : "pngdec"]!
                 var (ours, anchor, fresh): ([Double], [Double], [Double]) = ([], [], [])
                 for _ in 0..<rounds {
                     ours.append(
@@ -233,7 +235,44 @@ enum DecodeBenchmark {
             guard cc.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
             tools[name] = binary
         }
+        // The WebP anchor is this repository's (scripts/anchors/webpdec.c): dwebp's decode loop.
+        let webpdec = out.appendingPathComponent("webpdec").path
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/anchors/webpdec.c").path
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        cc.arguments = ["cc", "-O2", "-o", webpdec, source, "-lwebp", "-lpthread"]
+        try cc.run()
+        cc.waitUntilExit()
+        guard cc.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+        tools["webpdec"] = webpdec
         return tools
+    }
+
+    /// WebP files made from the corpus's PNGs with cwebp (Debian's webp): lossy at quality 80
+    /// (cwebp's photo default is 75; 80 is Pillow's and the worker's), and lossless with alpha.
+    /// Name → path; empty without cwebp.
+    static func makeWebPFiles(from sizes: URL) throws -> [String: String] {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("image-worker-webp")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        var made: [String: String] = [:]
+        for (name, png, arguments) in [
+            ("m1024_lossy.webp", "m1024_rgb.png", ["-q", "80"]), ("l4000_lossy.webp", "l4000_rgb.png", ["-q", "80"]),
+            ("m1024_lossless_rgba.webp", "m1024_rgba.png", ["-lossless"]),
+        ] {
+            let path = out.appendingPathComponent(name).path
+            if !FileManager.default.fileExists(atPath: path) {
+                let cwebp = Process()
+                cwebp.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                cwebp.arguments = ["cwebp", "-quiet"] + arguments + [sizes.appendingPathComponent(png).path, "-o", path]
+                cwebp.standardError = FileHandle.nullDevice
+                guard (try? cwebp.run()) != nil else { return [:] }
+                cwebp.waitUntilExit()
+                guard cwebp.terminationStatus == 0 else { continue }
+            }
+            made[name] = path
+        }
+        return made
     }
 
     static func anchorJSON(_ tool: String, _ arguments: [String]) -> [String: Any] {
