@@ -42,10 +42,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def load_images():
     images = {}
-    for folder in [os.path.join(ROOT, "samples"), os.path.join(ROOT, "..", "shared", "corpora")]:
+    for folder in [os.path.join(ROOT, "samples"), os.path.join(ROOT, "..", "shared", "corpora"), os.path.join(ROOT, "Tests", "Corpora")]:
         for dirpath, _, files in os.walk(folder):
             for name in files:
-                if name.lower().endswith((".jpg", ".jpeg", ".png")):
+                if name.lower().endswith((".jpg", ".jpeg", ".png", ".webp", ".gif", ".avif")):
                     with open(os.path.join(dirpath, name), "rb") as f:
                         data = f.read()
                     if len(data) <= 4 << 20:
@@ -289,7 +289,7 @@ def run(args):
                     query += f"&mode=redirect&to={mode[9:]}"
                 elif not mode.startswith("bomb"):
                     query += f"&mode={mode}"
-                fmt = rng.choice(["original", "original", "png", "rgba", "rgb", "gray"])
+                fmt = rng.choice(["original", "original", "png", "jpeg", "webp", "rgba", "rgb", "gray"])
                 output = {"format": fmt}
                 delivery = rng.choice(["none", "inline", "file", "file"])
                 output["delivery"] = delivery
