@@ -78,6 +78,13 @@ static uint32_t interlaced_row(uint32_t line, uint32_t height, uint32_t *pass) {
     return height;
 }
 
+/* A giflib call failed: the walk stops there; whether the data ran out is kept. Returns 1. */
+static int stopped(const GifFileType *gif, int *ran_out, int *done) {
+    *ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
+    *done = 1;
+    return 1;
+}
+
 /* How many rows below a row of each pass are repeated from it until their own pass comes. */
 static const uint32_t repeat_below[4] = {7, 3, 1, 0};
 
@@ -108,11 +115,7 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
         case EXTENSION_RECORD_TYPE: {
             int code = 0;
             GifByteType *block = NULL;
-            if (DGifGetExtension(gif, &code, &block) == GIF_ERROR) {
-                ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
-                done = 1;
-                break;
-            }
+            if (DGifGetExtension(gif, &code, &block) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
             in_netscape = 0;
             if (code == GRAPHICS_EXT_FUNC_CODE && block && out->frame_count == 0) {
                 GraphicsControlBlock gcb;
@@ -122,22 +125,14 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
                 in_netscape = 1;
             }
             for (;;) {
-                if (DGifGetExtensionNext(gif, &block) == GIF_ERROR) {
-                    ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
-                    done = 1;
-                    break;
-                }
+                if (DGifGetExtensionNext(gif, &block) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
                 if (!block) break;
                 if (in_netscape && block[0] >= 3 && block[1] == 1) out->loop_count = (int32_t)le16(block + 2);
             }
             break;
         }
         case IMAGE_DESC_RECORD_TYPE: {
-            if (DGifGetImageDesc(gif) == GIF_ERROR) {
-                ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
-                done = 1;
-                break;
-            }
+            if (DGifGetImageDesc(gif) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
             out->frame_count++;
             if (max_frames && out->frame_count > max_frames) {
                 char message[256];
@@ -157,17 +152,9 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
                 /* Not decoded: its compressed blocks are skipped. */
                 int size = 0;
                 GifByteType *code = NULL;
-                if (DGifGetCode(gif, &size, &code) == GIF_ERROR) {
-                    ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
-                    done = 1;
-                    break;
-                }
+                if (DGifGetCode(gif, &size, &code) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
                 while (code) {
-                    if (DGifGetCodeNext(gif, &code) == GIF_ERROR) {
-                        ran_out = gif->Error == D_GIF_ERR_READ_FAILED;
-                        done = 1;
-                        break;
-                    }
+                    if (DGifGetCodeNext(gif, &code) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
                 }
                 break;
             }

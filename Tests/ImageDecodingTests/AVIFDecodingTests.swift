@@ -61,10 +61,7 @@ struct AVIFDecodingTests {
         options.maxFrames = 1
         #expect {
             _ = try ImageDecoders.decode(try Corpora.localBytes("avif/colors-animated-8bpc.avif"), options: options)
-        } throws: { error in
-            guard case .limit(let message, _, _)? = error as? DecodeError else { return false }
-            return message.contains("exceeds the limit of 1 frames")
-        }
+        } throws: { Corpora.isLimit($0, saying: "exceeds the limit of 1 frames") }
     }
 
     /// irot and imir become the EXIF orientation, which `applyingOrientation` turns upright.
@@ -83,10 +80,7 @@ struct AVIFDecodingTests {
         options.maxPixels = 1000
         #expect {
             _ = try ImageDecoders.decode(try Corpora.localBytes("avif/kodim23_yuv420_8bpc.avif"), options: options)
-        } throws: { error in
-            guard case .limit? = error as? DecodeError else { return false }
-            return true
-        }
+        } throws: { Corpora.isLimit($0) }
         for path in Self.files {
             let data = try Corpora.localBytes(path)
             #expect(throws: DecodeError.self, "\(path)") { try ImageDecoders.decode(Array(data.prefix(data.count / 2))) }

@@ -22,6 +22,12 @@ enum Corpora {
         Array(try Data(contentsOf: local.appendingPathComponent(path)))
     }
 
+    /// Whether `error` is a decoder's limit error (saying `text`, when given).
+    static func isLimit(_ error: any Error, saying text: String = "") -> Bool {
+        guard case .limit(let message, _, _)? = error as? DecodeError else { return false }
+        return text.isEmpty || message.contains(text)
+    }
+
     /// A binary PAM (P7, as `dwebp -pam` writes): RGBA, RGB or grey, 8-bit.
     static func pam(_ data: [UInt8]) -> DecodedImage? {
         guard let end = data.indices.first(where: { i in i + 6 <= data.count && data[i..<(i + 6)].elementsEqual("ENDHDR".utf8) }) else { return nil }

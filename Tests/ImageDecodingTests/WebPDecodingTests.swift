@@ -114,20 +114,14 @@ struct WebPDecodingTests {
         for path in ["webp/test.webp", Self.animations[0]] {
             #expect {
                 _ = try ImageDecoders.decode(try Corpora.localBytes(path), options: options)
-            } throws: { error in
-                guard case .limit(let message, _, _)? = error as? DecodeError else { return false }
-                return message.contains("exceeds the limit of 100 pixels")
-            }
+            } throws: { Corpora.isLimit($0, saying: "exceeds the limit of 100 pixels") }
             #expect(throws: DecodeError.self) { try Corpora.feed(try Corpora.localBytes(path), format: .webp, chunk: 64, options: options) }
         }
         options = DecodeOptions()
         options.maxFrames = 3
         #expect {
             _ = try ImageDecoders.decode(try Corpora.localBytes(Self.animations[1]), options: options)
-        } throws: { error in
-            guard case .limit(let message, _, _)? = error as? DecodeError else { return false }
-            return message.contains("4 frames exceeds the limit of 3 frames")
-        }
+        } throws: { Corpora.isLimit($0, saying: "4 frames exceeds the limit of 3 frames") }
         #expect(throws: Never.self) { try ImageDecoders.decode(try Corpora.localBytes(Self.animations[0]), options: options) }
     }
 
