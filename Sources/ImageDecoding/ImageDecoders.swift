@@ -22,7 +22,8 @@ public enum ImageDecoders {
     /// An incremental decoder whose frame is at least `target` (of an image of `source` size) and
     /// as small as the format allows: JPEG at libjpeg's DCT scale (as the whole-buffer path
     /// chooses it), a non-interlaced PNG scaled row by row to `target` exactly, a still WebP
-    /// scaled by libwebp while decoding; otherwise full size. The pixel limit is checked against `source` first, before anything is allocated.
+    /// scaled by libwebp while decoding; otherwise full size. The pixel limit is checked against
+    /// `source` first, before anything is allocated.
     public static func makeIncremental(
         for format: ImageFormat, options: DecodeOptions, source: (width: Int, height: Int), target: (width: Int, height: Int)
     ) throws(DecodeError) -> any IncrementalImageDecoder {
