@@ -49,7 +49,7 @@ public final class GIFDecoder: IncrementalImageDecoder {
             // The whole file: the first frame's pixels if a partial decode has not finished them,
             // and every frame counted.
             try decode(into: canvas, width: width, height: height, complete: true, first: found.first_complete == 0)
-            animation = Animation.of(frames: Int(found.frame_count), loops: found.loop_count >= 0 ? Int(found.loop_count) : nil)
+            animation = GIFDecoder.animation(found)
             isComplete = true
             progress.formUnion([.pixels, .complete])
         } else if found.first_complete == 0, wantsPartialFrames, data.count - decodedUpTo >= max(4096, decodedUpTo / 4) {
@@ -93,9 +93,13 @@ public final class GIFDecoder: IncrementalImageDecoder {
     }
 
     static func error(_ found: iw_gif_result, width: Int, height: Int) -> DecodeError {
-        var copy = found
-        let message = withUnsafeBytes(of: &copy.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return DecodeError(kind: Int(found.error_kind), message: message, width: width, height: height, format: "GIF")
+        DecodeError(
+            kind: Int(found.error_kind), message: ImageDecoders.text(inArray: found.error), width: width, height: height, format: "GIF")
+    }
+
+    /// What a whole file's decode found of its frames and loops (nil for a single frame).
+    static func animation(_ found: iw_gif_result) -> Animation? {
+        Animation.of(frames: Int(found.frame_count), loops: found.loop_count >= 0 ? Int(found.loop_count) : nil)
     }
 
     public var size: (width: Int, height: Int)? { canvasSize }
@@ -133,8 +137,7 @@ public final class GIFDecoder: IncrementalImageDecoder {
             if status != 0 { failure = error(found, width: width, height: height) }
         }
         if let failure { throw failure }
-        let animation = Animation.of(frames: Int(found.frame_count), loops: found.loop_count >= 0 ? Int(found.loop_count) : nil)
-        return DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .gif, animation: animation)
+        return DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .gif, animation: animation(found))
             .converted(to: options.layout)
     }
 }

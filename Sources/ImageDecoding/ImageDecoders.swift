@@ -119,7 +119,8 @@ public enum ImageDecoders {
     /// Decodes a whole buffer and scales it down to fit `maxPixelSize` (longest side) and
     /// `maxPixelCount`: JPEG with libjpeg's DCT scaling to the smallest scale at or above the
     /// target, then an area-weighted resample; PNG resampled row by row as rows are decoded (no
-    /// full-size image), except interlaced files, whose rows come pass by pass.
+    /// full-size image), except interlaced files, whose rows come pass by pass; a still WebP
+    /// scaled by libwebp while decoding; GIF, AVIF and animated WebP decoded, then resampled.
     public static func decode(
         _ data: [UInt8], options: DecodeOptions, maxPixelSize: Int?, maxPixelCount: Int?
     ) throws(DecodeError) -> DecodedImage {
@@ -128,18 +129,19 @@ public enum ImageDecoders {
         }
         try checkPixelLimit((w, h), options)
         let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
-        if ImageFormat.detect(data) == .png, (target.width, target.height) != (w, h),
+        let format = ImageFormat.detect(data)
+        if format == .png, (target.width, target.height) != (w, h),
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
         {
             return image
         }
-        if ImageFormat.detect(data) == .webp {
+        if format == .webp {
             // A still image scaled by libwebp while decoding; an animation's first frame resampled.
             let image = try WebPDecoder.decode(data, options: options, size: target)
             return ImageResampler.resize(image, width: target.width, height: target.height)
         }
         var scaled = options
-        if ImageFormat.detect(data) == .jpeg {
+        if format == .jpeg {
             scaled.scaleDenominator = jpegScaleDenominator(source: (w, h), target: target)
         }
         let image = try decode(data, options: scaled)
@@ -281,12 +283,15 @@ public enum ImageDecoders {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The C string in a fixed-size `char` array of a C struct (imported as a tuple).
+    static func text<Tuple>(inArray tuple: Tuple) -> String {
+        withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
     static func error(_ image: iw_image, format: String = "JPEG") -> DecodeError {
-        var copy = image
-        let message = withUnsafeBytes(of: &copy.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return DecodeError(
-            kind: Int(image.error_kind), message: message, width: Int(image.image_width), height: Int(image.image_height),
-            format: format)
+        DecodeError(
+            kind: Int(image.error_kind), message: text(inArray: image.error), width: Int(image.image_width),
+            height: Int(image.image_height), format: format)
     }
 
     /// An array of `count` bytes written by a C call (0: done), or the error it reports.

@@ -21,7 +21,8 @@ int iw_png_check_chunks(const uint8_t *data, size_t length, int *may_have_alpha,
 
 /* Progressive PNG decoding (libpng's png_process_data) to 8-bit RGBA, with the transforms of
  * libpng's simplified API (png_image_finish_read with PNG_FORMAT_RGBA), so the result is the
- * same pixels. max_pixels: refuse larger images before allocating (0: libpng's own limits). */
+ * same pixels, except for 16-bit interlaced files: libpng 1.6.39 misplaces their rows in both
+ * readers, so their passes are placed here (iw_png.c). max_pixels: refuse larger images before allocating (0: libpng's own limits). */
 iw_png *iw_png_create(uint64_t max_pixels);
 void iw_png_destroy(iw_png *d);
 int iw_png_feed(iw_png *d, const uint8_t *data, size_t length, int last);
