@@ -55,6 +55,12 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("jobs")], help: "Downloads running at once.")
     var jobs: Int = 6
 
+    @Option(help: "Downloads running at once for one host (default 6).")
+    var perHost: Int = 6
+
+    @Option(help: "Downloads started per second for one host at most (default: no limit).")
+    var perHostRate: Double?
+
     @Option(help: "original (the bytes as downloaded), or decoded to png, jpeg, webp, rgba, rgb or gray. Decodes JPEG, PNG, WebP, GIF and AVIF.")
     var format: String?
 
@@ -113,6 +119,8 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("--priority must be one of \(priorities.joined(separator: ", "))")
         }
         guard jobs >= 1 && jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
+        guard perHost >= 1 && perHost <= 1024 else { throw ValidationError("--per-host must be between 1 and 1024") }
+        if let r = perHostRate, !(r > 0 && r <= 1_000_000) { throw ValidationError("--per-host-rate must be above 0 and at most 1000000") }
         if let format, OutputSpec.Format(rawValue: format) == nil {
             throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -181,6 +189,8 @@ struct Get: AsyncParsableCommand {
         options.progressive = progressive
         options.priority = priority
         options.concurrency = jobs
+        options.perHost = perHost
+        options.perHostRate = perHostRate
         options.json = json
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
         options.overwrite = overwrite

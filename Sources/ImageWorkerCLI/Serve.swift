@@ -20,6 +20,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Downloads running at once (default 6; also settable with configure).")
     var maxConcurrentDownloads: Int?
 
+    @Option(help: "Downloads running at once for one host (default 6; also settable with configure).")
+    var maxConcurrentPerHost: Int?
+
     @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
     var timeoutMs: Int64?
 
@@ -35,6 +38,7 @@ struct Serve: AsyncParsableCommand {
         }
         guard EOFPolicy(rawValue: onEOF) != nil else { throw ValidationError("--on-eof must be drain or cancel") }
         if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
+        if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
         if let m = maxMessageBytes, m < 1024 { throw ValidationError("--max-message-bytes must be at least 1024") }
@@ -68,6 +72,7 @@ struct Serve: AsyncParsableCommand {
         options.onEOF = EOFPolicy(rawValue: onEOF)!
         options.fileRoot = fileRoot
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
+        if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
         if let t = timeoutMs { options.configuration.timeoutMs = t }
         if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
         if let m = maxMessageBytes { options.maxMessageBytes = m }

@@ -44,6 +44,9 @@ public struct GetOptions: Sendable {
     public var progressive = false
     public var priority = "normal"
     public var concurrency = 6
+    /// Downloads running at once for one host, and started per second for one host (nil: any).
+    public var perHost = 6
+    public var perHostRate: Double?
     /// NDJSON events on stdout instead of result lines.
     public var json = false
     /// Progress bars on stderr (the caller decides: a terminal, and not `--json`).

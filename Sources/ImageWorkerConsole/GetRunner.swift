@@ -54,6 +54,8 @@ public enum GetRunner {
 
         var workerOptions = WorkerOptions()
         workerOptions.configuration.maxConcurrentDownloads = options.concurrency
+        workerOptions.configuration.maxConcurrentPerHost = options.perHost
+        workerOptions.configuration.maxRequestsPerSecondPerHost = options.perHostRate
         if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)

@@ -101,7 +101,7 @@ import TestSupport
                 #expect(q.enqueue(next, priority: p) == model.enqueue(next, p))
                 next += 1
             case 3:
-                if let id = model.running.randomElement(using: &rng) { #expect(q.remove(id) == model.remove(id)) }
+                if let id = model.running.randomElement(using: &rng)?.id { #expect(q.remove(id) == model.remove(id)) }
             case 4:
                 if let id = model.waiting.randomElement(using: &rng)?.id {
                     let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
@@ -117,41 +117,159 @@ import TestSupport
             #expect(q.waitingInStartOrder == model.startOrder)
         }
     }
+    // MARK: Hosts
+
+    @Test func aHostAtItsLimitDoesNotHoldBackOtherHosts() {
+        var q = DownloadQueue<Int>(maxConcurrent: 4, maxConcurrentPerHost: 2)
+        #expect(q.enqueue(1, priority: .normal, host: "slow") == [1])
+        #expect(q.enqueue(2, priority: .normal, host: "slow") == [2])
+        #expect(q.enqueue(3, priority: .veryHigh, host: "slow") == [], "its host is full, whatever its priority")
+        #expect(q.enqueue(4, priority: .low, host: "fast") == [4])
+        #expect(q.enqueue(5, priority: .low, host: "fast") == [5])
+        #expect(q.enqueue(6, priority: .low, host: "fast") == [], "the overall limit")
+        #expect(q.runningCount(host: "slow") == 2 && q.runningCount(host: "fast") == 2)
+        #expect(q.remove(4) == [6], "its own host is still full: the slot goes to the other")
+        #expect(q.remove(1) == [3])
+        #expect(q.remove(5) == [], "nothing left that may start")
+    }
+
+    @Test func priorityOrderHoldsWithinAHost() {
+        var q = DownloadQueue<Int>(maxConcurrent: 10, maxConcurrentPerHost: 1)
+        _ = q.enqueue(0, priority: .normal, host: "a")
+        _ = q.enqueue(1, priority: .low, host: "a")
+        _ = q.enqueue(2, priority: .high, host: "a")
+        _ = q.enqueue(3, priority: .normal, host: "a")
+        #expect(q.remove(0) == [2])
+        #expect(q.remove(2) == [3])
+        #expect(q.remove(3) == [1])
+    }
+
+    @Test func raisingTheHostLimitStartsAtOnce() {
+        var q = DownloadQueue<Int>(maxConcurrent: 10, maxConcurrentPerHost: 1)
+        for i in 1...4 { _ = q.enqueue(i, priority: .normal, host: "a") }
+        #expect(q.setHostLimits(maxConcurrent: 3, minStartIntervalNs: 0) == [2, 3])
+        #expect(q.setHostLimits(maxConcurrent: 1, minStartIntervalNs: 0) == [])
+        #expect(q.remove(1) == [] && q.remove(2) == [], "lowered: running ones finish first")
+        #expect(q.remove(3) == [4])
+    }
+
+    @Test func startsForOneHostAreSpacedByTheInterval() {
+        var q = DownloadQueue<Int>(maxConcurrent: 10, maxConcurrentPerHost: 10, minStartIntervalPerHostNs: 100)
+        #expect(q.enqueue(1, priority: .normal, host: "a", now: 1000) == [1])
+        #expect(q.enqueue(2, priority: .normal, host: "a", now: 1010) == [])
+        #expect(q.enqueue(3, priority: .normal, host: "b", now: 1020) == [3], "another host is not spaced")
+        #expect(q.nextWakeUp == 1100)
+        #expect(q.tick(now: 1099) == [])
+        #expect(q.tick(now: 1100) == [2])
+        #expect(q.nextWakeUp == nil)
+        _ = q.enqueue(4, priority: .normal, host: "a", now: 1150)
+        #expect(q.nextWakeUp == 1200)
+        #expect(q.setHostLimits(maxConcurrent: 10, minStartIntervalNs: 0, now: 1160) == [4], "lifting the spacing starts at once")
+    }
+
+    @Test func manyQueuedForOneFullHostCostLittleForTheOthers() {
+        // 20,000 waiting for one host: each start of another host is a heap operation, not a scan.
+        var q = DownloadQueue<Int>(maxConcurrent: 8, maxConcurrentPerHost: 2)
+        for i in 0..<20_000 { _ = q.enqueue(i, priority: .normal, host: "slow") }
+        var started: [Int] = []
+        for i in 20_000..<40_000 {
+            started += q.enqueue(i, priority: .normal, host: "h\(i % 100)")
+            for id in started where id >= 20_000 { started += q.remove(id) }
+            started.removeAll { $0 >= 20_000 }
+        }
+        #expect(q.runningCount(host: "slow") == 2)
+        #expect(q.waitingCount == 19_998)
+    }
+
+    /// Against a naive model with hosts, per-host limits, spacing and a clock, over random
+    /// operations: the same operations start, in the same order.
+    @Test(arguments: [11, 12, 13, 14, 15])
+    func agreesWithANaiveModelOfHosts(seed: UInt64) {
+        var rng = SplitMix(seed: seed)
+        var q = DownloadQueue<Int>(maxConcurrent: 3, maxConcurrentPerHost: 2, minStartIntervalPerHostNs: 0)
+        var model = NaiveQueue(limit: 3, perHost: 2)
+        var next = 0
+        var now: UInt64 = 0
+        for _ in 0..<3000 {
+            now += rng.next() % 20
+            switch rng.next() % 10 {
+            case 0, 1, 2:
+                let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
+                let host = "h\(rng.next() % 4)"
+                #expect(q.enqueue(next, priority: p, host: host, now: now) == model.enqueue(next, p, host: host, now: now))
+                next += 1
+            case 3, 4:
+                if let id = model.running.randomElement(using: &rng)?.id { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
+            case 5:
+                if let id = model.waiting.randomElement(using: &rng)?.id {
+                    let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
+                    q.setPriority(id, p)
+                    model.setPriority(id, p)
+                }
+            case 6:
+                if let id = model.waiting.randomElement(using: &rng)?.id { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
+            case 7:
+                let perHost = Int(rng.next() % 3) + 1
+                let interval = [0, 0, 15, 40][Int(rng.next() % 4)]
+                #expect(
+                    q.setHostLimits(maxConcurrent: perHost, minStartIntervalNs: UInt64(interval), now: now)
+                        == model.setHostLimits(perHost, interval: UInt64(interval), now: now))
+            case 8:
+                let order: ExecutionOrder = rng.next() % 2 == 0 ? .fifo : .lifo
+                q.setOrder(order)
+                model.lifo = order == .lifo
+                #expect(q.tick(now: now) == model.fill(now: now))
+            default:
+                if let wake = q.nextWakeUp { now = max(now, wake) }
+                #expect(q.tick(now: now) == model.fill(now: now))
+            }
+            #expect(q.waitingInStartOrder == model.startOrder)
+        }
+    }
 }
 
 struct NaiveQueue {
     var limit: Int
-    var running: [Int] = []
-    var waiting: [(id: Int, p: DownloadPriority, seq: Int)] = []
+    var perHost = Int.max
+    var interval: UInt64 = 0
+    var lifo = false
+    var running: [(id: Int, host: String)] = []
+    var waiting: [(id: Int, p: DownloadPriority, seq: Int, host: String)] = []
+    var lastStart: [String: UInt64] = [:]
     var seq = 0
 
-    var startOrder: [Int] {
-        waiting.sorted { $0.p != $1.p ? $0.p > $1.p : $0.seq < $1.seq }.map(\.id)
+    var startOrder: [Int] { sorted(waiting).map(\.id) }
+
+    func sorted(_ items: [(id: Int, p: DownloadPriority, seq: Int, host: String)]) -> [(id: Int, p: DownloadPriority, seq: Int, host: String)] {
+        items.sorted { $0.p != $1.p ? $0.p > $1.p : (lifo ? $0.seq > $1.seq : $0.seq < $1.seq) }
     }
 
-    mutating func fill() -> [Int] {
+    mutating func fill(now: UInt64 = 0) -> [Int] {
         var started: [Int] = []
-        while running.count < limit, let first = startOrder.first {
-            waiting.removeAll { $0.id == first }
-            running.append(first)
-            started.append(first)
+        while running.count < limit, let first = sorted(waiting).first(where: { item in
+            running.count { $0.host == item.host } < perHost && (interval == 0 || lastStart[item.host].map { now >= $0 + interval } ?? true)
+        }) {
+            waiting.removeAll { $0.id == first.id }
+            running.append((first.id, first.host))
+            lastStart[first.host] = now
+            started.append(first.id)
         }
         return started
     }
 
-    mutating func enqueue(_ id: Int, _ p: DownloadPriority) -> [Int] {
-        waiting.append((id, p, seq))
+    mutating func enqueue(_ id: Int, _ p: DownloadPriority, host: String = "", now: UInt64 = 0) -> [Int] {
+        waiting.append((id, p, seq, host))
         seq += 1
-        return fill()
+        return fill(now: now)
     }
 
-    mutating func remove(_ id: Int) -> [Int] {
+    mutating func remove(_ id: Int, now: UInt64 = 0) -> [Int] {
         if waiting.contains(where: { $0.id == id }) {
             waiting.removeAll { $0.id == id }
             return []
         }
-        running.removeAll { $0 == id }
-        return fill()
+        running.removeAll { $0.id == id }
+        return fill(now: now)
     }
 
     mutating func setPriority(_ id: Int, _ p: DownloadPriority) {
@@ -161,5 +279,11 @@ struct NaiveQueue {
     mutating func setLimit(_ n: Int) -> [Int] {
         limit = n
         return fill()
+    }
+
+    mutating func setHostLimits(_ n: Int, interval: UInt64, now: UInt64) -> [Int] {
+        perHost = n
+        self.interval = interval
+        return fill(now: now)
     }
 }

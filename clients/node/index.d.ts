@@ -320,6 +320,10 @@ export declare function spawnWorker(options?: WorkerOptions): Promise<Worker>;
 export interface Settings {
   /** Fetches running at once, 1…1024 (default 6). */
   maxConcurrentDownloads?: number;
+  /** Fetches running at once for one host (scheme, host, port), 1…1024 (default 6). */
+  maxConcurrentPerHost?: number;
+  /** Fetch starts per second for one host, evenly spaced, 0…1000000; 0: no limit (the default). */
+  maxRequestsPerSecondPerHost?: number;
   /** Among equal priorities (default 'fifo'). */
   executionOrder?: 'fifo' | 'lifo';
   /** While true, nothing new starts; running fetches go on. */

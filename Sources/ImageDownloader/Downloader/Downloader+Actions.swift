@@ -8,6 +8,28 @@ extension Downloader {
             guard let actions = update(id, { $0.machine.start() }) else { continue }
             perform(id, actions)
         }
+        wakeQueueWhenDue()
+    }
+
+    /// Keeps one timer for the earliest time a host's spacing lets a waiting fetch start.
+    private func wakeQueueWhenDue() {
+        guard let at = queue.nextWakeUp else { return }
+        if let current = queueWake, current.at <= at { return }
+        queueWake?.task.cancel()
+        let delay = at > clock() ? at - clock() : 0
+        queueWake = (
+            at,
+            Task {
+                try? await Task.sleep(nanoseconds: delay)
+                if Task.isCancelled { return }
+                self.queueWoke()
+            }
+        )
+    }
+
+    private func queueWoke() {
+        queueWake = nil
+        startFetches(queue.tick(now: clock()))
     }
 
     func perform(_ id: FetchID, _ actions: [FetchOperation.Action]) {
@@ -29,7 +51,7 @@ extension Downloader {
             case .setQueuePriority(let priority):
                 queue.setPriority(id, priority)
             case .leaveQueue:
-                startFetches(queue.remove(id))
+                startFetches(queue.remove(id, now: clock()))
             case .startAttempt(let attempt):
                 launchAttempt(id, attempt)
             case .cancelAttempt:

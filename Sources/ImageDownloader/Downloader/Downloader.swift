@@ -71,6 +71,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     private var held = false
     /// Tokens with a deadline: its length, and its timer once the token has started.
     var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
+    /// The timer that wakes the queue when a host's spacing ends (`maxRequestsPerSecondPerHost`).
+    var queueWake: (at: UInt64, task: Task<Void, Never>)?
 
     public init(
         configuration: DownloaderConfiguration,
@@ -89,7 +91,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         self.clock = clock
         self.sink = sink
         self.queue = DownloadQueue(
-            maxConcurrent: configuration.maxConcurrentDownloads, order: configuration.executionOrder,
+            maxConcurrent: configuration.maxConcurrentDownloads, maxConcurrentPerHost: configuration.maxConcurrentPerHost,
+            minStartIntervalPerHostNs: configuration.minStartIntervalPerHostNs, order: configuration.executionOrder,
             suspended: configuration.suspended)
     }
 
@@ -157,7 +160,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetchByKey[key] = id
         tokens.attach(token, to: id, processor: processor)
-        startFetches(queue.enqueue(id, priority: record.priority))
+        startFetches(queue.enqueue(id, priority: record.priority, host: Downloader.hostKey(url), now: clock()))
     }
 
     /// Ends a reserved token without a fetch, with what its processor would have delivered (a
@@ -236,8 +239,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     public func configure(_ newValue: DownloaderConfiguration) {
         configuration = newValue
         queue.setOrder(newValue.executionOrder)
-        startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads))
-        startFetches(queue.setSuspended(newValue.suspended || held))
+        startFetches(
+            queue.setHostLimits(
+                maxConcurrent: newValue.maxConcurrentPerHost, minStartIntervalNs: newValue.minStartIntervalPerHostNs, now: clock()))
+        startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads, now: clock()))
+        startFetches(queue.setSuspended(newValue.suspended || held, now: clock()))
     }
 
     /// While held, no fetch starts (running ones go on): the worker holds the queue while its
@@ -247,7 +253,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         guard value != held else { return }
         held = value
         logger.debug(value ? "holding the queue: output is backed up" : "output caught up: the queue goes on")
-        startFetches(queue.setSuspended(configuration.suspended || held))
+        startFetches(queue.setSuspended(configuration.suspended || held, now: clock()))
     }
 
     /// Lifts `suspended` so that everything accepted can finish (stdin's end with `drain`,
@@ -256,7 +262,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         guard configuration.suspended else { return }
         logger.info("resuming the suspended queue to finish what was accepted")
         configuration.suspended = false
-        startFetches(queue.setSuspended(held))
+        startFetches(queue.setSuspended(held, now: clock()))
     }
 
     public func clearFailedURLs() { failedURLs.removeAll() }
@@ -291,6 +297,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     }
 
     // MARK: Helpers
+
+    /// What the per-host limits count by: scheme, host and port, as connections are pooled.
+    static func hostKey(_ url: URL) -> String {
+        url.isFileURL ? "file:" : HTTPLoader.origin(of: url)
+    }
 
     /// The configured default headers merged with a request's own (the request wins, by name),
     /// plus the User-Agent and Accept defaults.

@@ -2,6 +2,10 @@
 public struct DownloaderConfiguration: Sendable, Equatable {
     /// At most this many fetches run at once (SDWebImage: 6).
     public var maxConcurrentDownloads = 6
+    /// At most this many of them for one host (scheme, host and port) at once.
+    public var maxConcurrentPerHost = 6
+    /// Fetches started per second for one host at most (evenly spaced); nil: no limit.
+    public var maxRequestsPerSecondPerHost: Double? = nil
     public var executionOrder = ExecutionOrder.fifo
     /// While suspended, queued fetches wait; running ones go on.
     public var suspended = false
@@ -31,5 +35,13 @@ public struct DownloaderConfiguration: Sendable, Equatable {
 
     public init(userAgent: String = "image-worker") {
         self.userAgent = userAgent
+    }
+}
+
+extension DownloaderConfiguration {
+    /// The spacing of two fetch starts for one host, from `maxRequestsPerSecondPerHost`.
+    var minStartIntervalPerHostNs: UInt64 {
+        guard let rate = maxRequestsPerSecondPerHost, rate > 0 else { return 0 }
+        return UInt64(min(1e9 / rate, 3.6e12))
     }
 }

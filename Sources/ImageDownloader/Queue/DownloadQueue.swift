@@ -1,11 +1,22 @@
+import DequeModule
+import HeapModule
+
 /// The operation queue, as a value: which operations wait, which run, and which start next.
 ///
 /// Every method takes an event and returns the operations to start now, so the queue can be
-/// tested without I/O. At most `maxConcurrent` run at once; among those waiting, the highest
-/// priority starts first, and among equal priorities the oldest (FIFO) or the newest (LIFO).
-/// While suspended nothing starts. Changing the limit, the order or suspension applies at once.
+/// tested without I/O. At most `maxConcurrent` run at once, and at most `maxConcurrentPerHost` of
+/// one host (an operation's `host` key, given when it is enqueued); with `minStartIntervalPerHostNs`
+/// set, two starts for one host are at least that far apart (clock readings come with each event).
+/// Among the operations that may start, the highest priority starts first, and among equal
+/// priorities the oldest (FIFO) or the newest (LIFO). An operation that waits for its host never
+/// holds back another host's: the queue keeps a lane per priority for each host and a heap of the
+/// hosts that may start something, keyed by their next operation. While suspended nothing starts.
+/// Changing a limit, the order or suspension applies at once.
 public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var maxConcurrent: Int
+    public private(set) var maxConcurrentPerHost: Int
+    /// Nanoseconds between two starts for one host; 0: no spacing.
+    public private(set) var minStartIntervalPerHostNs: UInt64
     public private(set) var order: ExecutionOrder
     public private(set) var suspended: Bool
     public private(set) var running: Set<ID> = []
@@ -13,15 +24,63 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     private struct Waiting: Sendable {
         var priority: DownloadPriority
         var sequence: UInt64
+        var host: String
     }
 
-    /// Per priority, waiting IDs sorted by arrival.
-    private var lanes: [[(sequence: UInt64, id: ID)]] = Array(repeating: [], count: DownloadPriority.allCases.count)
-    private var waiting: [ID: Waiting] = [:]
-    private var nextSequence: UInt64 = 0
+    /// One host's waiting operations (per priority, sorted by arrival) and what it runs.
+    private struct Host: Sendable {
+        var lanes: [Deque<(sequence: UInt64, id: ID)>] = Array(repeating: [], count: DownloadPriority.allCases.count)
+        var waitingCount = 0
+        var runningCount = 0
+        /// When this host last started an operation.
+        var lastStart: UInt64?
+    }
 
-    public init(maxConcurrent: Int = 6, order: ExecutionOrder = .fifo, suspended: Bool = false) {
+    /// When `host` may start its next operation: its last start plus the interval.
+    private func notBefore(_ host: Host) -> UInt64 {
+        guard minStartIntervalPerHostNs > 0, let last = host.lastStart else { return 0 }
+        return last &+ minStartIntervalPerHostNs
+    }
+
+    /// A host that may start its next operation (`key`), in the ready heap. Entries go stale when
+    /// the host's next operation or state changes; a stale entry is dropped when it surfaces.
+    private struct Candidate: Comparable, Sendable {
+        var priority: Int
+        /// Larger starts first: the negated sequence for FIFO, the sequence for LIFO.
+        var rank: Int64
+        var host: String
+
+        static func < (a: Candidate, b: Candidate) -> Bool {
+            a.priority != b.priority ? a.priority < b.priority : a.rank < b.rank
+        }
+        static func == (a: Candidate, b: Candidate) -> Bool {
+            a.priority == b.priority && a.rank == b.rank && a.host == b.host
+        }
+    }
+
+    /// A host waiting for its interval, by the time it may start again.
+    private struct Timed: Comparable, Sendable {
+        var at: UInt64
+        var host: String
+        static func < (a: Timed, b: Timed) -> Bool { a.at < b.at }
+    }
+
+    private var hosts: [String: Host] = [:]
+    private var waiting: [ID: Waiting] = [:]
+    private var runningHost: [ID: String] = [:]
+    private var ready = Heap<Candidate>()
+    private var timed = Heap<Timed>()
+    private var nextSequence: UInt64 = 0
+    /// The latest clock reading an event brought.
+    private var now: UInt64 = 0
+
+    public init(
+        maxConcurrent: Int = 6, maxConcurrentPerHost: Int = .max, minStartIntervalPerHostNs: UInt64 = 0,
+        order: ExecutionOrder = .fifo, suspended: Bool = false
+    ) {
         self.maxConcurrent = max(1, maxConcurrent)
+        self.maxConcurrentPerHost = max(1, maxConcurrentPerHost)
+        self.minStartIntervalPerHostNs = minStartIntervalPerHostNs
         self.order = order
         self.suspended = suspended
     }
@@ -32,14 +91,28 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public func contains(_ id: ID) -> Bool { waiting[id] != nil || running.contains(id) }
     public func isWaiting(_ id: ID) -> Bool { waiting[id] != nil }
     public func priority(of id: ID) -> DownloadPriority? { waiting[id]?.priority }
+    /// Operations of `host` running now.
+    public func runningCount(host: String) -> Int { hosts[host]?.runningCount ?? 0 }
 
-    /// Adds an operation; returns what starts now (possibly that operation).
-    public mutating func enqueue(_ id: ID, priority: DownloadPriority) -> [ID] {
+    /// When the queue should be woken (`tick`) because a host's interval ends and it has an
+    /// operation waiting that could then start; nil when nothing waits on time.
+    public var nextWakeUp: UInt64? {
+        guard !suspended, running.count < maxConcurrent else { return nil }
+        return timed.min?.at
+    }
+
+    /// Adds an operation for `host`; returns what starts now (possibly that operation).
+    public mutating func enqueue(_ id: ID, priority: DownloadPriority, host: String = "", now: UInt64 = 0) -> [ID] {
         precondition(!contains(id), "operation enqueued twice")
-        let entry = Waiting(priority: priority, sequence: nextSequence)
+        advance(now)
+        let entry = Waiting(priority: priority, sequence: nextSequence, host: host)
         nextSequence += 1
         waiting[id] = entry
-        lanes[priority.rawValue].append((entry.sequence, id))
+        var state = hosts.removeValue(forKey: host) ?? Host()  // taken out so its lanes mutate in place
+        state.lanes[priority.rawValue].append((entry.sequence, id))
+        state.waitingCount += 1
+        hosts[host] = state
+        offer(host)
         return startAsMany()
     }
 
@@ -50,88 +123,196 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         removeFromLane(id, entry)
         entry.priority = priority
         waiting[id] = entry
-        let lane = lanes[priority.rawValue]
-        var low = 0
-        var high = lane.count
-        while low < high {
-            let mid = (low + high) / 2
-            if lane[mid].sequence < entry.sequence { low = mid + 1 } else { high = mid }
-        }
-        lanes[priority.rawValue].insert((entry.sequence, id), at: low)
+        var state = hosts.removeValue(forKey: entry.host) ?? Host()
+        state.lanes[priority.rawValue].insertSorted((entry.sequence, id))
+        state.waitingCount += 1
+        hosts[entry.host] = state
+        offer(entry.host)
     }
 
     /// An operation left: cancelled while waiting, or finished/cancelled while running.
     /// Returns what starts in the slot it freed.
-    public mutating func remove(_ id: ID) -> [ID] {
+    public mutating func remove(_ id: ID, now: UInt64 = 0) -> [ID] {
+        advance(now)
         if let entry = waiting.removeValue(forKey: id) {
             removeFromLane(id, entry)
+            offer(entry.host)
+            forgetIfIdle(entry.host)
             return []
         }
-        guard running.remove(id) != nil else { return [] }
+        guard running.remove(id) != nil, let host = runningHost.removeValue(forKey: id) else { return [] }
+        hosts[host]?.runningCount -= 1
+        offer(host)
+        forgetIfIdle(host)
         return startAsMany()
     }
 
-    public mutating func setMaxConcurrent(_ limit: Int) -> [ID] {
+    public mutating func setMaxConcurrent(_ limit: Int, now: UInt64 = 0) -> [ID] {
+        advance(now)
         maxConcurrent = max(1, limit)
         return startAsMany()
     }
 
-    public mutating func setSuspended(_ value: Bool) -> [ID] {
+    /// The per-host limits: how many run at once, and the spacing of starts (0: none).
+    public mutating func setHostLimits(maxConcurrent limit: Int, minStartIntervalNs: UInt64, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        let changed = limit != maxConcurrentPerHost || minStartIntervalNs != minStartIntervalPerHostNs
+        maxConcurrentPerHost = max(1, limit)
+        minStartIntervalPerHostNs = minStartIntervalNs
+        if changed { rebuildReady() }
+        return startAsMany()
+    }
+
+    public mutating func setSuspended(_ value: Bool, now: UInt64 = 0) -> [ID] {
+        advance(now)
         suspended = value
         return startAsMany()
     }
 
     public mutating func setOrder(_ value: ExecutionOrder) {
+        guard value != order else { return }
         order = value
+        rebuildReady()
+    }
+
+    /// The clock moved on: hosts whose interval ended may start again.
+    public mutating func tick(now: UInt64) -> [ID] {
+        advance(now)
+        return startAsMany()
     }
 
     /// Everything, waiting first then running, for cancel-all. Leaves the queue empty.
     public mutating func removeAll() -> [ID] {
-        var all: [ID] = []
-        for lane in lanes.reversed() { all.append(contentsOf: lane.map(\.id)) }
+        var all = waitingInStartOrder
         all.append(contentsOf: running)
-        lanes = Array(repeating: [], count: DownloadPriority.allCases.count)
+        hosts = [:]
         waiting = [:]
+        runningHost = [:]
         running = []
+        ready = Heap()
+        timed = Heap()
         return all
     }
 
-    /// Waiting operations in the order they would start.
+    /// Waiting operations in the order they would start were no host limited.
     public var waitingInStartOrder: [ID] {
-        var result: [ID] = []
-        for lane in lanes.reversed() {
-            result.append(contentsOf: order == .fifo ? lane.map(\.id) : lane.reversed().map(\.id))
+        waiting.sorted { a, b in
+            a.value.priority != b.value.priority
+                ? a.value.priority > b.value.priority
+                : (order == .fifo ? a.value.sequence < b.value.sequence : a.value.sequence > b.value.sequence)
+        }.map(\.key)
+    }
+
+    // MARK: Hosts
+
+    private mutating func advance(_ reading: UInt64) {
+        if reading > now { now = reading }
+    }
+
+    /// The host's next operation as a heap entry, if it has one.
+    private func candidate(_ name: String) -> Candidate? {
+        guard let host = hosts[name], host.waitingCount > 0 else { return nil }
+        for p in DownloadPriority.allCases.reversed() {
+            let lane = host.lanes[p.rawValue]
+            guard let item = order == .fifo ? lane.first : lane.last else { continue }
+            let sequence = Int64(item.sequence)
+            return Candidate(priority: p.rawValue, rank: order == .fifo ? -sequence : sequence, host: name)
         }
-        return result
+        return nil
+    }
+
+    /// Puts the host's current next operation in the ready heap (or the timed one) if the host
+    /// may start it; older entries of the host go stale.
+    private mutating func offer(_ name: String) {
+        guard let host = hosts[name], host.waitingCount > 0, host.runningCount < maxConcurrentPerHost,
+            let next = candidate(name)
+        else { return }
+        if notBefore(host) > now {
+            timed.insert(Timed(at: notBefore(host), host: name))
+        } else {
+            ready.insert(next)
+        }
+        if ready.count + timed.count > 64 + 4 * (waiting.count + hosts.count) { rebuildReady() }
+    }
+
+    private mutating func rebuildReady() {
+        ready = Heap()
+        timed = Heap()
+        for name in hosts.keys {
+            offer(name)
+            forgetIfIdle(name)
+        }
+    }
+
+    /// Forgets a host with nothing waiting or running, once its interval is over (until then it
+    /// waits in the timed heap, to be looked at again).
+    private mutating func forgetIfIdle(_ name: String) {
+        guard let host = hosts[name], host.waitingCount == 0, host.runningCount == 0 else { return }
+        if notBefore(host) > now {
+            timed.insert(Timed(at: notBefore(host), host: name))
+        } else {
+            hosts[name] = nil
+        }
     }
 
     private mutating func removeFromLane(_ id: ID, _ entry: Waiting) {
-        let lane = lanes[entry.priority.rawValue]
-        var low = 0
-        var high = lane.count
-        while low < high {
-            let mid = (low + high) / 2
-            if lane[mid].sequence < entry.sequence { low = mid + 1 } else { high = mid }
-        }
-        precondition(low < lane.count && lane[low].id == id, "queue lanes out of step")
-        lanes[entry.priority.rawValue].remove(at: low)
+        let lane = entry.priority.rawValue
+        guard var state = hosts.removeValue(forKey: entry.host) else { preconditionFailure("queue lanes out of step") }
+        let index = state.lanes[lane].sortedIndex(of: entry.sequence)
+        precondition(index < state.lanes[lane].count && state.lanes[lane][index].id == id, "queue lanes out of step")
+        state.lanes[lane].remove(at: index)
+        state.waitingCount -= 1
+        hosts[entry.host] = state
     }
 
     private mutating func startAsMany() -> [ID] {
         var started: [ID] = []
+        // Hosts whose interval has ended are ready again.
+        while let first = timed.min, first.at <= now {
+            timed.removeMin()
+            offer(first.host)
+            forgetIfIdle(first.host)
+        }
         while !suspended, running.count < maxConcurrent, let next = popNext() {
-            running.insert(next)
             started.append(next)
         }
         return started
     }
 
     private mutating func popNext() -> ID? {
-        for p in DownloadPriority.allCases.reversed() where !lanes[p.rawValue].isEmpty {
-            let item = order == .fifo ? lanes[p.rawValue].removeFirst() : lanes[p.rawValue].removeLast()
+        while let top = ready.popMax() {
+            guard let current = hosts[top.host], current.runningCount < maxConcurrentPerHost, notBefore(current) <= now,
+                candidate(top.host) == top
+            else { continue }  // stale
+            var host = hosts.removeValue(forKey: top.host) ?? current  // taken out so its lanes mutate in place
+            let item = order == .fifo ? host.lanes[top.priority].removeFirst() : host.lanes[top.priority].removeLast()
+            host.waitingCount -= 1
+            host.runningCount += 1
+            host.lastStart = now
+            hosts[top.host] = host
             waiting[item.id] = nil
+            running.insert(item.id)
+            runningHost[item.id] = top.host
+            offer(top.host)
             return item.id
         }
         return nil
+    }
+}
+
+extension Deque {
+    /// Index of the first element whose sequence is not below `sequence` (elements sorted by it).
+    fileprivate func sortedIndex<T>(of sequence: UInt64) -> Int where Element == (sequence: UInt64, id: T) {
+        var low = 0
+        var high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if self[mid].sequence < sequence { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    fileprivate mutating func insertSorted<T>(_ element: (sequence: UInt64, id: T)) where Element == (sequence: UInt64, id: T) {
+        insert(element, at: sortedIndex(of: element.sequence))
     }
 }

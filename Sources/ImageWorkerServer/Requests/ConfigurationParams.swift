@@ -5,7 +5,7 @@ import ImageWorkerProtocol
 /// `status` results).
 enum ConfigurationParams {
     static let fields = [
-        "maxConcurrentDownloads", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
+        "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
         "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "clearFailedURLs",
     ]
@@ -22,6 +22,8 @@ enum ConfigurationParams {
         if let v = try p.integer("maxProgressiveScans", in: 1...100_000) { d.maxProgressiveScans = Int(v) }
         if let v = try p.integer("maxFrames", in: 1...10_000_000) { d.maxFrames = Int(v) }
         if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
+        if let v = try p.integer("maxConcurrentPerHost", in: 1...1024) { c.maxConcurrentPerHost = Int(v) }
+        if let v = try p.number("maxRequestsPerSecondPerHost", in: 0...1_000_000) { c.maxRequestsPerSecondPerHost = v > 0 ? v : nil }
         if let v = try p.oneOf("executionOrder", ExecutionOrder.allCases.map(\.rawValue)) { c.executionOrder = ExecutionOrder(rawValue: v)! }
         if let v = try p.bool("suspended") { c.suspended = v }
         if let v = try p.integer("timeoutMs", in: 1...86_400_000) { c.timeoutMs = v }
@@ -55,6 +57,8 @@ enum ConfigurationParams {
         for (name, value) in c.headers.sorted(by: { $0.key < $1.key }) { headers[name] = .string(value) }
         return [
             "maxConcurrentDownloads": JSONValue(c.maxConcurrentDownloads),
+            "maxConcurrentPerHost": JSONValue(c.maxConcurrentPerHost),
+            "maxRequestsPerSecondPerHost": .double(c.maxRequestsPerSecondPerHost ?? 0),
             "executionOrder": .string(c.executionOrder.rawValue),
             "suspended": .bool(c.suspended),
             "timeoutMs": .int(c.timeoutMs),

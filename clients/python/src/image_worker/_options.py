@@ -97,6 +97,10 @@ class Settings(TypedDict, total=False):
     """What :meth:`Worker.configure` takes (protocol/SPEC.md, ``configure``)."""
 
     max_concurrent_downloads: int
+    #: fetches running at once for one host (scheme, host, port); default 6
+    max_concurrent_per_host: int
+    #: fetch starts per second for one host, evenly spaced; 0: no limit (the default)
+    max_requests_per_second_per_host: float
     execution_order: ExecutionOrder
     suspended: bool
     timeout_ms: int
@@ -166,6 +170,8 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
 
 SETTING_RULES: Dict[str, Rule] = {
     "max_concurrent_downloads": Rule("maxConcurrentDownloads", "int", 1, 1024),
+    "max_concurrent_per_host": Rule("maxConcurrentPerHost", "int", 1, 1024),
+    "max_requests_per_second_per_host": Rule("maxRequestsPerSecondPerHost", "number", 0, 1_000_000),
     "execution_order": Rule("executionOrder", "enum", choices=EXECUTION_ORDERS),
     "suspended": Rule("suspended", "bool"),
     "timeout_ms": Rule("timeoutMs", "int", 1, 86_400_000),
