@@ -61,6 +61,12 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Downloads started per second for one host at most (default: no limit).")
     var perHostRate: Double?
 
+    @Option(help: "Proxy: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
+    var proxy: String?
+
+    @Option(help: "Hosts reached directly, comma-separated (default: no_proxy).")
+    var noProxy: String?
+
     @Option(help: "original (the bytes as downloaded), or decoded to png, jpeg, webp, rgba, rgb or gray. Decodes JPEG, PNG, WebP, GIF and AVIF.")
     var format: String?
 
@@ -120,6 +126,9 @@ struct Get: AsyncParsableCommand {
         }
         guard jobs >= 1 && jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
         guard perHost >= 1 && perHost <= 1024 else { throw ValidationError("--per-host must be between 1 and 1024") }
+        if let p = proxy, !p.isEmpty {
+            do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
+        }
         if let r = perHostRate, !(r > 0 && r <= 1_000_000) { throw ValidationError("--per-host-rate must be above 0 and at most 1000000") }
         if let format, OutputSpec.Format(rawValue: format) == nil {
             throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -191,6 +200,8 @@ struct Get: AsyncParsableCommand {
         options.concurrency = jobs
         options.perHost = perHost
         options.perHostRate = perHostRate
+        options.proxy = proxy
+        options.noProxy = noProxy
         options.json = json
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
         options.overwrite = overwrite

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ImageDownloader
 import ImageDecoding
 import ImageWorkerServer
 import Logging
@@ -23,6 +24,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Downloads running at once for one host (default 6; also settable with configure).")
     var maxConcurrentPerHost: Int?
 
+    @Option(help: "Proxy for http and https URLs: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
+    var proxy: String?
+
+    @Option(help: "Hosts reached directly, comma-separated: names (with their subdomains), IPs, CIDR ranges, *; default: no_proxy.")
+    var noProxy: String?
+
     @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
     var timeoutMs: Int64?
 
@@ -38,6 +45,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard EOFPolicy(rawValue: onEOF) != nil else { throw ValidationError("--on-eof must be drain or cancel") }
         if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
+        if let p = proxy, !p.isEmpty {
+            do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
+        }
         if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
@@ -73,6 +83,12 @@ struct Serve: AsyncParsableCommand {
         options.fileRoot = fileRoot
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
         if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
+        if let p = proxy {
+            let chosen = p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p)  // checked in validate()
+            options.configuration.proxies.httpProxy = chosen
+            options.configuration.proxies.httpsProxy = chosen
+        }
+        if let n = noProxy { options.configuration.proxies.setNoProxy(n) }
         if let t = timeoutMs { options.configuration.timeoutMs = t }
         if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
         if let m = maxMessageBytes { options.maxMessageBytes = m }

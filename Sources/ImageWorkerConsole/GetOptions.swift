@@ -47,6 +47,10 @@ public struct GetOptions: Sendable {
     /// Downloads running at once for one host, and started per second for one host (nil: any).
     public var perHost = 6
     public var perHostRate: Double?
+    /// A proxy URL for every download ("" for none; nil: the environment's), and the hosts that
+    /// bypass it (nil: the environment's).
+    public var proxy: String?
+    public var noProxy: String?
     /// NDJSON events on stdout instead of result lines.
     public var json = false
     /// Progress bars on stderr (the caller decides: a terminal, and not `--json`).

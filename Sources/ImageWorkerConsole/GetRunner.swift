@@ -1,4 +1,5 @@
 import Foundation
+import ImageDownloader
 import ImageWorkerProtocol
 import ImageWorkerServer
 import Logging
@@ -56,6 +57,12 @@ public enum GetRunner {
         workerOptions.configuration.maxConcurrentDownloads = options.concurrency
         workerOptions.configuration.maxConcurrentPerHost = options.perHost
         workerOptions.configuration.maxRequestsPerSecondPerHost = options.perHostRate
+        if let p = options.proxy {
+            let chosen = p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p)  // checked by the command
+            workerOptions.configuration.proxies.httpProxy = chosen
+            workerOptions.configuration.proxies.httpsProxy = chosen
+        }
+        if let n = options.noProxy { workerOptions.configuration.proxies.setNoProxy(n) }
         if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)

@@ -1,3 +1,4 @@
+import Foundation
 import ImageDownloader
 
 /// What happens to in-flight work when stdin ends.
@@ -17,7 +18,14 @@ public struct WorkerOptions: Sendable {
     /// Input messages longer than this are answered with -32700 and skipped.
     public var maxMessageBytes = 16 << 20
 
-    public init() {
+    /// What was wrong with the proxy variables of the environment (those values are not used);
+    /// the worker logs it at start.
+    public var proxyProblems: [String] = []
+
+    /// Proxies come from `environment` (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`, in
+    /// either case).
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         configuration = DownloaderConfiguration(userAgent: "image-worker/\(WorkerServer.version)")
+        (configuration.proxies, proxyProblems) = ProxySettings.fromEnvironment(environment)
     }
 }

@@ -29,7 +29,7 @@ public final class WorkerServer: Sendable {
     public let writer: WireWriter
     public let downloader: Downloader<JSONObject, DeliveryFailure>
     /// The shared HTTP client, when the worker made its own loader.
-    let httpClient: HTTPClient?
+    let httpClients: HTTPClients?
     let logger: Logger
     let session = LockedState(SessionState())
     let decodeSettings: LockedState<DecodeSettings>
@@ -52,14 +52,15 @@ public final class WorkerServer: Sendable {
         let writer = WireWriter(
             fd: wireFD, onClosed: { continuation.yield(.clientGone) }, onBackedUpChange: { continuation.yield(.outputPressure) })
         self.writer = writer
+        for problem in options.proxyProblems { logger.warning("proxy from the environment skipped", metadata: ["problem": "\(problem)"]) }
         let loader: any ResourceLoader
         if let httpLoader {
             loader = httpLoader
-            self.httpClient = nil
+            self.httpClients = nil
         } else {
-            let client = HTTPLoader.makeClient()
-            loader = HTTPLoader(client: client, cookies: CookieJar(), logger: logger)
-            self.httpClient = client
+            let clients = HTTPClients(logger: logger)
+            loader = HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger)
+            self.httpClients = clients
         }
         let session = self.session
         let settings = LockedState(DecodeSettings())
@@ -124,7 +125,7 @@ public final class WorkerServer: Sendable {
     /// Releases the HTTP client (its connections and threads). For a worker run inside a longer
     /// process, after `run` returned; the protocol's process simply exits.
     public func close() async {
-        try? await httpClient?.shutdown()
+        await httpClients?.shutdown()
     }
 
     /// The one way out: plans the stop in the lifecycle (nil when another cause is already

@@ -9,7 +9,7 @@ import TestSupport
 final class DownloaderHarness: Sendable {
     let server: TestHTTPServer
     let downloader: Downloader<Int, Never>
-    let client: HTTPClient
+    let clients: HTTPClients
 
     static func make(_ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil) async throws -> DownloaderHarness {
         let server = try await TestHTTPServer.start()
@@ -26,8 +26,8 @@ final class DownloaderHarness: Sendable {
 
     private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?) {
         self.server = server
-        let client = HTTPLoader.makeClient()
-        self.client = client
+        let clients = HTTPClients(logger: Logger(label: "tests-clients"))
+        self.clients = clients
         // The downloader's and AsyncHTTPClient's debug lines are kept (the last few hundred) and
         // shown only when a wait runs out, so that a stall explains itself (one did: an attempt
         // "idle for 30 s" whose request had reached a connection 2.4 s before).
@@ -39,7 +39,7 @@ final class DownloaderHarness: Sendable {
         self.recorder = recorder
         downloader = Downloader(
             configuration: configuration,
-            httpLoader: HTTPLoader(client: client, cookies: CookieJar(), logger: logger),
+            httpLoader: HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger),
             fileURLPolicy: FileURLPolicy(root: fileRoot),
             logger: logger,
             sink: { recorder.append($0) })
@@ -123,7 +123,7 @@ final class DownloaderHarness: Sendable {
     func shutdown() async {
         await downloader.cancelAll()
         await downloader.waitUntilIdle()
-        try? await client.shutdown()
+        await clients.shutdown()
         await server.shutdown()
     }
 

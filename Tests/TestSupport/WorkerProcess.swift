@@ -42,19 +42,21 @@ public final class WorkerProcess: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// Spawns the worker (or, with `shell`, `/bin/sh -c shell` with `$IMAGE_WORKER` set to it).
-    public init(arguments: [String] = [], shell: String? = nil) throws {
+    /// Spawns the worker (or, with `shell`, `/bin/sh -c shell` with `$IMAGE_WORKER` set to it),
+    /// with `environment` over this process's own.
+    public init(arguments: [String] = [], shell: String? = nil, environment extra: [String: String] = [:]) throws {
         let process = Process()
+        var environment = ProcessInfo.processInfo.environment
+        for (name, value) in extra { environment[name] = value }
         if let shell {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", shell]
-            var environment = ProcessInfo.processInfo.environment
             environment["IMAGE_WORKER"] = WorkerProcess.binaryPath
-            process.environment = environment
         } else {
             process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
             process.arguments = arguments
         }
+        process.environment = environment
         let stdin = Pipe()
         let stdout = Pipe()
         let stderr = Pipe()

@@ -79,7 +79,7 @@ export declare class InvalidDownloadStatusCode extends DownloadError {
   readonly retryAfterSeconds: number | null;
 }
 export declare class NetworkError extends DownloadError {
-  readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | null;
+  readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | 'proxy' | null;
 }
 export declare class LimitExceeded extends DownloadError {
   readonly limit: 'bodyBytes' | 'pixels' | 'scans' | null;
@@ -351,12 +351,25 @@ export interface Settings {
   maxProgressiveScans?: number;
   /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit 'frames'; default 50,000). */
   maxFrames?: number;
+  /**
+   * A proxy for http and https URLs alike: 'http://[user:pass@]host[:port]' (CONNECT tunnels for
+   * https too) or 'socks5://host[:port]'; '' for none. Default: the worker's environment
+   * (http_proxy, https_proxy, all_proxy, no_proxy, in either case). Not a setting of its own:
+   * it sets `httpProxy` and `httpsProxy`.
+   */
+  proxy?: string;
+  /** The proxy for http URLs ('' for none); reported without its password, null when none. */
+  httpProxy?: string | null;
+  /** The proxy for https URLs ('' for none); reported without its password, null when none. */
+  httpsProxy?: string | null;
+  /** Hosts reached directly: comma-separated names (with subdomains), IPs, CIDR ranges, `:port`, `*`. */
+  noProxy?: string;
   /** `true` empties the failed-URL list (not a setting). */
   clearFailedURLs?: boolean;
 }
 
 /** The worker's whole configuration, as `configure()` and `initialize` report it. */
-export interface Configuration extends Required<Omit<Settings, 'clearFailedURLs'>> {
+export interface Configuration extends Required<Omit<Settings, 'clearFailedURLs' | 'proxy'>> {
   [other: string]: unknown;
 }
 

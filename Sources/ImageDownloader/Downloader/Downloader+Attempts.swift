@@ -10,6 +10,7 @@ extension Downloader {
         var request = fetch.request
         request.timeoutMs = fetch.timeoutMs ?? configuration.timeoutMs
         request.maxRedirects = configuration.maxRedirects
+        request.proxies = configuration.proxies
         let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
         let transfer = Task {
             self.attemptBegan(id, number)

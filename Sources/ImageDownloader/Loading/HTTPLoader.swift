@@ -5,34 +5,24 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSOCKS
 import NIOSSL
 
-/// HTTP(S) through the worker's one shared `HTTPClient`, streaming the body with backpressure.
+/// HTTP(S) through the worker's shared `HTTPClient` (or the one of the URL's proxy), streaming
+/// the body with backpressure.
 ///
 /// Redirects are followed here rather than inside the client, so that the limit can change at
-/// run time, cookies apply to every hop, and credentials are never sent to another origin.
+/// run time, cookies apply to every hop, credentials are never sent to another origin, and each
+/// hop takes its own route (`no_proxy`).
 public struct HTTPLoader: ResourceLoader {
-    public let client: HTTPClient
+    public let clients: HTTPClients
     public let cookies: CookieJar
     public let logger: Logger
 
-    public init(client: HTTPClient, cookies: CookieJar, logger: Logger) {
-        self.client = client
+    public init(clients: HTTPClients, cookies: CookieJar, logger: Logger) {
+        self.clients = clients
         self.cookies = cookies
         self.logger = logger
-    }
-
-    /// The client configuration the worker uses: no redirects (followed by the loader), no
-    /// connection-retry loop (the downloader retries with its own backoff and fails a dead server
-    /// fast), no read timeout (the downloader's idle watchdog does that), HTTP/2 when offered.
-    public static func makeClient() -> HTTPClient {
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10), read: nil),
-            decompression: .disabled)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.httpVersion = .automatic
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     public func load(
@@ -60,12 +50,13 @@ public struct HTTPLoader: ResourceLoader {
                 tls.certificateVerification = .none
                 outgoing.tlsConfiguration = tls
             }
+            let proxy = request.proxies.route(for: url)
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(
+                response = try await clients.client(through: proxy).execute(
                     outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
             } catch {
-                throw HTTPLoader.classify(error, phase: "connecting")
+                throw HTTPLoader.classify(error, phase: proxy.map { "connecting through the proxy \($0)" } ?? "connecting")
             }
             if request.handleCookies {
                 cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
@@ -146,7 +137,13 @@ public struct HTTPLoader: ResourceLoader {
                 .getConnectionFromPoolTimeout:
                 return DownloadFailure.network(.timeout, "timed out while \(phase)")
             case .remoteConnectionClosed:
-                return DownloadFailure.network(phase == "connecting" ? .reset : .truncated, "connection closed by the server while \(phase)")
+                return DownloadFailure.network(phase.hasPrefix("connecting") ? .reset : .truncated, "connection closed by the server while \(phase)")
+            case .proxyAuthenticationRequired:
+                return DownloadFailure.network(.proxy, "the proxy asks for credentials (407) while \(phase)")
+            case .invalidProxyResponse:
+                return DownloadFailure.network(.proxy, "the proxy refused the tunnel while \(phase)")
+            case .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
+                return DownloadFailure.network(.timeout, "the proxy did not answer while \(phase)")
             case .bodyLengthMismatch:
                 return DownloadFailure.network(.truncated, "body shorter than its Content-Length")
             case .invalidURL, .emptyHost, .emptyScheme:
@@ -157,9 +154,15 @@ public struct HTTPLoader: ResourceLoader {
         }
         if let e = error as? NIOConnectionError {
             if e.connectionErrors.isEmpty, let dns = e.dnsAError ?? e.dnsAAAAError {
-                return DownloadFailure.network(.dns, "cannot resolve \(e.host): \(dns)")
+                return DownloadFailure.network(.dns, "cannot resolve \(e.host): \(dns) while \(phase)")
             }
-            return DownloadFailure.network(.connection, "cannot connect to \(e.host):\(e.port)")
+            return DownloadFailure.network(.connection, "cannot connect to \(e.host):\(e.port) while \(phase)")
+        }
+        if error is SOCKSError.ConnectionFailed || error is SOCKSError.InvalidReservedByte || error is SOCKSError.InvalidProtocolVersion
+            || error is SOCKSError.InvalidAuthenticationSelection || error is SOCKSError.InvalidAddressType
+            || error is SOCKSError.UnexpectedRead || error is SOCKSError.NoValidAuthenticationMethod
+        {
+            return DownloadFailure.network(.proxy, "the SOCKS proxy failed: \(error) while \(phase)")
         }
         if error is SocketAddressError {
             return DownloadFailure.network(.dns, "cannot resolve host: \(error)")
@@ -170,7 +173,7 @@ public struct HTTPLoader: ResourceLoader {
         if let e = error as? IOError {
             switch e.errnoCode {
             case ECONNRESET, EPIPE:
-                return DownloadFailure.network(phase == "connecting" ? .reset : .truncated, "connection reset while \(phase)")
+                return DownloadFailure.network(phase.hasPrefix("connecting") ? .reset : .truncated, "connection reset while \(phase)")
             case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
                 return DownloadFailure.network(.connection, "cannot connect: \(e)")
             case ETIMEDOUT:
@@ -186,7 +189,7 @@ public struct HTTPLoader: ResourceLoader {
             return DownloadFailure.network(.protocolError, "malformed HTTP response: \(error)")
         }
         if error is ChannelError {
-            return DownloadFailure.network(phase == "connecting" ? .connection : .truncated, "\(error) while \(phase)")
+            return DownloadFailure.network(phase.hasPrefix("connecting") ? .connection : .truncated, "\(error) while \(phase)")
         }
         return DownloadFailure.network(.connection, "\(error) while \(phase)")
     }

@@ -12,6 +12,8 @@ public struct LoadRequest: Sendable {
     public var maxRedirects: Int
     /// Time allowed until the response head arrives.
     public var timeoutMs: Int64
+    /// Which proxy each hop goes through (the configuration's when the attempt began).
+    public var proxies = ProxySettings()
 }
 
 public struct LoadedHead: Sendable {

@@ -30,6 +30,9 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var maxRedirects = 10
     /// How long a URL stays on the failed-URL list.
     public var failedURLExpiryMs: Int64 = 600_000
+    /// Proxies for http and https URLs and the hosts that bypass them (by default from the
+    /// environment: `WorkerOptions` reads it).
+    public var proxies = ProxySettings()
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
 

@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -46,10 +46,24 @@ enum ConfigurationParams {
             }
             c.userAgent = v
         }
+        if let v = try p.string("proxy") { (c.proxies.httpProxy, c.proxies.httpsProxy) = try proxy(v, "proxy").pair }
+        if let v = try p.string("httpProxy") { c.proxies.httpProxy = try proxy(v, "httpProxy") }
+        if let v = try p.string("httpsProxy") { c.proxies.httpsProxy = try proxy(v, "httpsProxy") }
+        if let v = try p.string("noProxy") { c.proxies.setNoProxy(v) }
         let clear = try p.bool("clearFailedURLs") ?? false
         configuration = c
         decoding = d
         return clear
+    }
+
+    /// A proxy setting: a URL, or "" for none (connect directly).
+    static func proxy(_ text: String, _ field: String) throws(RPCError) -> ProxySettings.Proxy? {
+        if text.trimmingCharacters(in: .whitespaces).isEmpty { return nil }
+        do {
+            return try ProxySettings.Proxy.parse(text)
+        } catch {
+            throw .invalidParams("\"\(field)\": \(error.reason)")
+        }
     }
 
     static func json(_ c: DownloaderConfiguration, _ d: DecodeSettings) -> JSONValue {
@@ -75,6 +89,15 @@ enum ConfigurationParams {
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
             "maxFrames": JSONValue(d.maxFrames),
+            // Shown without passwords.
+            "httpProxy": c.proxies.httpProxy.map { .string($0.description) } ?? .null,
+            "httpsProxy": c.proxies.httpsProxy.map { .string($0.description) } ?? .null,
+            "noProxy": .string(c.proxies.noProxy),
         ]
     }
+}
+
+extension Optional where Wrapped == ProxySettings.Proxy {
+    /// The same proxy for http and https.
+    fileprivate var pair: (Wrapped?, Wrapped?) { (self, self) }
 }

@@ -71,6 +71,7 @@ export async function startServer() {
   const base = `http://127.0.0.1:${server.address().port}`;
   return {
     base,
+    port: server.address().port,
     files,
     /** Requests so far by path (without the query). */
     hits: (path) => hits.get(path) ?? 0,
@@ -81,4 +82,45 @@ export async function startServer() {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/**
+ * A forward proxy on loopback that only tunnels (HTTP CONNECT), resolving `images.test` to
+ * 127.0.0.1 itself: a URL naming it is fetched through the proxy or not at all. With
+ * `credentials` ('user:pass') it answers 407 to a request without them.
+ */
+export async function startConnectProxy(credentials) {
+  const net = await import('node:net');
+  const tunnels = [];
+  const expected = credentials ? `Basic ${Buffer.from(credentials).toString('base64')}` : null;
+  const server = net.createServer((client) => {
+    let head = Buffer.alloc(0);
+    const onData = (chunk) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      client.off('data', onData);
+      const lines = head.subarray(0, end).toString('latin1').split('\r\n');
+      const [method, target] = lines[0].split(' ');
+      const auth = lines.slice(1).find((l) => l.toLowerCase().startsWith('proxy-authorization:'))?.split(':').slice(1).join(':').trim();
+      if (method !== 'CONNECT' || (expected && auth !== expected)) {
+        client.end('HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      const colon = target.lastIndexOf(':');
+      const host = target.slice(0, colon);
+      const upstream = net.connect(Number(target.slice(colon + 1)), host === 'images.test' ? '127.0.0.1' : host, () => {
+        tunnels.push(target);
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        const rest = head.subarray(end + 4);
+        if (rest.length) upstream.write(rest);
+        client.pipe(upstream).pipe(client);
+      });
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    };
+    client.on('data', onData);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: server.address().port, tunnels, close: () => new Promise((resolve) => server.close(resolve)) };
 }

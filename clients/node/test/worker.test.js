@@ -9,7 +9,7 @@ import {
   BadImageData, Cancelled, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
   UnsupportedFormat, WorkerClosed, WorkerExited, readImageBytes, spawnWorker,
 } from '../index.js';
-import { REPO, SAMPLES, binaryPath, startServer } from './loopback.js';
+import { REPO, SAMPLES, binaryPath, startConnectProxy, startServer } from './loopback.js';
 
 const binary = binaryPath();
 
@@ -260,4 +260,28 @@ test('events carry the URL as given and the final URL apart', () => withSetup(as
   assert.equal(image.finalUrl, server.url('/files/testorig.jpg?note=a%20b'));
   assert.equal(response.finalUrl, image.finalUrl);
   await worker.close();
+}));
+
+test('per-host limits and proxies: the environment, configure, no password shown', () => withSetup(async (server) => {
+  const proxy = await startConnectProxy('me:s3cret');
+  try {
+    const env = { ...process.env, HTTPS_PROXY: '', HTTP_PROXY: `http://me:s3cret@127.0.0.1:${proxy.port}`, NO_PROXY: 'example.org' };
+    const worker = await spawnWorker({ binary, env });
+    const configuration = await worker.configure({ maxConcurrentPerHost: 2, maxRequestsPerSecondPerHost: 50 });
+    assert.equal(configuration.maxConcurrentPerHost, 2);
+    assert.equal(configuration.maxRequestsPerSecondPerHost, 50);
+    assert.equal(configuration.httpProxy, `http://me@127.0.0.1:${proxy.port}`);
+    assert.equal(configuration.noProxy, 'example.org');
+    const url = `http://images.test:${server.port}/files/testorig.jpg`;
+    const image = await worker.download(url).done;
+    assert.equal(image.byteLength, 5770);
+    assert.deepEqual(proxy.tunnels, [`images.test:${server.port}`]);
+    assert.equal((await worker.configure({ proxy: '' })).httpProxy, null);
+    await assert.rejects(worker.download(url, { maxRetries: 0 }).done, (e) => e instanceof NetworkError);
+    await assert.rejects(worker.configure({ proxy: 'socks5://u:p@127.0.0.1:1080' }), (e) => e instanceof RequestError);
+    assert.ok(!worker.stderrTail.join('').includes('s3cret'));
+    assert.equal(await worker.close(), 0);
+  } finally {
+    await proxy.close();
+  }
 }));

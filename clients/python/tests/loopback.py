@@ -111,3 +111,63 @@ def binary_path() -> Optional[str]:
         if candidate.exists():
             return str(candidate)
     return None
+
+
+class ConnectProxy:
+    """A forward proxy on loopback that only tunnels (HTTP CONNECT), resolving ``images.test`` to
+    127.0.0.1 itself: a URL naming it can be fetched through the proxy or not at all. With
+    ``credentials`` ("user:pass") it answers 407 to a request without them."""
+
+    def __init__(self, credentials: Optional[str] = None) -> None:
+        import base64
+        import select
+        import socket
+        import socketserver
+
+        self.tunnels: list = []  # type: ignore[type-arg]
+        expected = "Basic " + base64.b64encode(credentials.encode()).decode() if credentials else None
+        proxy = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = self.request.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, rest = data.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                auth = next((l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("proxy-authorization:")), None)
+                if method != "CONNECT" or (expected and auth != expected):
+                    self.request.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+                    return
+                host, port = target.rsplit(":", 1)
+                upstream = socket.create_connection(("127.0.0.1" if host == "images.test" else host, int(port)))
+                proxy.tunnels.append(target)
+                self.request.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                if rest:
+                    upstream.sendall(rest)
+                sockets = [self.request, upstream]
+                while True:
+                    readable, _, _ = select.select(sockets, [], [], 30)
+                    if not readable:
+                        break
+                    for s in readable:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            upstream.close()
+                            return
+                        (upstream if s is self.request else self.request).sendall(chunk)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="connect proxy", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)

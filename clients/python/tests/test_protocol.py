@@ -240,8 +240,9 @@ def _rule_matches(rule: Rule, schema: Dict[str, Any]) -> List[str]:
     elif rule.kind == "enum":
         if tuple(schema.get("enum", ())) != rule.choices:
             problems.append(f"enum: schema {schema.get('enum')}, client {rule.choices}")
-    elif rule.kind in ("bool", "string", "path", "headers", "credentials"):
-        wanted = {"bool": "boolean", "string": "string", "path": "string", "headers": "object", "credentials": "object"}
+    elif rule.kind in ("bool", "string", "text", "path", "headers", "credentials"):
+        wanted = {"bool": "boolean", "string": "string", "text": "string", "path": "string", "headers": "object",
+                  "credentials": "object"}
         if schema.get("type") != wanted[rule.kind]:
             problems.append(f"type: schema {schema.get('type')}, client {rule.kind}")
     return problems

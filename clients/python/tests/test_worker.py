@@ -239,3 +239,28 @@ def test_configure_and_status(binary: str) -> None:
         status = worker.status()
         assert status["running"] == 0 and status["configuration"]["maxConcurrentDownloads"] == 3
         assert worker.cancel_all() == 0
+
+
+def test_per_host_limits_and_proxies(binary: str, server: LoopbackServer) -> None:
+    from loopback import ConnectProxy
+
+    proxy = ConnectProxy("me:s3cret")
+    try:
+        environment = dict(os.environ, HTTP_PROXY=f"http://me:s3cret@127.0.0.1:{proxy.port}", NO_PROXY="example.org")
+        with Worker(binary, env=environment) as worker:
+            configuration = worker.configure(max_concurrent_per_host=2, max_requests_per_second_per_host=50)
+            assert configuration["maxConcurrentPerHost"] == 2 and configuration["maxRequestsPerSecondPerHost"] == 50
+            assert configuration["httpProxy"] == f"http://me@127.0.0.1:{proxy.port}"
+            assert configuration["noProxy"] == "example.org"
+            url = f"http://images.test:{server.port}/files/testorig.jpg"
+            image = worker.download(url).result(30)
+            assert image.byte_length == 5770
+            assert proxy.tunnels == [f"images.test:{server.port}"]
+            assert worker.configure(proxy="")["httpProxy"] is None
+            with pytest.raises(NetworkError):
+                worker.download(url, max_retries=0).result(30)
+            with pytest.raises(RequestError):
+                worker.configure(proxy="socks5://u:p@127.0.0.1:1080")
+            assert "s3cret" not in "".join(worker.stderr_tail)
+    finally:
+        proxy.close()

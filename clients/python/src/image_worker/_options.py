@@ -118,6 +118,16 @@ class Settings(TypedDict, total=False):
     max_progressive_scans: int
     #: animated GIF, WebP and AVIF files with more frames fail (``LimitExceeded``, limit ``frames``)
     max_frames: int
+    #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
+    #: for https too) or ``socks5://host[:port]``; ``""`` for none. Default: the worker's
+    #: environment (``http_proxy``, ``https_proxy``, ``all_proxy``, ``no_proxy``, either case)
+    proxy: str
+    #: the proxy for http URLs only (``""`` for none); reported without its password
+    http_proxy: str
+    #: the proxy for https URLs only (``""`` for none); reported without its password
+    https_proxy: str
+    #: hosts reached directly: comma-separated names (with subdomains), IPs, CIDR ranges, ``:port``, ``*``
+    no_proxy: str
     #: ``True`` empties the failed-URL list (not a setting)
     clear_failed_urls: bool
 
@@ -127,7 +137,7 @@ class Rule:
     """One option: where it goes on the wire and what it may be."""
 
     wire: str
-    #: 'bool', 'int', 'number', 'string', 'enum', 'headers', 'credentials', 'path'
+    #: 'bool', 'int', 'number', 'string', 'text' (a string that may be empty), 'enum', 'headers', 'credentials', 'path'
     kind: str
     minimum: Optional[float] = None
     maximum: Optional[float] = None
@@ -188,6 +198,10 @@ SETTING_RULES: Dict[str, Rule] = {
     "max_pixels": Rule("maxPixels", "int", 1, 1 << 40),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
     "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
+    "proxy": Rule("proxy", "text"),
+    "http_proxy": Rule("httpProxy", "text"),
+    "https_proxy": Rule("httpsProxy", "text"),
+    "no_proxy": Rule("noProxy", "text"),
     "clear_failed_urls": Rule("clearFailedURLs", "bool"),
 }
 
@@ -223,6 +237,10 @@ def check(option: str, value: Any, rule: Rule) -> Any:
     if rule.kind == "string":
         if not isinstance(value, str) or not value or any(c in value for c in "\r\n\0"):
             raise invalid(option, f"must be a non-empty string without CR, LF or NUL, not {value!r}")
+        return value
+    if rule.kind == "text":
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise invalid(option, f"must be a string without CR, LF or NUL, not {value!r}")
         return value
     if rule.kind == "path":
         if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):

@@ -1,0 +1,59 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import Synchronization
+
+/// The worker's HTTP clients: one shared `HTTPClient` for direct connections and one per proxy in
+/// use (AsyncHTTPClient takes its proxy per client, not per request), each made at first use with
+/// the same settings. `no_proxy` decides per request which one a URL takes (`ProxySettings`).
+public final class HTTPClients: Sendable {
+    private let clients = Mutex<[ProxySettings.Proxy?: HTTPClient]>([:])
+    private let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// The client that connects directly, or through `proxy`.
+    public func client(through proxy: ProxySettings.Proxy?) -> HTTPClient {
+        clients.withLock { clients in
+            if let client = clients[proxy] { return client }
+            if let proxy { logger.info("using a proxy", metadata: ["proxy": "\(proxy)"]) }
+            let client = HTTPClients.makeClient(proxy: proxy)
+            clients[proxy] = client
+            return client
+        }
+    }
+
+    /// Shuts every client down (in-flight requests fail).
+    public func shutdown() async {
+        let all = clients.withLock { clients in
+            let all = Array(clients.values)
+            clients = [:]
+            return all
+        }
+        for client in all { try? await client.shutdown() }
+    }
+
+    /// The client configuration the worker uses: no redirects (followed by the loader), no
+    /// connection-retry loop (the downloader retries with its own backoff and fails a dead server
+    /// fast), no read timeout (the downloader's idle watchdog does that), HTTP/2 when offered.
+    static func makeClient(proxy: ProxySettings.Proxy?) -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: nil),
+            decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.httpVersion = .automatic
+        if let proxy {
+            switch proxy.kind {
+            case .http:
+                let authorization = proxy.user.map { HTTPClient.Authorization.basic(username: $0, password: proxy.password ?? "") }
+                configuration.proxy = .server(host: proxy.host, port: proxy.port, authorization: authorization)
+            case .socks5:
+                configuration.proxy = .socksServer(host: proxy.host, port: proxy.port)
+            }
+        }
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+}
