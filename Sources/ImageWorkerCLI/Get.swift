@@ -100,6 +100,12 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Wall-clock limit of each download in milliseconds, over every attempt and retry (none by default).")
     var deadlineMs: Int64?
 
+    @Option(help: "Keep responses in an HTTP cache in this directory (RFC 9111; made when missing), shared with serve's --cache-dir.")
+    var cacheDir: String?
+
+    @Option(help: "How downloads use the cache: default, reload, preferCache, cacheOnly.")
+    var cachePolicy: String?
+
     @Option(help: "Retries after a transient failure (default 2).")
     var maxRetries: Int?
 
@@ -153,6 +159,10 @@ struct Get: AsyncParsableCommand {
         }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let d = deadlineMs, d < 1 || d > 86_400_000 { throw ValidationError("--deadline-ms must be between 1 and 86400000") }
+        if let c = cachePolicy, CachePolicy(rawValue: c) == nil {
+            throw ValidationError("--cache-policy must be one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if let d = cacheDir { try Serve.makeCacheDirectory(d) }
         if let d = retryDelayMs, d < 0 || d > 600_000 { throw ValidationError("--retry-delay-ms must be between 0 and 600000") }
         if let r = maxRetries, r < 0 || r > 100 { throw ValidationError("--max-retries must be between 0 and 100") }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -212,6 +222,8 @@ struct Get: AsyncParsableCommand {
         options.timeoutMs = timeoutMs
         options.maxRetries = maxRetries
         options.deadlineMs = deadlineMs
+        options.cacheDirectory = cacheDir
+        options.cachePolicy = cachePolicy
         options.retryDelayMs = retryDelayMs
         options.nameTemplate = nameTemplate
         options.manifest = manifest

@@ -30,6 +30,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Hosts reached directly, comma-separated: names (with their subdomains), IPs, CIDR ranges, *; default: no_proxy.")
     var noProxy: String?
 
+    @Option(help: "Keep responses in an HTTP cache in this directory (RFC 9111; made when missing; several workers may share it).")
+    var cacheDir: String?
+
     @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
     var timeoutMs: Int64?
 
@@ -48,6 +51,7 @@ struct Serve: AsyncParsableCommand {
         if let p = proxy, !p.isEmpty {
             do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
         }
+        if let d = cacheDir { try Serve.makeCacheDirectory(d) }
         if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
@@ -89,6 +93,7 @@ struct Serve: AsyncParsableCommand {
             options.configuration.proxies.httpsProxy = chosen
         }
         if let n = noProxy { options.configuration.proxies.setNoProxy(n) }
+        options.cacheDirectory = cacheDir
         if let t = timeoutMs { options.configuration.timeoutMs = t }
         if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
         if let m = maxMessageBytes { options.maxMessageBytes = m }
@@ -99,5 +104,15 @@ struct Serve: AsyncParsableCommand {
         let code = await server.run(input: input)
         withExtendedLifetime(signals) {}
         Foundation.exit(code)
+    }
+
+    /// Makes the cache directory, or says why it cannot be used.
+    static func makeCacheDirectory(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError("--cache-dir: cannot use \(path): \(error.localizedDescription)")
+        }
+        guard access(path, W_OK) == 0 else { throw ValidationError("--cache-dir: \(path) is not writable") }
     }
 }

@@ -66,6 +66,9 @@ public struct GetOptions: Sendable {
     public var timeoutMs: Int64?
     /// Each download's wall-clock limit over every attempt (`deadlineMs`).
     public var deadlineMs: Int64?
+    /// The HTTP cache's directory (nil: none) and each download's `cachePolicy` (nil: default).
+    public var cacheDirectory: String?
+    public var cachePolicy: String?
     public var maxRetries: Int?
     /// Each download's first retry delay (`retryDelayMs`).
     public var retryDelayMs: Int64?
@@ -149,6 +152,7 @@ public struct GetOptions: Sendable {
         if progressive { params["progressive"] = true }
         if let timeoutMs { params["timeoutMs"] = .int(timeoutMs) }
         if let deadlineMs { params["deadlineMs"] = .int(deadlineMs) }
+        if let cachePolicy { params["cachePolicy"] = .string(cachePolicy) }
         if let retryDelayMs { params["retryDelayMs"] = .int(retryDelayMs) }
         return ["jsonrpc": "2.0", "id": JSONValue(entry.index + 1), "method": "download", "params": .object(params)]
     }

@@ -63,6 +63,7 @@ public enum GetRunner {
             workerOptions.configuration.proxies.httpsProxy = chosen
         }
         if let n = options.noProxy { workerOptions.configuration.proxies.setNoProxy(n) }
+        workerOptions.cacheDirectory = options.cacheDirectory
         if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)

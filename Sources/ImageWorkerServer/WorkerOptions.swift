@@ -15,6 +15,8 @@ public struct WorkerOptions: Sendable {
     public var onEOF: EOFPolicy = .drain
     /// `file://` URLs are served only below this directory; refused when nil.
     public var fileRoot: String?
+    /// The HTTP cache's directory (made when missing); nil: no cache.
+    public var cacheDirectory: String?
     /// Input messages longer than this are answered with -32700 and skipped.
     public var maxMessageBytes = 16 << 20
 

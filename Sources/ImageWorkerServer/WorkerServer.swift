@@ -30,6 +30,8 @@ public final class WorkerServer: Sendable {
     public let downloader: Downloader<JSONObject, DeliveryFailure>
     /// The shared HTTP client, when the worker made its own loader.
     let httpClients: HTTPClients?
+    /// The HTTP cache on disk (`--cache-dir`), if any.
+    let httpCache: HTTPCache?
     let logger: Logger
     let session = LockedState(SessionState())
     let decodeSettings: LockedState<DecodeSettings>
@@ -53,13 +55,22 @@ public final class WorkerServer: Sendable {
             fd: wireFD, onClosed: { continuation.yield(.clientGone) }, onBackedUpChange: { continuation.yield(.outputPressure) })
         self.writer = writer
         for problem in options.proxyProblems { logger.warning("proxy from the environment skipped", metadata: ["problem": "\(problem)"]) }
+        var cache: HTTPCache? = nil
+        if let directory = options.cacheDirectory {
+            do {
+                cache = try HTTPCache(directory: directory, maxBytes: options.configuration.cacheMaxBytes, logger: logger)
+            } catch {
+                logger.error("no HTTP cache: cannot use its directory", metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
+        }
+        self.httpCache = cache
         let loader: any ResourceLoader
         if let httpLoader {
             loader = httpLoader
             self.httpClients = nil
         } else {
             let clients = HTTPClients(logger: logger)
-            loader = HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger)
+            loader = HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger, cache: cache)
             self.httpClients = clients
         }
         let session = self.session

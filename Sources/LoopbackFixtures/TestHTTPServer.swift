@@ -17,7 +17,9 @@ import X509
 ///   `?resetAfter=N` sends N bytes then resets the connection; `?shortBy=N` announces the full
 ///   length, sends N bytes less, and closes; `?gate=G` holds the response until `openGate(G)`;
 ///   `?type=MIME` sets Content-Type; `?pauseAt=N&gate=G` sends N bytes, then holds the rest
-///   until `openGate(G)`.
+///   until `openGate(G)`. Caching: `?cc=V` sends `Cache-Control: V`, `?expires=V` `Expires: V`,
+///   `?vary=V` `Vary: V`; `?etag=1` an ETag from the bytes and `?lm=1` a fixed `Last-Modified`
+///   (a day before the `Date` sent), either answering a matching conditional request with 304.
 /// - `/status/CODE` that status (`?retryAfter=S` adds Retry-After).
 /// - `/flaky/KEY/NAME?failures=N&status=S` fails the first N requests of KEY with status S (or,
 ///   with `mode=reset`, by resetting the connection), then serves NAME.
@@ -210,6 +212,19 @@ final class TestHTTPHandler: ChannelInboundHandler {
         switch first {
         case "files" where parts.count == 2:
             guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            let validators = TestHTTPHandler.validators(bytes, query)
+            if !validators.isEmpty {
+                let etag = validators.first { $0.0 == "ETag" }?.1
+                let lastModified = validators.first { $0.0 == "Last-Modified" }?.1
+                let matches =
+                    (etag != nil && head.headers["if-none-match"].contains(etag!))
+                    || (head.headers["if-none-match"].isEmpty && lastModified != nil && head.headers["if-modified-since"].contains(lastModified!))
+                if matches {
+                    var headers = HTTPHeaders(validators)
+                    headers.add(name: "Date", value: TestHTTPHandler.httpDate(Date()))
+                    return simple(context, .notModified, headers: headers)
+                }
+            }
             if let gate = query["gate"], query["pauseAt"] == nil {
                 server.gateFuture(gate, on: context.eventLoop).assumeIsolated().whenSuccess { _ in
                     self.serve(context, bytes, query)
@@ -301,9 +316,34 @@ final class TestHTTPHandler: ChannelInboundHandler {
         }
     }
 
+    /// The caching headers a `/files` query asks for.
+    static func validators(_ bytes: [UInt8], _ query: [String: String]) -> [(String, String)] {
+        var headers: [(String, String)] = []
+        if let v = query["cc"] { headers.append(("Cache-Control", v)) }
+        if let v = query["expires"] { headers.append(("Expires", v)) }
+        if let v = query["vary"] { headers.append(("Vary", v)) }
+        if query["etag"] != nil {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in bytes { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+            headers.append(("ETag", "\"\(String(hash, radix: 16))\""))
+        }
+        if query["lm"] != nil { headers.append(("Last-Modified", httpDate(Date().addingTimeInterval(-86_400).roundedToDays))) }
+        return headers
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
     private func serve(_ context: ChannelHandlerContext, _ bytes: [UInt8], _ query: [String: String], extraHeaders: [(String, String)] = []) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: query["type"] ?? TestHTTPHandler.mimeType(bytes))
+        headers.add(name: "Date", value: TestHTTPHandler.httpDate(Date()))
+        for (name, value) in TestHTTPHandler.validators(bytes, query) { headers.add(name: name, value: value) }
         for (name, value) in extraHeaders { headers.add(name: name, value: value) }
         if query["chunked"] == nil {
             headers.add(name: "Content-Length", value: String(bytes.count))
@@ -370,4 +410,9 @@ final class TestHTTPHandler: ChannelInboundHandler {
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
         return "application/octet-stream"
     }
+}
+
+extension Date {
+    /// Midnight (GMT) of this day: a Last-Modified that stays the same all day.
+    var roundedToDays: Date { Date(timeIntervalSince1970: (timeIntervalSince1970 / 86_400).rounded(.down) * 86_400) }
 }

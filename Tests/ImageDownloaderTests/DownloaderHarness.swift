@@ -11,7 +11,9 @@ final class DownloaderHarness: Sendable {
     let downloader: Downloader<Int, Never>
     let clients: HTTPClients
 
-    static func make(_ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil) async throws -> DownloaderHarness {
+    static func make(
+        _ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil, cache: HTTPCache? = nil
+    ) async throws -> DownloaderHarness {
         let server = try await TestHTTPServer.start()
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
         configuration.retryBaseDelayMs = 10
@@ -21,10 +23,10 @@ final class DownloaderHarness: Sendable {
         // run (they now run in a process of their own; see README). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
-        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot)
+        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot, cache: cache)
     }
 
-    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?) {
+    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?) {
         self.server = server
         let clients = HTTPClients(logger: Logger(label: "tests-clients"))
         self.clients = clients
@@ -39,7 +41,7 @@ final class DownloaderHarness: Sendable {
         self.recorder = recorder
         downloader = Downloader(
             configuration: configuration,
-            httpLoader: HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger),
+            httpLoader: HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger, cache: cache),
             fileURLPolicy: FileURLPolicy(root: fileRoot),
             logger: logger,
             sink: { recorder.append($0) })

@@ -36,11 +36,13 @@ export interface TypedEmitter<Events> {
 
 export declare const PROTOCOL_VERSION: string;
 export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
+export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
 /** `original` bytes, or decoded (from JPEG, PNG, WebP, GIF or AVIF) to an encoded or raw format. */
 export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type Token = string | number;
 export declare const PRIORITIES: readonly Priority[];
+export declare const CACHE_POLICIES: readonly CachePolicy[];
 export declare const FORMATS: readonly Format[];
 
 export declare class ImageWorkerError extends Error {}
@@ -79,7 +81,8 @@ export declare class InvalidDownloadStatusCode extends DownloadError {
   readonly retryAfterSeconds: number | null;
 }
 export declare class NetworkError extends DownloadError {
-  readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | 'proxy' | null;
+  readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | 'proxy'
+    | 'notCached' | null;
 }
 export declare class LimitExceeded extends DownloadError {
   readonly limit: 'bodyBytes' | 'pixels' | 'scans' | null;
@@ -129,6 +132,10 @@ export interface ImageResult extends Delivered {
   loopCount?: number;
   /** `skipExisting` (or a resumed manifest) found the file: kept as it was, nothing fetched. */
   skipped: boolean;
+  /** The worker's HTTP cache (`--cache-dir`) answered: without a request, or after a 304. */
+  fromCache: boolean;
+  /** The stored response was revalidated: the server answered 304 to a conditional request. */
+  revalidated: boolean;
 }
 
 interface EventBase {
@@ -193,6 +200,12 @@ export interface DownloadOptions {
   allowInvalidCertificates?: boolean;
   handleCookies?: boolean;
   retryFailed?: boolean;
+  /**
+   * How the worker's HTTP cache (`--cache-dir`) answers: 'default' (RFC 9111), 'reload' (ignore
+   * stored responses), 'preferCache' (any stored copy, else load), 'cacheOnly' (a stored copy or
+   * NetworkError reason 'notCached').
+   */
+  cachePolicy?: CachePolicy;
   maxPixelSize?: number;
   maxPixelCount?: number;
   applyOrientation?: boolean;
@@ -351,6 +364,8 @@ export interface Settings {
   maxProgressiveScans?: number;
   /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit 'frames'; default 50,000). */
   maxFrames?: number;
+  /** The HTTP cache's size on disk (`--cache-dir`), least recently used entries removed past it (default 1 GiB). */
+  cacheMaxBytes?: number;
   /**
    * A proxy for http and https URLs alike: 'http://[user:pass@]host[:port]' (CONNECT tunnels for
    * https too) or 'socks5://host[:port]'; '' for none. Default: the worker's environment

@@ -71,7 +71,7 @@ extension Downloader {
         let info = ResponseInfo(
             status: head.status, expectedBytes: length, mimeType: mime?.isEmpty == false ? mime : nil,
             // (A fragment is never fetched, and tokens whose URLs differ only there share the fetch.)
-            finalURL: String(head.finalURL.absoluteString.prefix { $0 != "#" }), httpVersion: head.httpVersion)
+            finalURL: String(head.finalURL.absoluteString.prefix { $0 != "#" }), httpVersion: head.httpVersion, cache: head.cache)
         let actions = update(id) { fetch in
             if let length, length > 0, length <= 64 << 20 { fetch.body.reserveCapacity(Int(length)) }
             return fetch.machine.responseReceived(info, now: now)

@@ -142,7 +142,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         let headers = effectiveHeaders(request.headers)
         let key = FetchKey(
             url: url, headers: headers, credentials: credentials,
-            allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies)
+            allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
+            cachePolicy: request.cachePolicy)
         let limits = FetchOperation.TokenLimits(maxRetries: request.maxRetries, retryDelayMs: request.retryDelayMs)
         if let ms = request.deadlineMs { deadlines[token] = (ms, nil) }
         if let id = fetchByKey[key], let fetch = fetches[id], fetch.machine.acceptsTokens {
@@ -151,10 +152,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         }
         let id = nextFetchID
         nextFetchID += 1
-        let loadRequest = LoadRequest(
+        var loadRequest = LoadRequest(
             url: url, headers: headers, credentials: credentials,
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
             maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
+        loadRequest.cachePolicy = request.cachePolicy
         fetches[id] = Fetch(
             machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, request: loadRequest,
             isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)

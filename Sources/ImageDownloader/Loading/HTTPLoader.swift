@@ -18,12 +18,18 @@ public struct HTTPLoader: ResourceLoader {
     public let clients: HTTPClients
     public let cookies: CookieJar
     public let logger: Logger
+    /// The HTTP cache on disk (`--cache-dir`); nil: none.
+    public let cache: HTTPCache?
 
-    public init(clients: HTTPClients, cookies: CookieJar, logger: Logger) {
+    public init(clients: HTTPClients, cookies: CookieJar, logger: Logger, cache: HTTPCache? = nil) {
         self.clients = clients
         self.cookies = cookies
         self.logger = logger
+        self.cache = cache
     }
+
+    /// Request headers with which the caller does its own caching: the cache stays out of it.
+    static let callerConditionals: Set<String> = ["if-none-match", "if-modified-since", "if-range", "range", "if-match", "if-unmodified-since"]
 
     public func load(
         _ request: LoadRequest, onHead: @Sendable (LoadedHead) async throws -> Void, onChunk: @Sendable (ByteBuffer) async throws -> Void
@@ -50,7 +56,30 @@ public struct HTTPLoader: ResourceLoader {
                 tls.certificateVerification = .none
                 outgoing.tlsConfiguration = tls
             }
+            // The cache, for this hop (redirects are always asked of the network).
+            let sent = self.cache == nil ? [] : outgoing.headers.map { ($0.name, $0.value) }
+            let cache = sent.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) }) ? nil : self.cache
+            let cacheKey = cache == nil ? "" : FetchKey.canonical(url)
+            var stored: HTTPCache.Entry? = nil
+            if let cache, request.cachePolicy != .reload, let entry = cache.lookup(cacheKey), entry.response.matches(requestHeaders: sent) {
+                let now = Date().timeIntervalSince1970
+                if request.cachePolicy != .default || entry.response.isFresh(now: now, requestHeaders: sent) {
+                    cache.touch(entry)
+                    logger.debug("from the cache", metadata: ["url": "\(url.absoluteString)"])
+                    try await HTTPLoader.serve(entry, response: entry.response, url: url, use: .stored, onHead: onHead, onChunk: onChunk)
+                    return
+                }
+                let conditionals = entry.response.conditionalHeaders
+                if !conditionals.isEmpty {
+                    for (name, value) in conditionals { outgoing.headers.replaceOrAdd(name: name, value: value) }
+                    stored = entry
+                }
+            }
+            if request.cachePolicy == .cacheOnly {
+                throw DownloadFailure.network(.notCached, "no cached copy of \(url.absoluteString) (cachePolicy cacheOnly)")
+            }
             let proxy = request.proxies.route(for: url)
+            let requestTime = Date().timeIntervalSince1970
             let response: HTTPClientResponse
             do {
                 response = try await clients.client(through: proxy).execute(
@@ -58,10 +87,22 @@ public struct HTTPLoader: ResourceLoader {
             } catch {
                 throw HTTPLoader.classify(error, phase: proxy.map { "connecting through the proxy \($0)" } ?? "connecting")
             }
+            let responseTime = Date().timeIntervalSince1970
             if request.handleCookies {
                 cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
             }
             let status = Int(response.status.code)
+            let version = response.version.major >= 2 ? "2" : "\(response.version.major).\(response.version.minor)"
+            let received = response.headers.map { ($0.name, $0.value) }
+            if status == 304, let cache, let stored {
+                // Still current: the stored copy, with the 304's headers and times.
+                try await HTTPLoader.discard(response.body)
+                let refreshed = stored.response.refreshed(with: received, requestTime: requestTime, responseTime: responseTime)
+                cache.refresh(stored, with: refreshed)
+                logger.debug("revalidated", metadata: ["url": "\(url.absoluteString)"])
+                try await HTTPLoader.serve(stored, response: refreshed, url: url, use: .revalidated, onHead: onHead, onChunk: onChunk)
+                return
+            }
             if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
                 guard let resolved = URL(string: location, relativeTo: url)?.absoluteURL,
                     let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
@@ -83,14 +124,16 @@ public struct HTTPLoader: ResourceLoader {
                 url = next
                 continue
             }
-            let head = LoadedHead(
-                status: status,
-                headers: response.headers.map { ($0.name, $0.value) },
-                finalURL: url,
-                httpVersion: response.version.major >= 2 ? "2" : "\(response.version.major).\(response.version.minor)")
+            let head = LoadedHead(status: status, headers: received, finalURL: url, httpVersion: version)
+            let writer =
+                cache != nil
+                    && CachedResponse.isStorable(
+                        status: status, responseHeaders: received, requestHeaders: sent, hasCredentials: request.credentials != nil)
+                ? cache?.beginStore() : nil
             try await onHead(head)
             do {
                 for try await chunk in response.body {
+                    writer?.append(chunk)
                     try await onChunk(chunk)
                 }
             } catch let error as DownloadFailure {
@@ -98,8 +141,28 @@ public struct HTTPLoader: ResourceLoader {
             } catch {
                 throw HTTPLoader.classify(error, phase: "receiving the body")
             }
+            if let writer {
+                let declared = head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+                if declared == nil || declared == writer.bytesWritten, writer.bytesWritten > 0 {
+                    writer.commit(
+                        CachedResponse(
+                            url: cacheKey, status: status, headers: received, requestTime: requestTime, responseTime: responseTime,
+                            vary: CachedResponse.varyValues(responseHeaders: received, requestHeaders: sent), httpVersion: version,
+                            bodyBytes: writer.bytesWritten))
+                }
+            }
             return
         }
+    }
+
+    /// Answers from a stored response: its head (status, headers as stored or refreshed), then its
+    /// body from the file, chunk by chunk.
+    private static func serve(
+        _ entry: HTTPCache.Entry, response: CachedResponse, url: URL, use: CacheUse, onHead: @Sendable (LoadedHead) async throws -> Void,
+        onChunk: @Sendable (ByteBuffer) async throws -> Void
+    ) async throws {
+        try await onHead(LoadedHead(status: response.status, headers: response.headerPairs, finalURL: url, httpVersion: response.httpVersion, cache: use))
+        try await entry.readBody { try await onChunk($0) }
     }
 
     /// Reads and drops a redirect's (small) body so the connection can be reused; a large one is

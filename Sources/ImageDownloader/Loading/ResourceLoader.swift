@@ -14,6 +14,8 @@ public struct LoadRequest: Sendable {
     public var timeoutMs: Int64
     /// Which proxy each hop goes through (the configuration's when the attempt began).
     public var proxies = ProxySettings()
+    /// How the HTTP cache (if the loader has one) answers this request.
+    public var cachePolicy = CachePolicy.default
 }
 
 public struct LoadedHead: Sendable {
@@ -22,12 +24,15 @@ public struct LoadedHead: Sendable {
     /// The URL the response came from (after redirects).
     public var finalURL: URL
     public var httpVersion: String?
+    /// Whether the HTTP cache answered (and how).
+    public var cache: CacheUse
 
-    public init(status: Int, headers: [(String, String)], finalURL: URL, httpVersion: String?) {
+    public init(status: Int, headers: [(String, String)], finalURL: URL, httpVersion: String?, cache: CacheUse = .none) {
         self.status = status
         self.headers = headers
         self.finalURL = finalURL
         self.httpVersion = httpVersion
+        self.cache = cache
     }
 
     public func header(_ name: String) -> String? {

@@ -25,13 +25,16 @@ public struct ResponseInfo: Sendable, Equatable {
     public var finalURL: String
     /// "1.1" or "2".
     public var httpVersion: String?
+    /// Whether the HTTP cache answered, and how.
+    public var cache: CacheUse
 
-    public init(status: Int, expectedBytes: Int64?, mimeType: String?, finalURL: String, httpVersion: String?) {
+    public init(status: Int, expectedBytes: Int64?, mimeType: String?, finalURL: String, httpVersion: String?, cache: CacheUse = .none) {
         self.status = status
         self.expectedBytes = expectedBytes
         self.mimeType = mimeType
         self.finalURL = finalURL
         self.httpVersion = httpVersion
+        self.cache = cache
     }
 }
 

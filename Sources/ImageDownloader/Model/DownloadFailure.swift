@@ -26,7 +26,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     public enum NetworkReason: String, Sendable {
         /// `timeout`: no data for the idle timeout; `deadline`: no result within the download's
         /// own wall-clock limit, over every attempt.
-        case timeout, deadline, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io, proxy
+        case timeout, deadline, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io, proxy, notCached
     }
 
     public enum LimitKind: String, Sendable {
@@ -72,7 +72,7 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .network(let reason, _):
             switch reason {
             case .timeout, .dns, .connection, .reset, .truncated, .io: return true
-            case .tls, .redirect, .protocolError, .deadline, .proxy: return false
+            case .tls, .redirect, .protocolError, .deadline, .proxy, .notCached: return false
             }
         case .statusCode(let code, _):
             return code >= 500 || code == 429

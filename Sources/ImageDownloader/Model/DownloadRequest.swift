@@ -24,6 +24,8 @@ public struct DownloadRequest: Sendable {
     /// Stream this fetch's body to the downloader's chunk observer as it arrives (progressive
     /// decoding). Not part of what makes requests share a fetch.
     public var streamsBody = false
+    /// How the HTTP cache answers (when the worker has one).
+    public var cachePolicy = CachePolicy.default
 
     public init(
         token: DownloadToken, url: String, priority: DownloadPriority = .normal, headers: [(String, String)] = [],

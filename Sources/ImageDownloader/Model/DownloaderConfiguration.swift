@@ -33,6 +33,8 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     /// Proxies for http and https URLs and the hosts that bypass them (by default from the
     /// environment: `WorkerOptions` reads it).
     public var proxies = ProxySettings()
+    /// The HTTP cache's size on disk (`--cache-dir`), evicting least recently used entries past it.
+    public var cacheMaxBytes: Int64 = 1 << 30
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
 

@@ -3,7 +3,7 @@ import Foundation
 /// What makes two requests the same fetch. Two requests coalesce when everything that can change
 /// the response is equal: the URL (as parsed, fragment dropped), the effective headers (defaults
 /// merged with the request's, names compared case-insensitively), the credentials, certificate
-/// checking, and cookie handling. Priority, timeout and output do not count: the fetch uses the
+/// checking, cookie handling and the cache policy. Priority, timeout and output do not count: the fetch uses the
 /// timeout of the request that created it.
 public struct FetchKey: Hashable, Sendable {
     public let url: String
@@ -11,13 +11,18 @@ public struct FetchKey: Hashable, Sendable {
     public let credentials: Credentials?
     public let allowInvalidCertificates: Bool
     public let handleCookies: Bool
+    public let cachePolicy: CachePolicy
 
-    public init(url: URL, headers: [(String, String)], credentials: Credentials?, allowInvalidCertificates: Bool, handleCookies: Bool) {
+    public init(
+        url: URL, headers: [(String, String)], credentials: Credentials?, allowInvalidCertificates: Bool, handleCookies: Bool,
+        cachePolicy: CachePolicy = .default
+    ) {
         self.url = FetchKey.canonical(url)
         self.headers = headers.map { "\($0.0.lowercased()):\($0.1)" }.sorted()
         self.credentials = credentials
         self.allowInvalidCertificates = allowInvalidCertificates
         self.handleCookies = handleCookies
+        self.cachePolicy = cachePolicy
     }
 
     static func canonical(_ url: URL) -> String {

@@ -36,6 +36,8 @@ enum OutputDelivery {
             "url": .string(sentURL),
             "finalUrl": .string(resource.response.finalURL),
             "status": JSONValue(resource.response.status),
+            "fromCache": .bool(resource.response.cache != .none),
+            "revalidated": .bool(resource.response.cache == .revalidated),
         ]
         let payload: Payload
         let fileExtension: String?

@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -46,6 +46,7 @@ enum ConfigurationParams {
             }
             c.userAgent = v
         }
+        if let v = try p.integer("cacheMaxBytes", in: 0...(1 << 50)) { c.cacheMaxBytes = v }
         if let v = try p.string("proxy") { (c.proxies.httpProxy, c.proxies.httpsProxy) = try proxy(v, "proxy").pair }
         if let v = try p.string("httpProxy") { c.proxies.httpProxy = try proxy(v, "httpProxy") }
         if let v = try p.string("httpsProxy") { c.proxies.httpsProxy = try proxy(v, "httpsProxy") }
@@ -89,6 +90,7 @@ enum ConfigurationParams {
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
             "maxFrames": JSONValue(d.maxFrames),
+            "cacheMaxBytes": .int(c.cacheMaxBytes),
             // Shown without passwords.
             "httpProxy": c.proxies.httpProxy.map { .string($0.description) } ?? .null,
             "httpsProxy": c.proxies.httpsProxy.map { .string($0.description) } ?? .null,

@@ -8,6 +8,7 @@ extension WorkerServer {
         var decoding = decodeSettings.withLock { $0 }
         let clear = try ConfigurationParams.apply(request, to: &configuration, decoding: &decoding)
         await downloader.configure(configuration)
+        httpCache?.setMaxBytes(configuration.cacheMaxBytes)
         decodeSettings.withLock { $0 = decoding }
         if clear { await downloader.clearFailedURLs() }
         return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])

@@ -124,7 +124,7 @@ public struct OutputSpec: Sendable, Equatable {
 struct DownloadParams {
     static let fields = [
         "url", "token", "priority", "headers", "timeoutMs", "deadlineMs", "maxRetries", "retryDelayMs", "credentials",
-        "allowInvalidCertificates", "handleCookies", "retryFailed", "progressive", "output",
+        "allowInvalidCertificates", "handleCookies", "retryFailed", "cachePolicy", "progressive", "output",
     ]
 
     var request: DownloadRequest
@@ -157,6 +157,7 @@ struct DownloadParams {
             credentials: credentials, allowInvalidCertificates: try p.bool("allowInvalidCertificates") ?? false,
             handleCookies: try p.bool("handleCookies") ?? false, retryFailed: try p.bool("retryFailed") ?? false)
         request.deadlineMs = try p.integer("deadlineMs", in: 1...86_400_000)
+        if let v = try p.oneOf("cachePolicy", CachePolicy.allCases.map(\.rawValue)) { request.cachePolicy = CachePolicy(rawValue: v)! }
         request.maxRetries = try p.integer("maxRetries", in: 0...20).map { Int($0) }
         request.retryDelayMs = try p.integer("retryDelayMs", in: 0...600_000)
         progressive = try p.bool("progressive") ?? false

@@ -21,6 +21,7 @@ extension WorkerServer {
                 "priorities": .array(DownloadPriority.allCases.map { .string($0.name) }),
                 "schemes": .array((["http", "https"] + (options.fileRoot != nil ? ["file"] : [])).map { .string($0) }),
                 "partialImages": true,
+                "httpCache": .bool(httpCache != nil),
                 "decodes": .array(ImageDecoders.decodedFormats.map { .string($0.rawValue) }),
             ],
             "configuration": ConfigurationParams.json(configuration, decoding),

@@ -13,7 +13,8 @@ export const EVENT_FIELDS = {
 };
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
-  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped'];
+  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped',
+  'fromCache', 'revalidated'];
 
 const EVENT_TYPES = {
   'download/started': 'started',
@@ -39,6 +40,8 @@ export function parseEvent(method, params, url) {
       const image = withData(params);
       delete image.outcome;
       image.skipped = params.skipped === true;
+      image.fromCache = params.fromCache === true;
+      image.revalidated = params.revalidated === true;
       return { type, token, url: params.url ?? url, outcome, image, error: null, raw: params };
     }
     return {

@@ -4,19 +4,20 @@ export const PROTOCOL_VERSION = '1';
 export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
 export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
 export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
+export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
 
 /** The `download` params for `url` and the client's options (see README.md). */
 export function downloadParams(url, token, options = {}) {
   const {
     dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
     credentials,
-    allowInvalidCertificates, handleCookies, retryFailed, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
+    allowInvalidCertificates, handleCookies, retryFailed, cachePolicy, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
     partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256, quality, lossless,
     chromaSubsampling,
   } = options;
   const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
     'deadlineMs', 'maxRetries', 'retryDelayMs',
-    'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'maxPixelSize', 'maxPixelCount',
+    'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'cachePolicy', 'maxPixelSize', 'maxPixelCount',
     'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'name', 'nameTemplate', 'skipExisting',
     'verify', 'sha256', 'quality', 'lossless', 'chromaSubsampling', 'token', 'signal']);
   for (const key of Object.keys(options)) {
@@ -29,6 +30,9 @@ export function downloadParams(url, token, options = {}) {
   if (skipExisting && overwrite) throw new TypeError('skipExisting and overwrite exclude each other');
   if (skipExisting && dir == null && path == null) throw new TypeError('skipExisting goes with dir or path');
   if (priority != null && !PRIORITIES.includes(priority)) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}`);
+  if (cachePolicy != null && !CACHE_POLICIES.includes(cachePolicy)) {
+    throw new TypeError(`cachePolicy must be one of ${CACHE_POLICIES.join(', ')}`);
+  }
   const chosenFormat = format ?? (progressive ? 'png' : undefined);
   if (chosenFormat != null && !FORMATS.includes(chosenFormat)) throw new TypeError(`format must be one of ${FORMATS.join(', ')}`);
   if (quality != null) {
@@ -53,6 +57,7 @@ export function downloadParams(url, token, options = {}) {
   const params = { url, token };
   for (const [key, value] of Object.entries({
     priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs, allowInvalidCertificates, handleCookies, retryFailed,
+    cachePolicy,
   })) {
     if (value != null) params[key] = value;
   }

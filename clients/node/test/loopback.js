@@ -1,6 +1,8 @@
 // A loopback HTTP server for the tests: the repository's samples/ at /files/NAME
-// (?chunk=N&delayMs=M trickles them), /status/CODE, /redirect/N/NAME (N redirects, then
+// (?chunk=N&delayMs=M trickles them; cc, expires, vary, etag and lm add caching headers, and a
+// matching conditional request gets a 304), /status/CODE, /redirect/N/NAME (N redirects, then
 // /files/NAME), /hang, /truncate/NAME, /text.
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -23,6 +25,17 @@ export function binaryPath() {
 
 const TYPES = { jpg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp', avif: 'image/avif' };
 
+/** The caching headers a /files query asks for, as the Swift test server sends them. */
+function cachingHeaders(body, query) {
+  const headers = {};
+  for (const [key, name] of [['cc', 'Cache-Control'], ['expires', 'Expires'], ['vary', 'Vary']]) {
+    if (query.has(key)) headers[name] = query.get(key);
+  }
+  if (query.has('etag')) headers.ETag = `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}"`;
+  if (query.has('lm')) headers['Last-Modified'] = new Date((Math.floor(Date.now() / 86_400_000) - 1) * 86_400_000).toUTCString();
+  return headers;
+}
+
 export async function startServer() {
   const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png|gif|webp|avif)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
   const hanging = new Set();
@@ -37,7 +50,17 @@ export async function startServer() {
     };
     if (parts[0] === 'files' && files.has(parts[1])) {
       const body = files.get(parts[1]);
-      res.writeHead(200, { 'Content-Type': TYPES[parts[1].split('.').pop()] ?? 'application/octet-stream', 'Content-Length': body.length });
+      const caching = cachingHeaders(body, url.searchParams);
+      const etag = caching.ETag;
+      const modified = caching['Last-Modified'];
+      if ((etag && req.headers['if-none-match'] === etag)
+        || (modified && !req.headers['if-none-match'] && req.headers['if-modified-since'] === modified)) {
+        res.writeHead(304, { ...caching, 'Content-Length': 0 });
+        return res.end();
+      }
+      res.writeHead(200, {
+        'Content-Type': TYPES[parts[1].split('.').pop()] ?? 'application/octet-stream', 'Content-Length': body.length, ...caching,
+      });
       const chunk = Number(url.searchParams.get('chunk') ?? 0);
       const delay = Number(url.searchParams.get('delayMs') ?? 0);
       if (!chunk) return res.end(body);

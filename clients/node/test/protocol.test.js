@@ -162,7 +162,7 @@ test('requests the client builds are valid, and every download option can be set
   const params = downloadParams('https://example.org/a.jpg', 't', {
     dir: '/tmp/x', format: 'rgba', progressive: true, priority: 'high', headers: { 'X-A': 'b' }, timeoutMs: 5000,
     deadlineMs: 9000, maxRetries: 0, retryDelayMs: 10,
-    credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true,
+    credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true, cachePolicy: 'preferCache',
     maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, overwrite: true, partialIntervalMs: 0,
     partialMaxPixelSize: 64, nameTemplate: '{token}.{ext}', verify: true, sha256: true,
   });

@@ -285,3 +285,22 @@ test('per-host limits and proxies: the environment, configure, no password shown
     await proxy.close();
   }
 }));
+
+test('the HTTP cache: fromCache, revalidated, cachePolicy, cacheMaxBytes', () => withSetup(async (server, dir) => {
+  const worker = await spawnWorker({ binary, args: ['--cache-dir', join(dir, 'cache')] });
+  assert.equal(worker.info.capabilities.httpCache, true);
+  const url = server.url('/files/testorig.jpg?cc=no-cache&etag=1');
+  const first = await worker.download(url).done;
+  assert.equal(first.fromCache, false);
+  const second = await worker.download(url).done;
+  assert.equal(second.fromCache, true);
+  assert.equal(second.revalidated, true);
+  const offline = await worker.download(url, { cachePolicy: 'cacheOnly' }).done;
+  assert.equal(offline.fromCache, true);
+  assert.equal(offline.revalidated, false);
+  await assert.rejects(worker.download(server.url('/files/testimgp.jpg'), { cachePolicy: 'cacheOnly' }).done,
+    (e) => e instanceof NetworkError && e.reason === 'notCached');
+  assert.equal((await worker.configure({ cacheMaxBytes: 0 })).cacheMaxBytes, 0);
+  assert.throws(() => worker.download(url, { cachePolicy: 'sometimes' }), /cachePolicy must be one of/);
+  assert.equal(await worker.close(), 0);
+}));

@@ -1,6 +1,8 @@
 """A loopback HTTP server for the tests, serving the repository's samples/ like the Swift test
-server does for the transcripts: /files/NAME[?chunk=N&delayMs=M], /status/CODE, /redirect/N/NAME
-(N redirects, then /files/NAME), and a few misbehaving routes (/hang, /truncate/NAME)."""
+server does for the transcripts: /files/NAME[?chunk=N&delayMs=M] (with the caching parameters cc,
+expires, vary, etag and lm, and 304s to matching conditional requests), /status/CODE,
+/redirect/N/NAME (N redirects, then /files/NAME), and a few misbehaving routes (/hang,
+/truncate/NAME)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,22 @@ from urllib.parse import parse_qs, urlparse
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "samples"
+
+
+def caching_headers(body: bytes, query: Dict[str, str]) -> Dict[str, str]:
+    """The caching headers a /files query asks for, as the Swift test server sends them."""
+    import email.utils
+    import hashlib
+    headers: Dict[str, str] = {}
+    for key, name in (("cc", "Cache-Control"), ("expires", "Expires"), ("vary", "Vary")):
+        if key in query:
+            headers[name] = query[key]
+    if "etag" in query:
+        headers["ETag"] = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+    if "lm" in query:
+        midnight = (time.time() // 86_400 - 1) * 86_400
+        headers["Last-Modified"] = email.utils.formatdate(midnight, usegmt=True)
+    return headers
 
 
 class LoopbackServer:
@@ -36,6 +54,18 @@ class LoopbackServer:
                 server.hits[url.path] = server.hits.get(url.path, 0) + 1
                 try:
                     if parts[0] == "files" and len(parts) == 2 and parts[1] in server.files:
+                        validators = caching_headers(server.files[parts[1]], query)
+                        etag = validators.get("ETag")
+                        modified = validators.get("Last-Modified")
+                        if (etag and self.headers.get("If-None-Match") == etag) or (
+                                modified and not self.headers.get("If-None-Match") and self.headers.get("If-Modified-Since") == modified):
+                            self.send_response(304)
+                            for name, value in validators.items():
+                                self.send_header(name, value)
+                            self.send_header("Content-Length", "0")
+                            self.end_headers()
+                            return
+                        self.validators = validators
                         self.send_body(server.files[parts[1]], int(query.get("chunk", 0)), int(query.get("delayMs", 0)),
                                        query.get("type") or mimetypes.guess_type(parts[1])[0] or "application/octet-stream")
                     elif parts[0] == "redirect" and len(parts) == 3:
@@ -74,6 +104,8 @@ class LoopbackServer:
             def send_body(self, body: bytes, chunk: int, delay_ms: int, mime: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", mime)
+                for name, value in getattr(self, "validators", {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if chunk <= 0:

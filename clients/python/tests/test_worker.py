@@ -264,3 +264,23 @@ def test_per_host_limits_and_proxies(binary: str, server: LoopbackServer) -> Non
             assert "s3cret" not in "".join(worker.stderr_tail)
     finally:
         proxy.close()
+
+
+def test_http_cache(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    with Worker(binary, args=["--cache-dir", str(tmp_path / "cache")]) as worker:
+        assert worker.info["capabilities"]["httpCache"] is True
+        url = server.url("/files/testorig.jpg")
+        first = worker.download(url).result(30)
+        assert first.from_cache is False and first.revalidated is False
+        hits = server.hits["/files/testorig.jpg"]
+        again = worker.download(url, cache_policy="cacheOnly").result(30)
+        assert again.from_cache is True and again.byte_length == first.byte_length
+        assert server.hits["/files/testorig.jpg"] == hits
+        with pytest.raises(NetworkError) as missing:
+            worker.download(server.url("/files/testimgp.jpg"), cache_policy="cacheOnly").result(30)
+        assert missing.value.reason == "notCached"
+        assert worker.configure(cache_max_bytes=0)["cacheMaxBytes"] == 0
+        with pytest.raises(NetworkError):
+            worker.download(url, cache_policy="cacheOnly").result(30)
+        with pytest.raises(RequestError):
+            worker.download(url, cache_policy="sometimes")

@@ -36,7 +36,7 @@ from ._errors import (
     WorkerExited,
 )
 from ._events import EVENT_TYPES, Completed, Event, Image, PartialImage, Progress, Response, Started
-from ._options import ChromaSubsampling, DownloadOptions, ExecutionOrder, Format, ManyOptions, Priority, Settings, Token
+from ._options import CachePolicy, ChromaSubsampling, DownloadOptions, ExecutionOrder, Format, ManyOptions, Priority, Settings, Token
 from ._worker import DownloadHandle, Worker, download_many, iter_downloads
 
 __version__ = "0.1.0"
@@ -44,7 +44,7 @@ PROTOCOL_VERSION = "1"
 
 __all__ = [
     "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
-    "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions", "ERRORS_BY_CODE", "EVENT_TYPES",
+    "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions", "ERRORS_BY_CODE", "EVENT_TYPES",
     "Event", "ExecutionOrder", "Format", "Image", "ImageWorkerError", "InvalidDownloadOperation",
     "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "NetworkError", "Outcome",
     "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress", "RequestError", "Response", "Settings",

@@ -104,6 +104,10 @@ class Image(_Pixels):
     sha256: Optional[str] = None
     #: ``skip_existing`` found the file: kept as it was, nothing fetched (``status`` is 0)
     skipped: bool = False
+    #: the worker's HTTP cache (``--cache-dir``) answered: without a request, or after a 304
+    from_cache: bool = False
+    #: the stored response was revalidated: the server answered 304 to a conditional request
+    revalidated: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # Wire name -> attribute, for every field the protocol defines (checked against the schema).
@@ -112,7 +116,7 @@ class Image(_Pixels):
         "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
         "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
-        "frameCount": "frame_count", "loopCount": "loop_count",
+        "frameCount": "frame_count", "loopCount": "loop_count", "fromCache": "from_cache", "revalidated": "revalidated",
     }
 
     @staticmethod
@@ -126,7 +130,8 @@ class Image(_Pixels):
             loop_count=_int(p.get("loopCount")), pixel_format=_str(p.get("pixelFormat")),
             stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
             data=base64.b64decode(data) if data is not None else None, sha256=_str(p.get("sha256")),
-            skipped=p.get("skipped") is True, raw=dict(p))
+            skipped=p.get("skipped") is True, from_cache=p.get("fromCache") is True, revalidated=p.get("revalidated") is True,
+            raw=dict(p))
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
 Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
+CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
 FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
+CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnly")
 
 #: JSON-RPC's "invalid params", the code the worker would answer with.
 INVALID_PARAMS = -32602
@@ -65,6 +67,10 @@ class ManyOptions(TypedDict, total=False):
     allow_invalid_certificates: bool
     handle_cookies: bool
     retry_failed: bool
+    #: how the worker's HTTP cache (``--cache-dir``) answers: ``"default"`` (RFC 9111), ``"reload"``
+    #: (ignore stored responses), ``"preferCache"`` (any stored copy, else load), ``"cacheOnly"``
+    #: (a stored copy or :class:`NetworkError` with reason ``notCached``)
+    cache_policy: CachePolicy
     max_pixel_size: int
     max_pixel_count: int
     apply_orientation: bool
@@ -118,6 +124,8 @@ class Settings(TypedDict, total=False):
     max_progressive_scans: int
     #: animated GIF, WebP and AVIF files with more frames fail (``LimitExceeded``, limit ``frames``)
     max_frames: int
+    #: the HTTP cache's size on disk (``--cache-dir``); least recently used entries go past it (1 GiB)
+    cache_max_bytes: int
     #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
     #: for https too) or ``socks5://host[:port]``; ``""`` for none. Default: the worker's
     #: environment (``http_proxy``, ``https_proxy``, ``all_proxy``, ``no_proxy``, either case)
@@ -162,6 +170,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "allow_invalid_certificates": Rule("allowInvalidCertificates", "bool"),
     "handle_cookies": Rule("handleCookies", "bool"),
     "retry_failed": Rule("retryFailed", "bool"),
+    "cache_policy": Rule("cachePolicy", "enum", choices=CACHE_POLICIES),
     "max_pixel_size": Rule("maxPixelSize", "int", 1, 1_000_000, output=True),
     "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),
     "apply_orientation": Rule("applyOrientation", "bool", output=True),
@@ -198,6 +207,7 @@ SETTING_RULES: Dict[str, Rule] = {
     "max_pixels": Rule("maxPixels", "int", 1, 1 << 40),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
     "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
+    "cache_max_bytes": Rule("cacheMaxBytes", "int", 0, 1 << 50),
     "proxy": Rule("proxy", "text"),
     "http_proxy": Rule("httpProxy", "text"),
     "https_proxy": Rule("httpsProxy", "text"),

@@ -1,0 +1,295 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+
+/// Responses on disk, one file per URL: the body, then the head (`CachedResponse` as JSON), then
+/// an 8-byte trailer (the head's length, little-endian, and `IWC1`). A file is written under
+/// `tmp/` and renamed into `entries/`, so a reader sees a whole entry or none, whatever crashes;
+/// a reader keeps its open file even when another writer replaces or evicts it. Several workers
+/// may share one directory: the file system is the only index, and every change is a rename or
+/// an unlink. Eviction is least recently used first (a hit sets the file's mtime), by size.
+public final class HTTPCache: Sendable {
+    public let directory: String
+    private let entries: String
+    private let temporary: String
+    private let logger: Logger
+
+    private struct State {
+        var maxBytes: Int64
+        /// Bytes of entries this worker knows of (a scan at start, then its own writes); a scan
+        /// corrects it whenever it passes `maxBytes`.
+        var knownBytes: Int64 = 0
+    }
+    private let state: Mutex<State>
+
+    static let magic: [UInt8] = Array("IWC1".utf8)
+    static let trailerBytes = 8
+    /// Temporary files older than this are left by a worker that died: removed at start.
+    static let staleTemporarySeconds: Double = 3600
+
+    public init(directory: String, maxBytes: Int64, logger: Logger) throws {
+        self.directory = directory
+        self.entries = directory + "/v1/entries"
+        self.temporary = directory + "/v1/tmp"
+        self.logger = logger
+        self.state = Mutex(State(maxBytes: maxBytes))
+        try FileManager.default.createDirectory(atPath: entries, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        removeStaleTemporaryFiles()
+        let total = scan().reduce(0) { $0 + $1.bytes }
+        state.withLock { $0.knownBytes = total }
+    }
+
+    public var maxBytes: Int64 { state.withLock { $0.maxBytes } }
+
+    public func setMaxBytes(_ value: Int64) {
+        let over = state.withLock { s -> Bool in
+            s.maxBytes = value
+            return s.knownBytes > value
+        }
+        if over { evict() }
+    }
+
+    /// Bytes and entries on disk now (a scan).
+    public func usage() -> (bytes: Int64, entries: Int) {
+        let all = scan()
+        return (all.reduce(0) { $0 + $1.bytes }, all.count)
+    }
+
+    func path(for url: String) -> String {
+        let digest = SHA256.hash(data: Data(url.utf8)).map { String(format: "%02x", $0) }.joined()
+        return "\(entries)/\(digest.prefix(2))/\(digest)"
+    }
+
+    // MARK: Reading
+
+    /// An open entry: its head and its body's file.
+    public final class Entry: Sendable {
+        public let response: CachedResponse
+        let fd: Int32
+        /// Its file.
+        public let path: String
+
+        init(response: CachedResponse, fd: Int32, path: String) {
+            self.response = response
+            self.fd = fd
+            self.path = path
+        }
+
+        deinit { close(fd) }
+
+        /// The body in chunks of up to `chunkBytes`, each handed to `body` before the next is read.
+        public func readBody(chunkBytes: Int = 256 << 10, _ body: (ByteBuffer) async throws -> Void) async throws {
+            var offset: Int64 = 0
+            while offset < response.bodyBytes {
+                let count = Int(min(Int64(chunkBytes), response.bodyBytes - offset))
+                var buffer = ByteBufferAllocator().buffer(capacity: count)
+                let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                    pread(fd, raw.baseAddress, count, off_t(offset))
+                }
+                guard read > 0 else { throw DownloadFailure.network(.io, "the cached copy of \(response.url) ended early") }
+                offset += Int64(read)
+                try await body(buffer)
+            }
+        }
+    }
+
+    /// The stored response for `url`, opened; nil when there is none (or it is damaged: removed).
+    public func lookup(_ url: String) -> Entry? {
+        let path = path(for: url)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= HTTPCache.trailerBytes else {
+            close(fd)
+            return nil
+        }
+        let size = Int64(info.st_size)
+        var trailer = [UInt8](repeating: 0, count: HTTPCache.trailerBytes)
+        let headLength: Int
+        do {
+            guard pread(fd, &trailer, trailer.count, off_t(size) - off_t(trailer.count)) == trailer.count,
+                Array(trailer[4...]) == HTTPCache.magic
+            else { throw Damaged() }
+            headLength = Int(UInt32(trailer[0]) | UInt32(trailer[1]) << 8 | UInt32(trailer[2]) << 16 | UInt32(trailer[3]) << 24)
+            guard headLength > 0, Int64(headLength) + Int64(trailer.count) <= size else { throw Damaged() }
+            var head = [UInt8](repeating: 0, count: headLength)
+            guard pread(fd, &head, headLength, off_t(size) - off_t(trailer.count + headLength)) == headLength else { throw Damaged() }
+            let response = try JSONDecoder().decode(CachedResponse.self, from: Data(head))
+            guard response.bodyBytes == size - Int64(trailer.count + headLength), response.url == url else { throw Damaged() }
+            return Entry(response: response, fd: fd, path: path)
+        } catch {
+            close(fd)
+            logger.warning("removing a damaged cache entry", metadata: ["url": "\(url)"])
+            unlink(path)
+            return nil
+        }
+    }
+
+    private struct Damaged: Error {}
+
+    /// Marks an entry used now (least recently used goes first).
+    public func touch(_ entry: Entry) {
+        futimens(entry.fd, nil)
+    }
+
+    // MARK: Writing
+
+    /// A response being stored: the body goes to a temporary file as it arrives; `commit` adds
+    /// the head and renames it into place.
+    public final class Writer: Sendable {
+        let fd: Int32
+        let path: String
+        let cache: HTTPCache
+        private let written = Mutex<Int64>(0)
+        private let failed = Mutex(false)
+
+        init(fd: Int32, path: String, cache: HTTPCache) {
+            self.fd = fd
+            self.path = path
+            self.cache = cache
+        }
+
+        deinit {
+            close(fd)
+            unlink(path)  // harmless after a rename: the name is gone
+        }
+
+        public var bytesWritten: Int64 { written.withLock { $0 } }
+
+        /// Appends body bytes. A write that fails (disk full) makes the entry unusable, never the
+        /// download.
+        public func append(_ bytes: ByteBuffer) {
+            guard !failed.withLock({ $0 }) else { return }
+            let ok = bytes.withUnsafeReadableBytes { raw in HTTPCache.writeAll(fd, raw) }
+            if ok { written.withLock { $0 += Int64(bytes.readableBytes) } } else { failed.withLock { $0 = true } }
+        }
+
+        /// Finishes the entry with its head; returns whether it is now stored.
+        @discardableResult
+        public func commit(_ response: CachedResponse) -> Bool {
+            guard !failed.withLock({ $0 }) else { return false }
+            var head = response
+            head.bodyBytes = bytesWritten
+            guard let json = try? JSONEncoder().encode(head) else { return false }
+            let length = UInt32(json.count)
+            let trailer = [UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24)] + HTTPCache.magic
+            let ok =
+                json.withUnsafeBytes { HTTPCache.writeAll(fd, $0) } && trailer.withUnsafeBytes { HTTPCache.writeAll(fd, $0) }
+            guard ok else { return false }
+            return cache.install(path, for: response.url, bytes: bytesWritten + Int64(json.count + trailer.count))
+        }
+    }
+
+    /// Starts storing a response for `url`; nil when the temporary file cannot be made.
+    public func beginStore() -> Writer? {
+        let name = "\(temporary)/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).part"
+        let fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            logger.warning("cannot write to the cache", metadata: ["directory": "\(directory)", "errno": "\(errno)"])
+            return nil
+        }
+        return Writer(fd: fd, path: name, cache: self)
+    }
+
+    /// Rewrites an entry with a new head (after a 304), its body copied; returns whether it worked.
+    @discardableResult
+    public func refresh(_ entry: Entry, with response: CachedResponse) -> Bool {
+        guard let writer = beginStore() else { return false }
+        var offset: Int64 = 0
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        while offset < entry.response.bodyBytes {
+            let count = Int(min(Int64(buffer.count), entry.response.bodyBytes - offset))
+            let read = pread(entry.fd, &buffer, count, off_t(offset))
+            guard read > 0 else { return false }
+            writer.append(ByteBuffer(bytes: buffer[0..<read]))
+            offset += Int64(read)
+        }
+        return writer.commit(response)
+    }
+
+    public func remove(_ url: String) {
+        unlink(path(for: url))
+    }
+
+    fileprivate func install(_ temporaryPath: String, for url: String, bytes: Int64) -> Bool {
+        let target = path(for: url)
+        let directory = (target as NSString).deletingLastPathComponent
+        mkdir(directory, 0o755)
+        guard rename(temporaryPath, target) == 0 else {
+            logger.warning("cannot store a cache entry", metadata: ["url": "\(url)", "errno": "\(errno)"])
+            return false
+        }
+        let over = state.withLock { s -> Bool in
+            s.knownBytes += bytes
+            return s.knownBytes > s.maxBytes
+        }
+        if over { evict() }
+        return true
+    }
+
+    static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < raw.count {
+            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            offset += n
+        }
+        return true
+    }
+
+    // MARK: Eviction
+
+    private struct Found {
+        var path: String
+        var bytes: Int64
+        var used: Double
+    }
+
+    private func scan() -> [Found] {
+        var found: [Found] = []
+        guard let shards = try? FileManager.default.contentsOfDirectory(atPath: entries) else { return [] }
+        for shard in shards {
+            let folder = "\(entries)/\(shard)"
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                var info = stat()
+                let path = "\(folder)/\(name)"
+                guard stat(path, &info) == 0 else { continue }
+                found.append(Found(path: path, bytes: Int64(info.st_size), used: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9))
+            }
+        }
+        return found
+    }
+
+    /// Removes least recently used entries until the directory (every worker's entries) fits.
+    private func evict() {
+        var all = scan()
+        var total = all.reduce(0) { $0 + $1.bytes }
+        let limit = maxBytes
+        if total > limit {
+            all.sort { $0.used < $1.used }
+            var removed = 0
+            for entry in all where total > limit {
+                if unlink(entry.path) == 0 || errno == ENOENT {
+                    total -= entry.bytes
+                    removed += 1
+                }
+            }
+            logger.debug("cache eviction", metadata: ["removed": "\(removed)", "bytes": "\(total)"])
+        }
+        state.withLock { $0.knownBytes = total }
+    }
+
+    private func removeStaleTemporaryFiles() {
+        let now = Date().timeIntervalSince1970
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] {
+            var info = stat()
+            let path = "\(temporary)/\(name)"
+            guard stat(path, &info) == 0, now - Double(info.st_mtim.tv_sec) > HTTPCache.staleTemporarySeconds else { continue }
+            unlink(path)
+        }
+    }
+}
