@@ -17,6 +17,10 @@ threads), taking turns in every round (the order alternates), plus the from-memo
     thumb-jpeg-i2d  the same at quality 95 against img2dataset's resize-and-encode (OpenCV INTER_AREA,
                     cv2.imencode at its default quality 95; scripts/thumb_jpeg_anchor.py)
     original-files  the bytes as they came, written as files
+    decode-warm     `decode` with the HTTP cache (`--cache-dir`), filled by one unmeasured run before
+                    the rounds: what a re-run of the same job costs (Python: its `decode` again);
+                    the row says how many came from the cache and how many were revalidated (nginx
+                    sends ETag and Last-Modified only, so freshness is the heuristic one)
 
 It prints, per job, the medians over rounds of files/s, CPU seconds per 1,000 files and peak RSS
 for each side, and the median of each round's worker/Python ratio (files/s and CPU), then the
@@ -36,13 +40,13 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
-JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files"]
+JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "decode-warm"]
 # The JPEG thumbnail jobs' Python side: this repository's, on pipeline_anchor.py's pipeline.
 JPEG_ANCHOR = os.path.join(ROOT, "scripts", "thumb_jpeg_anchor.py")
 
 
 def worker_output(job, out, n):
-    if job == "decode":
+    if job in ("decode", "decode-warm"):
         return {"format": "rgba", "delivery": "none"}
     if job == "rgba-files":
         return {"format": "rgba", "delivery": "file", "path": os.path.join(out, f"{n}.rgba")}
@@ -74,18 +78,22 @@ def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
 
 
-def run_worker(binary, job, urls, out):
+def run_worker(binary, job, urls, out, cache_dir=None):
     lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "configure", "params": {"maxConcurrentDownloads": 6}})]
     for n, url in enumerate(urls):
         lines.append(json.dumps({"jsonrpc": "2.0", "method": "download",
                                  "params": {"token": n, "url": url, "output": worker_output(job, out, n)}}))
-    wall, cpu, rss, output = run_measured([binary], ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
-    ok = sum(1 for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line)
-    return dict(files=len(urls), ok=ok, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+    argv = [binary] + (["--cache-dir", cache_dir] if cache_dir else [])
+    wall, cpu, rss, output = run_measured(argv, ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
+    done = [line for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line]
+    return dict(files=len(urls), ok=len(done), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
+                from_cache=sum(1 for line in done if b'"fromCache":true' in line),
+                revalidated=sum(1 for line in done if b'"revalidated":true' in line))
 
 
 def run_python(python, job, url_list, out):
     script = JPEG_ANCHOR if job.startswith("thumb-jpeg") else ANCHOR
+    job = "decode" if job == "decode-warm" else job
     wall, cpu, rss, output = run_measured(
         [python, script, job, "--list", url_list, "--out", out, "--conc", "6", "--threads", "2"], stdout=subprocess.PIPE)
     reported = json.loads(output.decode().strip().splitlines()[-1])
@@ -135,17 +143,23 @@ def main():
     results = {job: {"worker": [], "python": []} for job in jobs}
     ceiling, curl = [], []
     print(f"pipeline: {len(urls)} files from {a.base}, {a.rounds} rounds, worker {a.binary}", file=sys.stderr)
+    cache_dir = os.path.join(scratch, "http-cache")
+    if "decode-warm" in jobs:
+        filled = run_worker(a.binary, "decode-warm", urls, fresh(os.path.join(scratch, "out")), cache_dir)
+        print(f"pipeline: cache filled ({filled['ok']} files, {filled['from_cache']} already cached)", file=sys.stderr)
     for r in range(a.rounds):
         for job in jobs:
             order = ["worker", "python"] if r % 2 == 0 else ["python", "worker"]
             for side in order:
                 out = fresh(os.path.join(scratch, "out"))
-                result = run_worker(a.binary, job, urls, out) if side == "worker" else run_python(a.python, job, url_list, out)
+                cache = cache_dir if job == "decode-warm" and side == "worker" else None
+                result = run_worker(a.binary, job, urls, out, cache) if side == "worker" else run_python(a.python, job, url_list, out)
                 if result["ok"] != len(urls):
                     print(f"pipeline: {side} {job}: only {result['ok']} of {len(urls)} succeeded", file=sys.stderr)
                 results[job][side].append(result)
+                cached = f" ({result['from_cache']} from the cache, {result['revalidated']} revalidated)" if cache else ""
                 print(f"pipeline: round {r + 1} {job:14} {side:6} {len(urls) / result['wall_s']:8.1f} files/s "
-                      f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB", file=sys.stderr)
+                      f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB{cached}", file=sys.stderr)
         ceiling.append(run_ceiling(a.python, a.corpus))
         curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
     shutil.rmtree(scratch, ignore_errors=True)
@@ -169,6 +183,13 @@ def main():
     if "decode" in results:
         ratio = med([(len(urls) / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(results["decode"]["worker"], ceiling)])
         print(f"worker decode ÷ ceiling: {ratio:.2f}")
+    if "decode-warm" in results:
+        w = results["decode-warm"]["worker"]
+        print(f"decode-warm: {med([x['from_cache'] for x in w]):.0f} of {len(urls)} from the cache, "
+              f"{med([x['revalidated'] for x in w]):.0f} of them revalidated (median per run)")
+        if "decode" in results:
+            ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(w, results["decode"]["worker"])])
+            print(f"worker decode-warm ÷ decode (cache off): {ratio:.2f}")
     k = med([len(urls) / x["wall_s"] for x in curl])
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
     if "original-files" in results:

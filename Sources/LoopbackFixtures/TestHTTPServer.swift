@@ -20,6 +20,10 @@ import X509
 ///   until `openGate(G)`. Caching: `?cc=V` sends `Cache-Control: V`, `?expires=V` `Expires: V`,
 ///   `?vary=V` `Vary: V`; `?etag=1` an ETag from the bytes and `?lm=1` a fixed `Last-Modified`
 ///   (a day before the `Date` sent), either answering a matching conditional request with 304.
+///   Ranges: `?ranges=1` sends `Accept-Ranges: bytes` and an ETag, and answers `Range: bytes=N-`
+///   (with a matching or absent `If-Range`) with a 206; `?ranges=ignore` advertises them but
+///   always sends the whole body; `?ranges=bad` answers with a 206 from the wrong offset.
+///   `?drops=K&seed=S` cuts the first K responses of that URL (reset) at seeded random points.
 /// - `/status/CODE` that status (`?retryAfter=S` adds Retry-After).
 /// - `/flaky/KEY/NAME?failures=N&status=S` fails the first N requests of KEY with status S (or,
 ///   with `mode=reset`, by resetting the connection), then serves NAME.
@@ -225,6 +229,9 @@ final class TestHTTPHandler: ChannelInboundHandler {
                     return simple(context, .notModified, headers: headers)
                 }
             }
+            if let mode = query["ranges"] {
+                return serveRange(context, head: head, bytes: bytes, query: query, mode: mode)
+            }
             if let gate = query["gate"], query["pauseAt"] == nil {
                 server.gateFuture(gate, on: context.eventLoop).assumeIsolated().whenSuccess { _ in
                     self.serve(context, bytes, query)
@@ -314,6 +321,42 @@ final class TestHTTPHandler: ChannelInboundHandler {
         } else {
             context.close(promise: nil)
         }
+    }
+
+    /// `?ranges=`: whole or partial bodies with `Accept-Ranges`, cut at random points with `drops`.
+    private func serveRange(_ context: ChannelHandlerContext, head: HTTPRequestHead, bytes: [UInt8], query: [String: String], mode: String) {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let etag = "\"r\(String(hash, radix: 16))\""
+        var start = 0
+        if mode != "ignore", let range = head.headers.first(name: "range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+            let from = Int(range.dropFirst(6).dropLast()), from < bytes.count,
+            head.headers.first(name: "if-range").map({ $0 == etag }) ?? true
+        {
+            start = mode == "bad" ? max(0, from - 1) : from
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: TestHTTPHandler.mimeType(bytes))
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        headers.add(name: "ETag", value: etag)
+        headers.add(name: "Content-Length", value: String(bytes.count - start))
+        let status: HTTPResponseStatus = start > 0 || (mode == "bad" && head.headers.first(name: "range") != nil) ? .partialContent : .ok
+        if status == .partialContent { headers.add(name: "Content-Range", value: "bytes \(start)-\(bytes.count - 1)/\(bytes.count)") }
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        // The first `drops` responses of this URL end early, each at a point of its own.
+        let server = box.value
+        let count = server.state.withLock { s -> Int in
+            s.flaky["drop:" + head.uri, default: 0] += 1
+            return s.flaky["drop:" + head.uri]!  // set on the line above
+        }
+        var limit = bytes.count
+        var ending = Ending.complete
+        if count <= Int(query["drops"] ?? "0") ?? 0, bytes.count - start > 1 {
+            var rng = SplitMix(seed: (UInt64(query["seed"] ?? "") ?? 1) &* 1_000_003 &+ UInt64(count))
+            limit = start + 1 + Int(rng.next() % UInt64(bytes.count - start - 1))
+            ending = .reset
+        }
+        send(context, Array(bytes[start...]), from: 0, limit: limit - start, chunk: 16_384, delayMs: 0, ending: ending)
     }
 
     /// The caching headers a `/files` query asks for.

@@ -9,7 +9,7 @@ import Testing
         var attempt = FetchAttempt(number: 1)
         attempt.began(now: now)
         let r1 = attempt.headReceived(status: 200, contentLength: expected, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: now)
-        #expect(r1 == nil)
+        #expect(r1 == .success(.whole))
         return attempt
     }
 
@@ -32,13 +32,13 @@ import Testing
             attempt.began(now: 0)
             let retryAfter: Double? = status == 503 ? 2 : nil
             let r5 = attempt.headReceived(status: status, contentLength: nil, retryAfterSeconds: retryAfter, maxBodyBytes: 10, now: 0)
-            #expect(r5 == expected)
+            #expect(r5 == .failure(expected))
             #expect(attempt.state == .awaitingHead(lastActivity: 0), "a refused head does not start the body")
         }
         var attempt = FetchAttempt(number: 1)
         attempt.began(now: 0)
         let r6 = attempt.headReceived(status: 200, contentLength: 11, retryAfterSeconds: nil, maxBodyBytes: 10, now: 0)
-        #expect(r6 == .limitExceeded(.bodyBytes, limit: 10, actual: 11))
+        #expect(r6 == .failure(.limitExceeded(.bodyBytes, limit: 10, actual: 11)))
     }
 
     @Test func aBodyPastTheLimitFails() {
@@ -85,7 +85,7 @@ import Testing
         let r15 = attempt.watchdogWoke(now: 50 * ms, timeoutMs: 100)
         #expect(r15 == .checkAt(110 * ms))
         let r16 = attempt.headReceived(status: 200, contentLength: nil, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: 60 * ms)
-        #expect(r16 == nil)
+        #expect(r16 == .success(.whole))
         let r17 = attempt.watchdogWoke(now: 110 * ms, timeoutMs: 100)
         #expect(r17 == .checkAt(160 * ms))
         _ = attempt.bodyReceived(total: 5, maxBodyBytes: 1_000, now: 150 * ms)
@@ -112,5 +112,42 @@ import Testing
         let r25 = attempt.headReceived(status: 500, contentLength: nil, retryAfterSeconds: nil, maxBodyBytes: 1_000, now: 2)
         #expect(r25 == nil)
         #expect(attempt.state == .ended)
+    }
+
+    // MARK: Resuming
+
+    @Test func aResumedAttemptContinuesFromItsOffsetOnAMatching206() {
+        var attempt = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "\"v1\"", total: 1000))
+        attempt.began(now: 0)
+        let head = attempt.headReceived(
+            status: 206, contentLength: 600, contentRange: "bytes 400-999/1000", retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+        #expect(head == .success(.continuing))
+        #expect(attempt.state == .receiving(lastActivity: 1, received: 400, expected: 1000))
+        _ = attempt.bodyReceived(total: 999, maxBodyBytes: 10_000, now: 2)
+        #expect(attempt.loaderEnded(error: nil) == .failed(.network(.truncated, "body ended after 999 of 1000 bytes")))
+    }
+
+    @Test func aResumedAttemptTakesA200AsTheWholeBodyAgain() {
+        var attempt = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "\"v1\"", total: 1000))
+        attempt.began(now: 0)
+        let head = attempt.headReceived(status: 200, contentLength: 1200, retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+        #expect(head == .success(.whole))
+        #expect(attempt.state == .receiving(lastActivity: 1, received: 0, expected: 1200))
+    }
+
+    @Test func aRangeThatDoesNotFitFailsSoTheNextAttemptStartsOver() {
+        for (status, range) in [(206, "bytes 300-999/1000"), (206, "bytes 400-999/2000"), (206, "nonsense"), (416, "bytes */1000")] {
+            var attempt = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "x", total: 1000))
+            attempt.began(now: 0)
+            let head = attempt.headReceived(status: status, contentLength: nil, contentRange: range, retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+            guard case .failure(let failure)? = head else {
+                Issue.record("\(status) \(range) accepted")
+                continue
+            }
+            #expect(failure.isTransient, "\(status) \(range)")
+        }
+        #expect(FetchAttempt.parseContentRange("bytes 0-9/*")! == (0, 9, nil))
+        #expect(FetchAttempt.parseContentRange("bytes 5-4/10") == nil)
+        #expect(FetchAttempt.parseContentRange("bytes 0-10/10") == nil)
     }
 }

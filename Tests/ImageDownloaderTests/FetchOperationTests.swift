@@ -114,6 +114,33 @@ import Testing
         #expect(op.attemptFailed(failure, retryPolicy: retries, jitter: 0) == [.leaveQueue, .emitFailure(a, failure), .finished])
     }
 
+    @Test func aResumableFailureAfterTheResponseIsRetriedAndProgressGoesOn() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.start()
+        _ = op.responseReceived(info(1000), now: 0)
+        _ = op.bodyReceived(total: 600, now: 1, throttle: noThrottle)
+        let cut = DownloadFailure.network(.truncated, "cut")
+        #expect(op.attemptFailed(cut, retryPolicy: retries, jitter: 0, resumable: true) == [.scheduleRetry(attempt: 2, delayMs: 50)])
+        #expect(op.retryTimerFired() == [.startAttempt(2)])
+        // The resumed attempt's 206: no second response event, progress goes on from 600.
+        #expect(op.responseReceived(info(400), now: 2, continuing: true) == [])
+        #expect(op.bodyReceived(total: 1000, now: 3, throttle: noThrottle) == [.emitProgress(a, received: 1000, expected: 1000)])
+        #expect(op.attemptSucceeded(now: 4) == [.recordSuccess, .process(a)])
+        #expect(op.response?.expectedBytes == 1000, "the first response stays the fetch's")
+    }
+
+    @Test func aRetryThatStartsOverNeverReportsLessThanBefore() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.start()
+        _ = op.responseReceived(info(1000), now: 0)
+        _ = op.bodyReceived(total: 600, now: 1, throttle: noThrottle)
+        _ = op.attemptFailed(.network(.reset, "cut"), retryPolicy: retries, jitter: 0, resumable: true)
+        _ = op.retryTimerFired()
+        #expect(op.responseReceived(info(1000), now: 2) == [], "the whole body again: no second response event")
+        #expect(op.bodyReceived(total: 300, now: 3, throttle: noThrottle) == [], "below what was reported")
+        #expect(op.bodyReceived(total: 700, now: 4, throttle: noThrottle) == [.emitProgress(a, received: 700, expected: 1000)])
+    }
+
     @Test func cancelWhileWaitingToRetryStopsTheTimer() {
         var op = FetchOperation(token: a, priority: .normal)
         _ = op.start()

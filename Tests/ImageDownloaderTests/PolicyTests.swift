@@ -1,6 +1,7 @@
 import Foundation
-import ImageDownloader
+@testable import ImageDownloader
 import Testing
+import TestSupport
 
 @Suite struct RetryPolicyTests {
     let policy = RetryPolicy(maxRetries: 5, baseDelayMs: 100, maxDelayMs: 1000)
@@ -119,5 +120,25 @@ import Testing
         #expect(throws: DownloadFailure.network(.io, "no such file: \(root.path)/missing.png")) {
             try policy.resolve(URL(fileURLWithPath: root.path + "/missing.png"))
         }
+    }
+}
+
+@Suite struct HTTPDateTests {
+    /// The IMF-fixdate fast path reads what a DateFormatter writes, for dates across two centuries.
+    @Test func theFastPathAgreesWithDateFormatter() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var rng = SplitMix(seed: 42)
+        for _ in 0..<3000 {
+            let seconds = Double(rng.next() % 4_102_444_800)  // 1970 ... 2100
+            let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
+            #expect(HTTPDate.imfFixdate(text)?.timeIntervalSince1970 == seconds, "\(text)")
+        }
+        #expect(HTTPDate.imfFixdate("Sun, 06 Nov 1994 08:49:37 GMT")?.timeIntervalSince1970 == 784_111_777)
+        #expect(HTTPDate.imfFixdate("Sun, 06 Nov 1994 08:49:37 UTC") == nil)
+        #expect(HTTPDate.imfFixdate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") != nil, "the obsolete forms still parse")
     }
 }

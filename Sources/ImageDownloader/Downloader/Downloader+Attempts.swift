@@ -11,6 +11,7 @@ extension Downloader {
         request.timeoutMs = fetch.timeoutMs ?? configuration.timeoutMs
         request.maxRedirects = configuration.maxRedirects
         request.proxies = configuration.proxies
+        request.resume = fetch.resume
         let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
         let transfer = Task {
             self.attemptBegan(id, number)
@@ -24,11 +25,14 @@ extension Downloader {
                 self.attemptEnded(id, number, error)
             }
         }
+        let restarts = fetch.resume == nil && fetch.body.readableBytes > 0 && fetch.streamsBody
         update(id) { fetch in
-            fetch.attempt = FetchAttempt(number: number)
-            fetch.body = ByteBuffer()
+            fetch.attempt = FetchAttempt(number: number, resume: fetch.resume)
+            // Resumed, the body so far stays (never fetched or decoded twice); else it starts over.
+            if fetch.resume == nil { fetch.body = ByteBuffer() }
             fetch.tasks.transfer = transfer
         }
+        if restarts { bodyObserver?(.abort(fetchID: id)) }
     }
 
     /// Whether attempt `number` is the fetch's current one (a late event of an earlier attempt is
@@ -59,10 +63,38 @@ extension Downloader {
         let retryAfter = head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) }
         let now = clock()
         let maxBodyBytes = configuration.maxBodyBytes
-        let refusal = update(id) { fetch in
-            fetch.attempt?.headReceived(status: head.status, contentLength: length, retryAfterSeconds: retryAfter, maxBodyBytes: maxBodyBytes, now: now)
+        let taken = update(id) { fetch in
+            fetch.attempt?.headReceived(
+                status: head.status, contentLength: length, contentRange: head.header("Content-Range"), retryAfterSeconds: retryAfter,
+                maxBodyBytes: maxBodyBytes, now: now)
         }
-        if let refusal, let failure = refusal { throw failure }
+        guard let taken, let taken else { throw CancellationError() }
+        let continuing: Bool
+        switch taken {
+        case .failure(let failure):
+            if fetches[id]?.resume != nil {
+                // The server would not resume: the next attempt (if any) starts over.
+                update(id) { fetch in
+                    fetch.resume = nil
+                    fetch.validator = nil
+                }
+            }
+            throw failure
+        case .success(let kind):
+            continuing = kind == .continuing
+        }
+        let restarted = !continuing && fetches[id]?.body.readableBytes ?? 0 > 0
+        let streams = update(id) { fetch -> Bool in
+            if !continuing {
+                // A whole body (again, if an attempt to resume got a 200): what came before goes.
+                fetch.body = ByteBuffer()
+                fetch.validator = ResumePoint.validator(headers: head.headers)
+                fetch.expectedTotal = length
+            }
+            fetch.resume = nil
+            return fetch.streamsBody
+        } ?? false
+        if restarted && streams { bodyObserver?(.abort(fetchID: id)) }
         let mime = head.header("Content-Type").map { value -> String in
             let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let plain = type.utf8.allSatisfy { (0x21...0x7E).contains($0) && !(0x41...0x5A).contains($0) }
@@ -73,8 +105,8 @@ extension Downloader {
             // (A fragment is never fetched, and tokens whose URLs differ only there share the fetch.)
             finalURL: String(head.finalURL.absoluteString.prefix { $0 != "#" }), httpVersion: head.httpVersion, cache: head.cache)
         let actions = update(id) { fetch in
-            if let length, length > 0, length <= 64 << 20 { fetch.body.reserveCapacity(Int(length)) }
-            return fetch.machine.responseReceived(info, now: now)
+            if !continuing, let length, length > 0, length <= 64 << 20 { fetch.body.reserveCapacity(Int(length)) }
+            return fetch.machine.responseReceived(info, now: now, continuing: continuing)
         }
         perform(id, actions ?? [])
     }
@@ -119,7 +151,21 @@ extension Downloader {
             logger.debug("attempt failed", metadata: ["url": "\(fetches[id]?.request.url.absoluteString ?? "")", "attempt": "\(number)", "error": "\(failure)"])
             let policy = RetryPolicy(configuration)
             let jitter = Double.random(in: 0..<1)
-            perform(id, update(id) { $0.machine.attemptFailed(failure, retryPolicy: policy, jitter: jitter) } ?? [])
+            perform(
+                id,
+                update(id) { fetch in
+                    // Part of the body came, and the response allows resuming: the next attempt asks
+                    // for the rest. A server that would not resume gets one more whole attempt.
+                    let received = Int64(fetch.body.readableBytes)
+                    let refusedResume = fetch.attempt?.resume != nil && fetch.validator == nil
+                    if failure.isTransient, received > 0, let validator = fetch.validator {
+                        fetch.resume = ResumePoint(offset: received, validator: validator, total: fetch.expectedTotal)
+                    } else {
+                        fetch.resume = nil
+                    }
+                    return fetch.machine.attemptFailed(
+                        failure, retryPolicy: policy, jitter: jitter, resumable: fetch.resume != nil || refusedResume)
+                } ?? [])
         case .succeeded:
             if fetches[id]?.streamsBody == true { bodyObserver?(.end(fetchID: id)) }
             let actions = update(id) { fetch -> [FetchOperation.Action] in

@@ -51,6 +51,12 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         var resource: FetchedResource?
         /// A token asked for the body as it arrives.
         var streamsBody = false
+        /// The response's `If-Range` validator, when it allows resuming (`Accept-Ranges: bytes`).
+        var validator: String?
+        /// The body's whole length, from the first response.
+        var expectedTotal: Int64?
+        /// Where the next attempt resumes; nil: it fetches the whole body.
+        var resume: ResumePoint?
     }
 
     public private(set) var configuration: DownloaderConfiguration

@@ -56,9 +56,15 @@ public struct HTTPLoader: ResourceLoader {
                 tls.certificateVerification = .none
                 outgoing.tlsConfiguration = tls
             }
-            // The cache, for this hop (redirects are always asked of the network).
-            let sent = self.cache == nil ? [] : outgoing.headers.map { ($0.name, $0.value) }
-            let cache = sent.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) }) ? nil : self.cache
+            // The cache, for this hop (redirects are always asked of the network); a resumed
+            // attempt's range is not the cache's business.
+            let sent = self.cache == nil || request.resume != nil ? [] : outgoing.headers.map { ($0.name, $0.value) }
+            let cache =
+                request.resume != nil || sent.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) }) ? nil : self.cache
+            if let resume = request.resume {
+                outgoing.headers.replaceOrAdd(name: "Range", value: "bytes=\(resume.offset)-")
+                outgoing.headers.replaceOrAdd(name: "If-Range", value: resume.validator)
+            }
             let cacheKey = cache == nil ? "" : FetchKey.canonical(url)
             var stored: HTTPCache.Entry? = nil
             if let cache, request.cachePolicy != .reload, let entry = cache.lookup(cacheKey), entry.response.matches(requestHeaders: sent) {

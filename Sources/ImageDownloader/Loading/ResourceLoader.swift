@@ -16,6 +16,8 @@ public struct LoadRequest: Sendable {
     public var proxies = ProxySettings()
     /// How the HTTP cache (if the loader has one) answers this request.
     public var cachePolicy = CachePolicy.default
+    /// Ask for the rest of a body (`Range: bytes=offset-`, `If-Range: validator`); nil: all of it.
+    public var resume: ResumePoint?
 }
 
 public struct LoadedHead: Sendable {

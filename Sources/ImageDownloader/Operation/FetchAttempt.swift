@@ -1,5 +1,35 @@
 import Foundation
 
+/// Where a resumed attempt continues: the bytes already received, the validator that must still
+/// hold (`If-Range`), and the body's whole length when known.
+public struct ResumePoint: Sendable, Equatable {
+    public var offset: Int64
+    public var validator: String
+    public var total: Int64?
+
+    public init(offset: Int64, validator: String, total: Int64?) {
+        self.offset = offset
+        self.validator = validator
+        self.total = total
+    }
+
+    /// The `If-Range` value a response allows resuming with: it says `Accept-Ranges: bytes` and
+    /// has a strong validator, a strong `ETag` (not `W/`) or a `Last-Modified` at least a minute
+    /// before its `Date` (RFC 9110 §8.8.2.2); nil otherwise.
+    public static func validator(headers: [(String, String)]) -> String? {
+        func header(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+        guard let ranges = header("Accept-Ranges"), ranges.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "bytes" })
+        else { return nil }
+        if let etag = header("ETag")?.trimmingCharacters(in: .whitespaces), etag.hasPrefix("\""), etag.count >= 2 { return etag }
+        if let modified = header("Last-Modified"), let lastModified = HTTPDate.parse(modified), let date = header("Date").flatMap({ HTTPDate.parse($0) }),
+            date.timeIntervalSince(lastModified) >= 60
+        {
+            return modified
+        }
+        return nil
+    }
+}
+
 /// One attempt of a fetch (connect, head, body, end) as a value state machine: every flag the
 /// downloader used to keep beside `FetchOperation` (the attempt number, when bytes last arrived,
 /// whether the idle watchdog stopped it, how much came) lives here, and each event returns what to
@@ -37,10 +67,14 @@ struct FetchAttempt: Sendable, Equatable {
     }
 
     let number: Int
+    /// Where a resumed attempt continues the body (`Range: bytes=offset-`), and the body's whole
+    /// length if known; nil: the attempt fetches the whole body.
+    let resume: ResumePoint?
     private(set) var state: State = .launched
 
-    init(number: Int) {
+    init(number: Int, resume: ResumePoint? = nil) {
         self.number = number
+        self.resume = resume
     }
 
     /// Whether the transfer is still the attempt's (head or bytes may come).
@@ -58,25 +92,62 @@ struct FetchAttempt: Sendable, Equatable {
         state = .awaitingHead(lastActivity: now)
     }
 
+    /// How a head was taken.
+    enum Head: Sendable, Equatable {
+        /// The whole body follows.
+        case whole
+        /// A resumed attempt's `206`: the rest of the body follows, from `resume.offset`.
+        case continuing
+    }
+
     /// The response head: a 2xx is accepted (with its declared length), anything else fails the
-    /// attempt with the failure that says why.
+    /// attempt with the failure that says why. A resumed attempt accepts a `206` whose
+    /// `Content-Range` starts where the body stopped (and names the same whole length), and a
+    /// `200` (the whole body again: the caller starts over); a `416` or a range that does not fit
+    /// fails it transiently, so that the next attempt starts over.
     mutating func headReceived(
-        status: Int, contentLength: Int64?, retryAfterSeconds: Double?, maxBodyBytes: Int64, now: UInt64
-    ) -> DownloadFailure? {
+        status: Int, contentLength: Int64?, contentRange: String? = nil, retryAfterSeconds: Double?, maxBodyBytes: Int64, now: UInt64
+    ) -> Result<Head, DownloadFailure>? {
         guard case .awaitingHead = state else { return nil }
+        if let resume, status == 206 || status == 416 {
+            guard status == 206, let range = FetchAttempt.parseContentRange(contentRange), range.first == resume.offset,
+                resume.total == nil || range.total == nil || range.total == resume.total
+            else {
+                return .failure(.network(.truncated, "the server did not resume at byte \(resume.offset) (\(status) \(contentRange ?? "no Content-Range"))"))
+            }
+            let total = range.total ?? resume.total
+            if let total, total > maxBodyBytes { return .failure(.limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: total)) }
+            state = .receiving(lastActivity: now, received: resume.offset, expected: total)
+            return .success(.continuing)
+        }
         switch status {
         case 200..<300:
             break
         case 304:
-            return .notModified
+            return .failure(.notModified)
         default:
-            return .statusCode(status, retryAfterSeconds: retryAfterSeconds)
+            return .failure(.statusCode(status, retryAfterSeconds: retryAfterSeconds))
         }
         if let contentLength, contentLength > maxBodyBytes {
-            return .limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: contentLength)
+            return .failure(.limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: contentLength))
         }
         state = .receiving(lastActivity: now, received: 0, expected: contentLength)
-        return nil
+        return .success(.whole)
+    }
+
+    /// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
+    static func parseContentRange(_ value: String?) -> (first: Int64, last: Int64, total: Int64?)? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let halves = spec.split(separator: "/", maxSplits: 1)
+        guard halves.count == 2 else { return nil }
+        let ends = halves[0].split(separator: "-", maxSplits: 1)
+        guard ends.count == 2, let first = Int64(ends[0]), let last = Int64(ends[1]), first <= last else { return nil }
+        if halves[1] == "*" { return (first, last, nil) }
+        guard let total = Int64(halves[1]), last < total else { return nil }
+        return (first, last, total)
     }
 
     /// Bytes arrived; `total` is the body's size so far. Past the limit, the attempt fails.

@@ -123,11 +123,17 @@ public struct FetchOperation: Sendable {
         return tokens.map { .emitStarted($0.token) } + [.startAttempt(1)]
     }
 
-    /// A 2xx response head arrived.
-    public mutating func responseReceived(_ info: ResponseInfo, now: UInt64) -> [Action] {
+    /// A 2xx response head arrived. The first is each token's `response`; a resumed attempt's
+    /// `206` (`continuing`) goes on from the bytes received, with no new events; a later whole
+    /// response (a retry that starts over) replaces the first quietly, and progress is reported
+    /// again only once it passes what was reported (it never goes backwards).
+    public mutating func responseReceived(_ info: ResponseInfo, now: UInt64, continuing: Bool = false) -> [Action] {
         guard case .running = state else { return [] }
+        if continuing, response != nil { return [] }
+        let first = response == nil
         response = info
         receivedBytes = 0
+        guard first else { return [] }
         lastReportedBytes = 0
         lastReportedAt = now
         return tokens.flatMap { entry -> [Action] in
@@ -139,6 +145,7 @@ public struct FetchOperation: Sendable {
     public mutating func bodyReceived(total: Int64, now: UInt64, throttle: ProgressThrottle) -> [Action] {
         guard case .running = state, let response else { return [] }
         receivedBytes = total
+        guard total > lastReportedBytes else { return [] }
         guard
             throttle.shouldReport(
                 received: total, expected: response.expectedBytes, lastReportedBytes: lastReportedBytes,
@@ -161,15 +168,16 @@ public struct FetchOperation: Sendable {
         return actions
     }
 
-    /// The attempt failed. A transient failure before any response was reported is retried
+    /// The attempt failed. A transient failure before any response was reported, or one part-way
+    /// through a body the next attempt can resume (`resumable`: `Range` + `If-Range`), is retried
     /// (after a delay) for the tokens with retries left (`retryPolicy`, or a token's own limits);
     /// the others, and every token after any other failure, fail with it (and the earlier
     /// attempts' failures).
-    public mutating func attemptFailed(_ failure: DownloadFailure, retryPolicy: RetryPolicy, jitter: Double) -> [Action] {
+    public mutating func attemptFailed(_ failure: DownloadFailure, retryPolicy: RetryPolicy, jitter: Double, resumable: Bool = false) -> [Action] {
         guard case .running(let attempt) = state else { return [] }
         failedAttempts.append(failure)
         let reported = failureToReport(failure)
-        if failure.isTransient, response == nil {
+        if failure.isTransient, response == nil || resumable {
             let policies = tokens.map { policy(of: $0.token, retryPolicy) }
             let staying = tokens.indices.filter { policies[$0].maxRetries >= attempt }
             if !staying.isEmpty {

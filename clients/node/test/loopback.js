@@ -1,6 +1,7 @@
 // A loopback HTTP server for the tests: the repository's samples/ at /files/NAME
 // (?chunk=N&delayMs=M trickles them; cc, expires, vary, etag and lm add caching headers, and a
-// matching conditional request gets a 304), /status/CODE, /redirect/N/NAME (N redirects, then
+// matching conditional request gets a 304; ranges=1|ignore|bad and drops=K&seed=S as the Swift
+// server: Accept-Ranges, 206s, the first K answers cut), /status/CODE, /redirect/N/NAME (N redirects, then
 // /files/NAME), /hang, /truncate/NAME, /text.
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -40,6 +41,7 @@ export async function startServer() {
   const files = new Map(readdirSync(SAMPLES).filter((n) => /\.(jpg|png|gif|webp|avif)$/.test(n)).map((n) => [n, readFileSync(join(SAMPLES, n))]));
   const hanging = new Set();
   const hits = new Map();
+  const drops = new Map();
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     hits.set(url.pathname, (hits.get(url.pathname) ?? 0) + 1);
@@ -48,6 +50,30 @@ export async function startServer() {
       res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
       res.end(body);
     };
+    if (parts[0] === 'files' && files.has(parts[1]) && url.searchParams.has('ranges')) {
+      const body = files.get(parts[1]);
+      const mode = url.searchParams.get('ranges');
+      const etag = `"r${createHash('sha1').update(body).digest('hex').slice(0, 16)}"`;
+      const asked = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+      let start = 0;
+      if (mode !== 'ignore' && asked && Number(asked[1]) < body.length && (req.headers['if-range'] ?? etag) === etag) {
+        start = mode === 'bad' ? Math.max(0, Number(asked[1]) - 1) : Number(asked[1]);
+      }
+      const partial = start > 0 || (mode === 'bad' && Boolean(req.headers.range));
+      const headers = { 'Accept-Ranges': 'bytes', ETag: etag, 'Content-Length': body.length - start };
+      if (partial) headers['Content-Range'] = `bytes ${start}-${body.length - 1}/${body.length}`;
+      res.writeHead(partial ? 206 : 200, headers);
+      const count = (drops.get(req.url) ?? 0) + 1;
+      drops.set(req.url, count);
+      if (count <= Number(url.searchParams.get('drops') ?? 0) && body.length - start > 1) {
+        let state = BigInt(Number(url.searchParams.get('seed') ?? 1) * 1_000_003 + count);
+        state = (state * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+        const cut = start + 1 + Number(state % BigInt(body.length - start - 1));
+        res.write(body.subarray(start, cut));
+        return setTimeout(() => res.socket?.destroy(), 10);
+      }
+      return res.end(body.subarray(start));
+    }
     if (parts[0] === 'files' && files.has(parts[1])) {
       const body = files.get(parts[1]);
       const caching = cachingHeaders(body, url.searchParams);

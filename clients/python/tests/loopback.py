@@ -2,7 +2,8 @@
 server does for the transcripts: /files/NAME[?chunk=N&delayMs=M] (with the caching parameters cc,
 expires, vary, etag and lm, and 304s to matching conditional requests), /status/CODE,
 /redirect/N/NAME (N redirects, then /files/NAME), and a few misbehaving routes (/hang,
-/truncate/NAME)."""
+/truncate/NAME). Ranges, as the Swift server: ?ranges=1 (Accept-Ranges, an ETag, 206 for
+Range: bytes=N-), ?ranges=ignore, ?ranges=bad; ?drops=K&seed=S cuts the first K answers of a URL."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class LoopbackServer:
     def __init__(self) -> None:
         self.files: Dict[str, bytes] = {p.name: p.read_bytes() for p in SAMPLES.iterdir() if p.is_file()}
         self.hits: Dict[str, int] = {}
+        self.drops: Dict[str, int] = {}
         self.release = threading.Event()
         server = self
 
@@ -53,7 +55,9 @@ class LoopbackServer:
                 parts = url.path.strip("/").split("/")
                 server.hits[url.path] = server.hits.get(url.path, 0) + 1
                 try:
-                    if parts[0] == "files" and len(parts) == 2 and parts[1] in server.files:
+                    if parts[0] == "files" and len(parts) == 2 and parts[1] in server.files and "ranges" in query:
+                        self.send_ranges(server.files[parts[1]], query)
+                    elif parts[0] == "files" and len(parts) == 2 and parts[1] in server.files:
                         validators = caching_headers(server.files[parts[1]], query)
                         etag = validators.get("ETag")
                         modified = validators.get("Last-Modified")
@@ -93,6 +97,35 @@ class LoopbackServer:
                         self.send_plain(404, b"not found")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def send_ranges(self, body: bytes, query: Dict[str, str]) -> None:
+                import hashlib
+                import random
+                import socket
+                mode = query["ranges"]
+                etag = '"r' + hashlib.sha1(body).hexdigest()[:16] + '"'
+                asked = self.headers.get("Range") or ""
+                start = 0
+                if mode != "ignore" and asked.startswith("bytes=") and asked.endswith("-") and asked[6:-1].isdigit() \
+                        and int(asked[6:-1]) < len(body) and self.headers.get("If-Range", etag) == etag:
+                    start = max(0, int(asked[6:-1]) - 1) if mode == "bad" else int(asked[6:-1])
+                partial = start > 0 or (mode == "bad" and bool(asked))
+                self.send_response(206 if partial else 200)
+                self.send_header("Accept-Ranges", "bytes")
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(body) - start))
+                if partial:
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                self.end_headers()
+                server.drops[self.path] = count = server.drops.get(self.path, 0) + 1
+                if count <= int(query.get("drops", 0)) and len(body) - start > 1:
+                    cut = start + 1 + random.Random(int(query.get("seed", 1)) * 1_000_003 + count).randrange(len(body) - start - 1)
+                    self.wfile.write(body[start:cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(body[start:])
 
             def send_plain(self, status: int, body: bytes) -> None:
                 self.send_response(status)
