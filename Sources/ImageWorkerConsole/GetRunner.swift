@@ -108,6 +108,8 @@ public enum GetRunner {
             let seconds = (ContinuousClock.now - started) / .seconds(1)
             let before = doneBefore > 0 ? ", \(doneBefore) done before (manifest)" : ""
             TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + before + "\n")
+            // (With --json the events carry each download's metrics; stderr stays quiet.)
+            if let timings = session.timingSummary() { TerminalDisplay.write(STDERR_FILENO, timings + "\n") }
         }
         if let number = interruptedBy.withLock({ $0 }) { return 128 + number }
         if outputClosed.withLock({ $0 }) { return 128 + SIGPIPE }

@@ -29,6 +29,8 @@ public struct GetSession: Sendable {
         public var expectedBytes: Int64?
         public var partialImages = 0
         public var outcome: Outcome?
+        /// Its `download/completed` event's `metrics`.
+        public var metrics: JSONValue?
     }
 
     /// What the caller should do after a message.
@@ -121,6 +123,7 @@ public struct GetSession: Sendable {
         case WorkerEvent.partialImage:
             items[i].partialImages = Int(params["sequence"]?.integerValue ?? Int64(items[i].partialImages + 1))
         case WorkerEvent.completed:
+            items[i].metrics = params["metrics"]
             var outputs = end(i, Self.outcome(params))
             if let recordFormat {
                 let ms = now.flatMap { now in items[i].startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
@@ -177,6 +180,36 @@ public struct GetSession: Sendable {
         case nil:
             return "pending \(item.url)"
         }
+    }
+
+    /// The medians of the downloads' metrics, a phase over the downloads that went through it:
+    /// `timings (median of 5): queued 0.2 ms, connect 3.1 ms (2 new connections), ttfb 12.0 ms,
+    /// transfer 40.2 ms, decode 5.1 ms, write 1.0 ms; 1 from the cache, 4 over HTTP/2`; nil
+    /// when no download has metrics.
+    public func timingSummary() -> String? {
+        let all = items.compactMap(\.metrics)
+        guard !all.isEmpty else { return nil }
+        func median(_ key: String) -> (Double, Int)? {
+            let values = all.compactMap { $0[key]?.numberValue }.sorted()
+            guard !values.isEmpty else { return nil }
+            let mid = values.count / 2
+            return (values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2, values.count)
+        }
+        var parts: [String] = []
+        for (key, label) in [("queuedMs", "queued"), ("connectMs", "connect"), ("ttfbMs", "ttfb"), ("transferMs", "transfer"),
+                             ("decodeMs", "decode"), ("writeMs", "write")] {
+            guard let (value, n) = median(key) else { continue }
+            let extra = key == "connectMs" ? " (\(n) new connection\(n == 1 ? "" : "s"))" : ""
+            parts.append("\(label) \(String(format: "%.1f", value)) ms\(extra)")
+        }
+        var tail: [String] = []
+        let cached = all.count { $0["fromCache"]?.boolValue == true }
+        if cached > 0 { tail.append("\(cached) from the cache") }
+        let h2 = all.count { $0["httpVersion"]?.stringValue == "2" }
+        if h2 > 0 { tail.append("\(h2) over HTTP/2") }
+        let retried = all.count { ($0["attempts"]?.integerValue ?? 0) > 1 }
+        if retried > 0 { tail.append("\(retried) retried") }
+        return "timings (median of \(all.count)): " + parts.joined(separator: ", ") + (tail.isEmpty ? "" : "; " + tail.joined(separator: ", "))
     }
 
     /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`.

@@ -86,7 +86,7 @@ public final class WorkerServer: Sendable {
             bodyObserver: { progressive.observe($0) },
             sink: { event in
                 let (message, replaceKey) = EventEncoder.encode(event)
-                guard case .completed(let token, _, _) = event else {
+                guard case .completed(let token, _, _, _) = event else {
                     writer.send(message, replaceKey: replaceKey)
                     return
                 }

@@ -42,6 +42,8 @@ public final class TestHTTPServer: Sendable {
         var lastHeaders: [String: [(String, String)]] = [:]
         var gates: [String: EventLoopPromise<Void>] = [:]
         var openGates: Set<String> = []
+        /// Connections accepted.
+        var connections = 0
     }
 
     let state = Mutex(State())
@@ -112,7 +114,10 @@ public final class TestHTTPServer: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer(initializer)
+            .childChannelInitializer { channel in
+                box.server.withLock { $0 }?.state.withLock { $0.connections += 1 }
+                return initializer(channel)
+            }
             .bind(host: "127.0.0.1", port: 0).get()
         let server = TestHTTPServer(group: group, channel: channel, scheme: scheme)
         box.server.withLock { $0 = server }
@@ -148,6 +153,9 @@ public final class TestHTTPServer: Sendable {
     public func setFile(_ name: String, _ bytes: [UInt8]) {
         state.withLock { $0.files[name] = bytes }
     }
+
+    /// Connections accepted so far.
+    public var connections: Int { state.withLock { $0.connections } }
 
     /// How many requests reached `path` (without its query).
     public func hits(_ path: String) -> Int {

@@ -78,6 +78,9 @@ import TestSupport
         #expect(try Data(contentsOf: out.appendingPathComponent("basn2c08.png")) == Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
         #expect(run.stderr.hasPrefix("2 downloaded, 2 failed,"), "\(run.stderr)")
         #expect(!run.stderr.contains("\u{1B}["))
+        // Then the medians of where the time went (the invalid URL never reached the network).
+        let timings = try #require(run.stderr.split(separator: "\n").last { $0.hasPrefix("timings (median of ") }, "\(run.stderr)")
+        #expect(timings.contains("queued ") && timings.contains("ttfb ") && timings.contains("transfer "), "\(timings)")
 
         let allGood = try await Self.run(["get", "-o", out.path, "--overwrite", urls[0], urls[2]])
         #expect(allGood.status == 0 && allGood.lines.count == 2, "\(allGood)")

@@ -103,7 +103,7 @@ final class DownloaderHarness: Sendable {
     func outcome(_ token: DownloadToken, timeout: Duration = .seconds(30)) async throws -> DownloadOutcome<Int, Never> {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            for case .completed(let t, _, let outcome) in events where t == token { return outcome }
+            for case .completed(let t, _, let outcome, _) in events where t == token { return outcome }
             try await Task.sleep(for: .milliseconds(5))
         }
         throw TimeoutError(token: token, events: events(token).map { "\($0)" }, log: log.lines.withLock { $0 })

@@ -37,6 +37,23 @@ import Testing
         #expect(session.summary(seconds: 1.25) == "1 downloaded, 1 failed, 2.0 kB in 1.2 s")
     }
 
+    @Test func theTimingLineGivesEachPhasesMedian() {
+        var session = GetSession(urls: ["http://h/1", "http://h/2", "http://h/3"])
+        #expect(session.timingSummary() == nil)
+        let metrics: [JSONObject] = [
+            ["queuedMs": 1, "connectMs": 4, "ttfbMs": 10, "transferMs": 30, "decodeMs": 5, "httpVersion": "2", "attempts": 1],
+            ["queuedMs": 3, "ttfbMs": 20, "transferMs": 10, "decodeMs": 7, "httpVersion": "2", "attempts": 3],
+            ["queuedMs": 2, "fromCache": true, "attempts": 1],
+        ]
+        for (i, m) in metrics.enumerated() {
+            _ = session.handle(Self.event("download/completed", ["token": .string("\(i + 1)"), "outcome": "success", "metrics": .object(m)]))
+        }
+        #expect(
+            session.timingSummary()
+                == "timings (median of 3): queued 2.0 ms, connect 4.0 ms (1 new connection), ttfb 15.0 ms, transfer 20.0 ms, decode 6.0 ms; "
+                + "1 from the cache, 2 over HTTP/2, 1 retried")
+    }
+
     @Test func aRefusedRequestFailsItsURLAndUnknownTokensAreIgnored() {
         var session = GetSession(urls: ["x"])
         #expect(session.handle(Self.event("download/started", ["token": "7"])).isEmpty)

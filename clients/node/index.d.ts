@@ -71,6 +71,8 @@ export declare class DownloadError extends ImageWorkerError {
   readonly attempts: number | null;
   /** Why each attempt before the last ended: its error object, in order. */
   readonly earlierAttempts: Array<{ code: number; message: string; data: Record<string, unknown> }>;
+  /** Where the time went before the error (from the `download/completed` event); null otherwise. */
+  metrics: Metrics | null;
 }
 export declare class InvalidURL extends DownloadError {}
 export declare class BadImageData extends DownloadError {}
@@ -136,6 +138,40 @@ export interface ImageResult extends Delivered {
   fromCache: boolean;
   /** The stored response was revalidated: the server answered 304 to a conditional request. */
   revalidated: boolean;
+  /** Where the time went. */
+  metrics: Metrics;
+}
+
+/**
+ * Where a download spent its time (every `download/completed`): milliseconds, bytes, counts. A
+ * phase that did not happen is absent (no new connection for one that reused one; nothing
+ * transferred for a response served from the cache).
+ */
+export interface Metrics {
+  /** From the download request to its fetch starting. */
+  queuedMs?: number;
+  /** Waiting for new connections: DNS, TCP, TLS and a proxy's tunnel together. */
+  connectMs?: number;
+  reusedConnection?: boolean;
+  /** From the last attempt's start to its response head (redirects included). */
+  ttfbMs?: number;
+  /** From the response head to the body's end. */
+  transferMs?: number;
+  /** Decoding, scaling and encoding. */
+  decodeMs?: number;
+  /** Writing the file. */
+  writeMs?: number;
+  /** Body bytes read from the network, every attempt together (0 from the cache). */
+  wireBytes: number;
+  httpVersion?: string;
+  /** `ip:port` of the last attempt's connection (a proxy's, through one). */
+  remoteAddress?: string;
+  attempts: number;
+  /** Attempts that resumed a body part-way (Range). */
+  resumed?: number;
+  redirects: number;
+  fromCache: boolean;
+  revalidated?: true;
 }
 
 interface EventBase {
@@ -168,6 +204,8 @@ export interface CompletedEvent extends EventBase {
   outcome: 'success' | 'error' | 'cancelled';
   image: ImageResult | null;
   error: DownloadError | null;
+  /** Where the time went (null only from a worker that does not say). */
+  metrics: Metrics | null;
 }
 export type DownloadEvent = StartedEvent | ResponseEvent | ProgressEvent | PartialImageEvent | CompletedEvent;
 

@@ -36,6 +36,7 @@ extension Downloader {
         for action in actions {
             switch action {
             case .emitStarted(let token):
+                tokens.markStarted(token, now: clock())
                 sink(.started(token, url: tokens[token]?.url ?? ""))
                 startDeadline(token)
             case .emitResponse(let token, let info):
@@ -74,6 +75,7 @@ extension Downloader {
                 for url in urlsOf(fetch) { failedURLs.remove(url) }
             case .finished:
                 guard let fetch = fetches.removeValue(forKey: id) else { continue }
+                totals.add(fetch.metrics)
                 if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
                 fetch.tasks.watchdog?.cancel()
                 if fetchByKey[fetch.key] == id { fetchByKey[fetch.key] = nil }
@@ -135,12 +137,28 @@ extension Downloader {
     func finishToken(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) {
         deadlines.removeValue(forKey: token)?.timer?.cancel()
         let url = tokens[token]?.url ?? ""
+        let metrics = metrics(of: token)
         guard tokens.finish(token, outcome) else { return }
-        sink(.completed(token, url: url, outcome))
+        sink(.completed(token, url: url, outcome, metrics: metrics))
         if tokens.isEmpty, !idleWaiters.isEmpty {
             let waiters = idleWaiters
             idleWaiters = []
             for waiter in waiters { waiter.resume() }
         }
+    }
+
+    /// A token's metrics now: its time in the queue, and its fetch's attempts.
+    private func metrics(of token: DownloadToken) -> TransferMetrics {
+        var metrics = TransferMetrics()
+        guard let record = tokens[token] else { return metrics }
+        let now = clock()
+        if let enqueued = record.enqueuedAt {
+            let until = record.startedAt ?? now
+            metrics.queuedMs = until > enqueued ? Double(until - enqueued) / 1e6 : 0
+        }
+        if case .attached(let id) = record.place, let fetch = fetches[id] {
+            fetch.metrics.fill(&metrics, now: now)
+        }
+        return metrics
     }
 }

@@ -27,6 +27,11 @@ extension Downloader {
         }
         let restarts = fetch.resume == nil && fetch.body.readableBytes > 0 && fetch.streamsBody
         update(id) { fetch in
+            fetch.metrics.attempts += 1
+            if fetch.resume != nil { fetch.metrics.resumed += 1 }
+            fetch.metrics.attemptBeganAt = nil
+            fetch.metrics.headAt = nil
+            fetch.metrics.endedAt = nil
             fetch.attempt = FetchAttempt(number: number, resume: fetch.resume)
             // Resumed, the body so far stays (never fetched or decoded twice); else it starts over.
             if fetch.resume == nil { fetch.body = ByteBuffer() }
@@ -52,6 +57,7 @@ extension Downloader {
         guard isCurrent(id, number), !Task.isCancelled else { return }
         let now = clock()
         update(id) { fetch in
+            fetch.metrics.attemptBeganAt = now
             fetch.attempt?.began(now: now)
             fetch.tasks.watchdog = Task { await self.watch(id, number) }
         }
@@ -64,7 +70,9 @@ extension Downloader {
         let now = clock()
         let maxBodyBytes = configuration.maxBodyBytes
         let taken = update(id) { fetch in
-            fetch.attempt?.headReceived(
+            fetch.metrics.headAt = now
+            fetch.metrics.head = (head.httpVersion, head.connection, head.redirects, head.cache)
+            return fetch.attempt?.headReceived(
                 status: head.status, contentLength: length, contentRange: head.header("Content-Range"), retryAfterSeconds: retryAfter,
                 maxBodyBytes: maxBodyBytes, now: now)
         }
@@ -118,6 +126,7 @@ extension Downloader {
         let throttle = ProgressThrottle(configuration)
         guard let (offset, failure, streams) = update(id, { fetch in
             let offset = Int64(fetch.body.readableBytes)
+            if fetch.metrics.head?.cache == CacheUse.none { fetch.metrics.wireBytes += Int64(chunk.readableBytes) }
             var copy = chunk
             fetch.body.writeBuffer(&copy)
             let failure = fetch.attempt?.bodyReceived(total: Int64(fetch.body.readableBytes), maxBodyBytes: maxBodyBytes, now: now)
@@ -135,7 +144,9 @@ extension Downloader {
 
     private func attemptEnded(_ id: FetchID, _ number: Int, _ error: (any Error)?) {
         guard isCurrent(id, number) else { return }
+        let endedAt = clock()
         let ended = update(id) { fetch -> FetchAttempt.Outcome? in
+            fetch.metrics.endedAt = endedAt
             fetch.tasks.watchdog?.cancel()
             fetch.tasks.transfer = nil
             return fetch.attempt?.loaderEnded(error: error)

@@ -57,6 +57,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         var expectedTotal: Int64?
         /// Where the next attempt resumes; nil: it fetches the whole body.
         var resume: ResumePoint?
+        var metrics = FetchMetrics()
     }
 
     public private(set) var configuration: DownloaderConfiguration
@@ -72,6 +73,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var fetchByKey: [FetchKey: FetchID] = [:]
     var tokens = TokenRegistry<Delivered, Failure, FetchID>()
     var failedURLs = FailedURLList()
+    var totals = Status.Totals()
     private var nextFetchID = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var held = false
@@ -167,7 +169,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, request: loadRequest,
             isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetchByKey[key] = id
-        tokens.attach(token, to: id, processor: processor)
+        tokens.attach(token, to: id, processor: processor, now: clock())
         startFetches(queue.enqueue(id, priority: record.priority, host: Downloader.hostKey(url), now: clock()))
     }
 
@@ -192,7 +194,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         _ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, limits: FetchOperation.TokenLimits, streamsBody: Bool,
         processor: @escaping Processor
     ) {
-        tokens.attach(token, to: id, processor: processor)
+        tokens.attach(token, to: id, processor: processor, now: clock())
         let firstStreamer = streamsBody && fetches[id]?.streamsBody == false
         let actions = update(id) { fetch in
             if streamsBody { fetch.streamsBody = true }
@@ -295,7 +297,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         return Status(
             queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, queuedTokens: queuedTokens,
             runningTokens: live.count - queuedTokens, succeeded: tokens.succeeded, failed: tokens.failed,
-            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration)
+            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration, totals: totals)
     }
 
     /// Returns once no token is live.

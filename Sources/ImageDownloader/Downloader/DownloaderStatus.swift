@@ -45,4 +45,37 @@ public struct DownloaderStatus: Sendable {
     public var blockedURLs: Int
     public var liveTokens: [LiveToken]
     public var configuration: DownloaderConfiguration
+    public var totals: Totals
+
+    /// Fetches that ended since start, summed: what went over the network and how.
+    public struct Totals: Sendable, Equatable {
+        public var fetches = 0
+        public var attempts = 0
+        public var resumed = 0
+        public var redirects = 0
+        public var wireBytes: Int64 = 0
+        /// Fetches served from the HTTP cache (with no request, or after a 304).
+        public var fromCache = 0
+        public var revalidated = 0
+        /// Fetches whose last attempt waited for a new connection, or reused one.
+        public var newConnections = 0
+        public var reusedConnections = 0
+        /// Fetches whose response came over HTTP/2.
+        public var http2 = 0
+
+        public init() {}
+
+        mutating func add(_ m: FetchMetrics) {
+            fetches += 1
+            attempts += m.attempts
+            resumed += m.resumed
+            wireBytes += m.wireBytes
+            guard let head = m.head else { return }
+            redirects += head.redirects
+            if head.cache != .none { fromCache += 1 }
+            if head.cache == .revalidated { revalidated += 1 }
+            if let connection = head.connection { if connection.reused { reusedConnections += 1 } else { newConnections += 1 } }
+            if head.version == "2" && head.cache != .stored { http2 += 1 }
+        }
+    }
 }

@@ -9,6 +9,8 @@ import Synchronization
 public final class HTTPClients: Sendable {
     private let clients = Mutex<[ProxySettings.Proxy?: HTTPClient]>([:])
     private let logger: Logger
+    /// Which connection each request went out on (every client's connections report to it).
+    public let observer = ConnectionObserver()
 
     public init(logger: Logger) {
         self.logger = logger
@@ -19,7 +21,7 @@ public final class HTTPClients: Sendable {
         clients.withLock { clients in
             if let client = clients[proxy] { return client }
             if let proxy { logger.info("using a proxy", metadata: ["proxy": "\(proxy)"]) }
-            let client = HTTPClients.makeClient(proxy: proxy)
+            let client = HTTPClients.makeClient(proxy: proxy, observer: observer)
             clients[proxy] = client
             return client
         }
@@ -38,13 +40,16 @@ public final class HTTPClients: Sendable {
     /// The client configuration the worker uses: no redirects (followed by the loader), no
     /// connection-retry loop (the downloader retries with its own backoff and fails a dead server
     /// fast), no read timeout (the downloader's idle watchdog does that), HTTP/2 when offered.
-    static func makeClient(proxy: ProxySettings.Proxy?) -> HTTPClient {
+    static func makeClient(proxy: ProxySettings.Proxy?, observer: ConnectionObserver) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(10), read: nil),
             decompression: .disabled)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .automatic
+        configuration.http1_1ConnectionDebugInitializer = observer.http1ConnectionReady
+        configuration.http2ConnectionDebugInitializer = observer.http2ConnectionReady
+        configuration.http2StreamChannelDebugInitializer = observer.http2StreamReady
         if let proxy {
             switch proxy.kind {
             case .http:

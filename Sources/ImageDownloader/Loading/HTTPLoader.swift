@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Dispatch
 import Foundation
 import InputValidation
 import Logging
@@ -38,6 +39,7 @@ public struct HTTPLoader: ResourceLoader {
         var visited: Set<String> = [url.absoluteString]
         let origin = HTTPLoader.origin(of: request.url)
         var redirects = 0
+        var connectMs: Double? = nil
         while true {
             var outgoing = HTTPClientRequest(url: url.absoluteString)
             outgoing.method = .GET
@@ -72,7 +74,9 @@ public struct HTTPLoader: ResourceLoader {
                 if request.cachePolicy != .default || entry.response.isFresh(now: now, requestHeaders: sent) {
                     cache.touch(entry)
                     logger.debug("from the cache", metadata: ["url": "\(url.absoluteString)"])
-                    try await HTTPLoader.serve(entry, response: entry.response, url: url, use: .stored, onHead: onHead, onChunk: onChunk)
+                    try await HTTPLoader.serve(
+                        entry, response: entry.response, url: url, use: .stored, connection: nil, redirects: redirects, onHead: onHead,
+                        onChunk: onChunk)
                     return
                 }
                 let conditionals = entry.response.conditionalHeaders
@@ -86,14 +90,23 @@ public struct HTTPLoader: ResourceLoader {
             }
             let proxy = request.proxies.route(for: url)
             let requestTime = Date().timeIntervalSince1970
+            // Tagged, so that the connection it goes out on can be told (the tag never leaves).
+            let tag = clients.observer.nextTag()
+            outgoing.headers.add(name: ConnectionObserver.header, value: tag)
+            let issuedAt = DispatchTime.now().uptimeNanoseconds
             let response: HTTPClientResponse
             do {
                 response = try await clients.client(through: proxy).execute(
                     outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
             } catch {
+                clients.observer.discard(tag)
                 throw HTTPLoader.classify(error, phase: proxy.map { "connecting through the proxy \($0)" } ?? "connecting")
             }
             let responseTime = Date().timeIntervalSince1970
+            // Waits for new connections add up over the hops; the peer is the last hop's.
+            let seen = clients.observer.take(tag)
+            if let seen, seen.readyAt > issuedAt { connectMs = (connectMs ?? 0) + Double(seen.readyAt - issuedAt) / 1e6 }
+            let connection = seen.map { ConnectionInfo(remoteAddress: $0.remoteAddress, connectMs: connectMs, reused: connectMs == nil) }
             if request.handleCookies {
                 cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
             }
@@ -106,7 +119,9 @@ public struct HTTPLoader: ResourceLoader {
                 let refreshed = stored.response.refreshed(with: received, requestTime: requestTime, responseTime: responseTime)
                 cache.refresh(stored, with: refreshed)
                 logger.debug("revalidated", metadata: ["url": "\(url.absoluteString)"])
-                try await HTTPLoader.serve(stored, response: refreshed, url: url, use: .revalidated, onHead: onHead, onChunk: onChunk)
+                try await HTTPLoader.serve(
+                    stored, response: refreshed, url: url, use: .revalidated, connection: connection, redirects: redirects, onHead: onHead,
+                    onChunk: onChunk)
                 return
             }
             if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
@@ -130,7 +145,8 @@ public struct HTTPLoader: ResourceLoader {
                 url = next
                 continue
             }
-            let head = LoadedHead(status: status, headers: received, finalURL: url, httpVersion: version)
+            let head = LoadedHead(
+                status: status, headers: received, finalURL: url, httpVersion: version, connection: connection, redirects: redirects)
             let writer =
                 cache != nil
                     && CachedResponse.isStorable(
@@ -164,10 +180,13 @@ public struct HTTPLoader: ResourceLoader {
     /// Answers from a stored response: its head (status, headers as stored or refreshed), then its
     /// body from the file, chunk by chunk.
     private static func serve(
-        _ entry: HTTPCache.Entry, response: CachedResponse, url: URL, use: CacheUse, onHead: @Sendable (LoadedHead) async throws -> Void,
-        onChunk: @Sendable (ByteBuffer) async throws -> Void
+        _ entry: HTTPCache.Entry, response: CachedResponse, url: URL, use: CacheUse, connection: ConnectionInfo?, redirects: Int,
+        onHead: @Sendable (LoadedHead) async throws -> Void, onChunk: @Sendable (ByteBuffer) async throws -> Void
     ) async throws {
-        try await onHead(LoadedHead(status: response.status, headers: response.headerPairs, finalURL: url, httpVersion: response.httpVersion, cache: use))
+        try await onHead(
+            LoadedHead(
+                status: response.status, headers: response.headerPairs, finalURL: url, httpVersion: response.httpVersion, cache: use,
+                connection: connection, redirects: redirects))
         try await entry.readBody { try await onChunk($0) }
     }
 

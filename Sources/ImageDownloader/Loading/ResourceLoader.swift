@@ -28,13 +28,22 @@ public struct LoadedHead: Sendable {
     public var httpVersion: String?
     /// Whether the HTTP cache answered (and how).
     public var cache: CacheUse
+    /// The connection it came on (nil: none, or not observed).
+    public var connection: ConnectionInfo?
+    /// Redirects followed to reach it.
+    public var redirects: Int
 
-    public init(status: Int, headers: [(String, String)], finalURL: URL, httpVersion: String?, cache: CacheUse = .none) {
+    public init(
+        status: Int, headers: [(String, String)], finalURL: URL, httpVersion: String?, cache: CacheUse = .none,
+        connection: ConnectionInfo? = nil, redirects: Int = 0
+    ) {
         self.status = status
         self.headers = headers
         self.finalURL = finalURL
         self.httpVersion = httpVersion
         self.cache = cache
+        self.connection = connection
+        self.redirects = redirects
     }
 
     public func header(_ name: String) -> String? {

@@ -7,11 +7,11 @@ public enum DownloadEvent<Delivered: Sendable, Failure: Error & Sendable>: Senda
     case started(DownloadToken, url: String)
     case response(DownloadToken, url: String, ResponseInfo)
     case progress(DownloadToken, received: Int64, expected: Int64?)
-    case completed(DownloadToken, url: String, DownloadOutcome<Delivered, Failure>)
+    case completed(DownloadToken, url: String, DownloadOutcome<Delivered, Failure>, metrics: TransferMetrics)
 
     public var token: DownloadToken {
         switch self {
-        case .started(let t, _), .response(let t, _, _), .progress(let t, _, _), .completed(let t, _, _): return t
+        case .started(let t, _), .response(let t, _, _), .progress(let t, _, _), .completed(let t, _, _, _): return t
         }
     }
 }

@@ -16,6 +16,10 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         let url: String
         var priority: DownloadPriority
         var processor: Processor?
+        /// When the token was started (joined the queue or a fetch), and when its fetch started
+        /// for it (its `started` event): clock readings.
+        var enqueuedAt: UInt64?
+        var startedAt: UInt64?
     }
 
     private(set) var records: [DownloadToken: Record] = [:]
@@ -43,9 +47,14 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         return true
     }
 
-    mutating func attach(_ token: DownloadToken, to fetch: FetchID, processor: @escaping Processor) {
+    mutating func attach(_ token: DownloadToken, to fetch: FetchID, processor: @escaping Processor, now: UInt64) {
         records[token]?.place = .attached(fetch)
         records[token]?.processor = processor
+        records[token]?.enqueuedAt = now
+    }
+
+    mutating func markStarted(_ token: DownloadToken, now: UInt64) {
+        if records[token]?.startedAt == nil { records[token]?.startedAt = now }
     }
 
     mutating func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ImageDecoding
 import ImageDownloader
@@ -45,9 +46,13 @@ enum OutputDelivery {
         // the reader): the bitmaps alive at once are bounded by the slots.
         var holdsSlot = false
         defer { if holdsSlot { slots.release() } }
+        // The delivery's part of the token's metrics (the downloader's are merged in the event).
+        var timings: JSONObject = [:]
+        func since(_ start: UInt64) -> JSONValue { .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100) }
         if spec.format.needsDecoding {
             await slots.acquire()
             holdsSlot = true
+            let decodeStart = DispatchTime.now().uptimeNanoseconds
             // The progressive decode's final image, if the fetch had one.
             let progressiveResult = await progressive.take(resource)
             let image: DecodedImage
@@ -62,6 +67,7 @@ enum OutputDelivery {
                 image = try await decode(resource, source: source, spec: spec, decodes: decodes, settings: settings)
             }
             let rendered = try await render(image, spec: spec)
+            timings["decodeMs"] = since(decodeStart)
             for (key, value) in rendered.fields { result[key] = value }
             payload = rendered.payload
             fileExtension = rendered.fileExtension
@@ -97,6 +103,7 @@ enum OutputDelivery {
             // Named from the URL as given (not where redirects led): the name `skipExisting`
             // looks for before the download is the one written.
             let url = sentURL
+            let writeStart = DispatchTime.now().uptimeNanoseconds
             let (written, digest) = try await BlockingWork.run { () throws(DeliveryFailure) -> (Written, String?) in
                 let digest = needsDigest ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
                 // A progressive token's partial images went to a path chosen then: the final
@@ -112,10 +119,12 @@ enum OutputDelivery {
                     try describeExisting(written.path, spec: spec, url: sentURL)
                 }
             }
+            timings["writeMs"] = since(writeStart)
             if let digest { result["sha256"] = .string(digest) }
             result["path"] = .string(written.path)
             result["uri"] = .string(URL(fileURLWithPath: written.path, isDirectory: false).absoluteString)
         }
+        if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
     }
 

@@ -25,13 +25,16 @@ enum EventEncoder {
                     params: ["token": token.json, "receivedBytes": .int(received), "expectedBytes": expected.map { .int($0) } ?? .null]),
                 replaceKey(token, "progress")
             )
-        case .completed(let token, let url, let outcome):
-            // Every completed event names its URL (as given), failures and cancellations too.
+        case .completed(let token, let url, let outcome, let metrics):
+            // Every completed event names its URL (as given), failures and cancellations too, and
+            // says where the time went.
             var params: JSONObject = ["token": token.json, "url": .string(url)]
+            var timings = metricsObject(metrics)
             switch outcome {
             case .success(let payload):
                 params["outcome"] = "success"
                 for (key, value) in payload { params[key] = value }
+                if case .object(let delivery)? = payload["metrics"] { for (key, value) in delivery { timings[key] = value } }
             case .failure(let failure):
                 params["outcome"] = "error"
                 params["error"] = errorObject(failure)
@@ -45,8 +48,30 @@ enum EventEncoder {
                     data: ["name": .string(WorkerErrorCode.cancelled.name)]
                 ).json
             }
+            params["metrics"] = .object(timings)
             return (RPCResponse.notification(method: WorkerEvent.completed, params: .object(params)), nil)
         }
+    }
+
+    /// `TransferMetrics` on the wire: milliseconds rounded to 0.01, absent phases left out.
+    static func metricsObject(_ m: TransferMetrics) -> JSONObject {
+        var o: JSONObject = [
+            "wireBytes": .int(m.wireBytes), "attempts": JSONValue(m.attempts), "redirects": JSONValue(m.redirects),
+            "fromCache": .bool(m.fromCache),
+        ]
+        func ms(_ key: String, _ value: Double?) {
+            if let value { o[key] = .double((value * 100).rounded() / 100) }
+        }
+        ms("queuedMs", m.queuedMs)
+        ms("connectMs", m.connectMs)
+        ms("ttfbMs", m.ttfbMs)
+        ms("transferMs", m.transferMs)
+        if let reused = m.reusedConnection { o["reusedConnection"] = .bool(reused) }
+        if let version = m.httpVersion { o["httpVersion"] = .string(version) }
+        if let address = m.remoteAddress { o["remoteAddress"] = .string(address) }
+        if m.resumed > 0 { o["resumed"] = JSONValue(m.resumed) }
+        if m.revalidated { o["revalidated"] = true }
+        return o
     }
 
     static func replaceKey(_ token: DownloadToken, _ kind: String) -> String {

@@ -24,6 +24,12 @@ extension WorkerServer {
             "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches)],
             "blockedURLs": JSONValue(s.blockedURLs),
             "decodes": JSONValue(decodesStarted),
+            "totals": [
+                "fetches": JSONValue(s.totals.fetches), "attempts": JSONValue(s.totals.attempts), "resumed": JSONValue(s.totals.resumed),
+                "redirects": JSONValue(s.totals.redirects), "wireBytes": .int(s.totals.wireBytes), "fromCache": JSONValue(s.totals.fromCache),
+                "revalidated": JSONValue(s.totals.revalidated), "newConnections": JSONValue(s.totals.newConnections),
+                "reusedConnections": JSONValue(s.totals.reusedConnections), "http2": JSONValue(s.totals.http2),
+            ],
             "liveTokens": .array(live),
             "configuration": ConfigurationParams.json(s.configuration, decodeSettings.withLock { $0 }),
             "framing": .string(framing.rawValue),

@@ -9,12 +9,12 @@ export const EVENT_FIELDS = {
   'download/progress': ['token', 'receivedBytes', 'expectedBytes'],
   'download/partialImage': ['token', 'sequence', 'width', 'height', 'filledRows', 'passes', 'sourceFormat',
     'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
-  'download/completed': ['token', 'url', 'outcome', 'error'],
+  'download/completed': ['token', 'url', 'outcome', 'error', 'metrics'],
 };
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
   'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped',
-  'fromCache', 'revalidated'];
+  'fromCache', 'revalidated', 'metrics'];
 
 const EVENT_TYPES = {
   'download/started': 'started',
@@ -42,11 +42,11 @@ export function parseEvent(method, params, url) {
       image.skipped = params.skipped === true;
       image.fromCache = params.fromCache === true;
       image.revalidated = params.revalidated === true;
-      return { type, token, url: params.url ?? url, outcome, image, error: null, raw: params };
+      return { type, token, url: params.url ?? url, outcome, image, error: null, metrics: params.metrics ?? null, raw: params };
     }
-    return {
-      type, token, url: params.url ?? url, outcome, image: null, error: downloadError(params.error, token, url ?? params.url), raw: params,
-    };
+    const error = downloadError(params.error, token, url ?? params.url);
+    error.metrics = params.metrics ?? null;
+    return { type, token, url: params.url ?? url, outcome, image: null, error, metrics: params.metrics ?? null, raw: params };
   }
   return { type, ...withData(params), raw: params };
 }

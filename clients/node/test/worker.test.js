@@ -292,6 +292,10 @@ test('the HTTP cache: fromCache, revalidated, cachePolicy, cacheMaxBytes', () =>
   const url = server.url('/files/testorig.jpg?cc=no-cache&etag=1');
   const first = await worker.download(url).done;
   assert.equal(first.fromCache, false);
+  assert.equal(first.metrics.attempts, 1);
+  assert.equal(first.metrics.httpVersion, '1.1');
+  assert.equal(first.metrics.wireBytes, first.byteLength);
+  assert.equal(typeof first.metrics.ttfbMs, 'number');
   const second = await worker.download(url).done;
   assert.equal(second.fromCache, true);
   assert.equal(second.revalidated, true);
@@ -299,7 +303,7 @@ test('the HTTP cache: fromCache, revalidated, cachePolicy, cacheMaxBytes', () =>
   assert.equal(offline.fromCache, true);
   assert.equal(offline.revalidated, false);
   await assert.rejects(worker.download(server.url('/files/testimgp.jpg'), { cachePolicy: 'cacheOnly' }).done,
-    (e) => e instanceof NetworkError && e.reason === 'notCached');
+    (e) => e instanceof NetworkError && e.reason === 'notCached' && e.metrics.wireBytes === 0);
   assert.equal((await worker.configure({ cacheMaxBytes: 0 })).cacheMaxBytes, 0);
   assert.throws(() => worker.download(url, { cachePolicy: 'sometimes' }), /cachePolicy must be one of/);
   assert.equal(await worker.close(), 0);

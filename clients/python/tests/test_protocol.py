@@ -305,3 +305,10 @@ def test_unknown_options_suggest_the_known_one() -> None:
     # snake_case or the wire's own names, including the ones with capitals inside
     assert configure_params({"failed_url_expiry_ms": 5, "clearFailedURLs": True}) == {
         "failedURLExpiryMs": 5, "clearFailedURLs": True}
+
+
+def test_metrics_fields_are_the_schemas() -> None:
+    from image_worker import Metrics
+    schema = SCHEMAS.documents["common.schema.json"]["$defs"]["metrics"]["properties"]
+    assert set(Metrics.WIRE) == set(schema)
+    assert set(Metrics.WIRE.values()) == {f.name for f in dataclasses.fields(Metrics)}

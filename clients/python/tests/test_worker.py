@@ -272,13 +272,17 @@ def test_http_cache(binary: str, server: LoopbackServer, tmp_path: Path) -> None
         url = server.url("/files/testorig.jpg")
         first = worker.download(url).result(30)
         assert first.from_cache is False and first.revalidated is False
+        assert first.metrics is not None and first.metrics.attempts == 1 and first.metrics.http_version == "1.1"
+        assert first.metrics.wire_bytes == first.byte_length and first.metrics.ttfb_ms is not None
         hits = server.hits["/files/testorig.jpg"]
         again = worker.download(url, cache_policy="cacheOnly").result(30)
         assert again.from_cache is True and again.byte_length == first.byte_length
+        assert again.metrics is not None and again.metrics.from_cache and again.metrics.wire_bytes == 0
         assert server.hits["/files/testorig.jpg"] == hits
         with pytest.raises(NetworkError) as missing:
             worker.download(server.url("/files/testimgp.jpg"), cache_policy="cacheOnly").result(30)
         assert missing.value.reason == "notCached"
+        assert missing.value.metrics is not None and missing.value.metrics.wire_bytes == 0
         assert worker.configure(cache_max_bytes=0)["cacheMaxBytes"] == 0
         with pytest.raises(NetworkError):
             worker.download(url, cache_policy="cacheOnly").result(30)

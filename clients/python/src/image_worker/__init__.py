@@ -35,7 +35,7 @@ from ._errors import (
     WorkerClosed,
     WorkerExited,
 )
-from ._events import EVENT_TYPES, Completed, Event, Image, PartialImage, Progress, Response, Started
+from ._events import EVENT_TYPES, Completed, Event, Image, Metrics, PartialImage, Progress, Response, Started
 from ._options import CachePolicy, ChromaSubsampling, DownloadOptions, ExecutionOrder, Format, ManyOptions, Priority, Settings, Token
 from ._worker import DownloadHandle, Worker, download_many, iter_downloads
 
@@ -46,7 +46,7 @@ __all__ = [
     "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
     "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions", "ERRORS_BY_CODE", "EVENT_TYPES",
     "Event", "ExecutionOrder", "Format", "Image", "ImageWorkerError", "InvalidDownloadOperation",
-    "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "NetworkError", "Outcome",
+    "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "Metrics", "NetworkError", "Outcome",
     "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress", "RequestError", "Response", "Settings",
     "Started", "Token", "UnsupportedFormat", "Worker", "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
 ]

@@ -46,6 +46,8 @@ class DownloadError(ImageWorkerError):
 
     code: int = 0
     name: str = "DownloadError"
+    #: where the time went before the error (an ``image_worker.Metrics``), when the event said
+    metrics: Any = None
 
     def __init__(self, message: str, *, token: Any = None, url: Optional[str] = None,
                  code: Optional[int] = None, data: Optional[Mapping[str, Any]] = None) -> None:

@@ -75,6 +75,63 @@ class _Pixels:
 
 
 @dataclass(frozen=True)
+class Metrics:
+    """Where a download spent its time (every ``download/completed``): milliseconds, bytes,
+    counts. A phase that did not happen is None (no new connection for one that reused one;
+    nothing transferred for a response served from the cache)."""
+
+    #: from the download request to its fetch starting
+    queued_ms: Optional[float] = None
+    #: waiting for new connections: DNS, TCP, TLS and a proxy's tunnel together
+    connect_ms: Optional[float] = None
+    reused_connection: Optional[bool] = None
+    #: from the last attempt's start to its response head
+    ttfb_ms: Optional[float] = None
+    #: from the response head to the body's end
+    transfer_ms: Optional[float] = None
+    #: decoding, scaling and encoding
+    decode_ms: Optional[float] = None
+    #: writing the file
+    write_ms: Optional[float] = None
+    #: body bytes read from the network, every attempt together
+    wire_bytes: int = 0
+    http_version: Optional[str] = None
+    #: ``ip:port`` of the last attempt's connection
+    remote_address: Optional[str] = None
+    attempts: int = 0
+    #: attempts that resumed a body part-way
+    resumed: int = 0
+    redirects: int = 0
+    from_cache: bool = False
+    revalidated: bool = False
+
+    WIRE: ClassVar[Dict[str, str]] = {
+        "queuedMs": "queued_ms", "connectMs": "connect_ms", "reusedConnection": "reused_connection", "ttfbMs": "ttfb_ms",
+        "transferMs": "transfer_ms", "decodeMs": "decode_ms", "writeMs": "write_ms", "wireBytes": "wire_bytes",
+        "httpVersion": "http_version", "remoteAddress": "remote_address", "attempts": "attempts", "resumed": "resumed",
+        "redirects": "redirects", "fromCache": "from_cache", "revalidated": "revalidated",
+    }
+
+    @staticmethod
+    def from_wire(m: Any) -> Optional["Metrics"]:
+        if not isinstance(m, dict):
+            return None
+
+        def number(key: str) -> Optional[float]:
+            value = m.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        return Metrics(
+            queued_ms=number("queuedMs"), connect_ms=number("connectMs"),
+            reused_connection=m["reusedConnection"] if isinstance(m.get("reusedConnection"), bool) else None,
+            ttfb_ms=number("ttfbMs"), transfer_ms=number("transferMs"), decode_ms=number("decodeMs"),
+            write_ms=number("writeMs"), wire_bytes=_int(m.get("wireBytes")) or 0, http_version=_str(m.get("httpVersion")),
+            remote_address=_str(m.get("remoteAddress")), attempts=_int(m.get("attempts")) or 0,
+            resumed=_int(m.get("resumed")) or 0, redirects=_int(m.get("redirects")) or 0,
+            from_cache=m.get("fromCache") is True, revalidated=m.get("revalidated") is True)
+
+
+@dataclass(frozen=True)
 class Image(_Pixels):
     """A finished download: what was delivered and what it is."""
 
@@ -108,6 +165,8 @@ class Image(_Pixels):
     from_cache: bool = False
     #: the stored response was revalidated: the server answered 304 to a conditional request
     revalidated: bool = False
+    #: where the time went (None for a kept file's event from an older worker)
+    metrics: Optional[Metrics] = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # Wire name -> attribute, for every field the protocol defines (checked against the schema).
@@ -117,6 +176,7 @@ class Image(_Pixels):
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
         "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
         "frameCount": "frame_count", "loopCount": "loop_count", "fromCache": "from_cache", "revalidated": "revalidated",
+        "metrics": "metrics",
     }
 
     @staticmethod
@@ -131,7 +191,7 @@ class Image(_Pixels):
             stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
             data=base64.b64decode(data) if data is not None else None, sha256=_str(p.get("sha256")),
             skipped=p.get("skipped") is True, from_cache=p.get("fromCache") is True, revalidated=p.get("revalidated") is True,
-            raw=dict(p))
+            metrics=Metrics.from_wire(p.get("metrics")), raw=dict(p))
 
 
 @dataclass(frozen=True)
@@ -230,8 +290,11 @@ class Completed(Event):
     #: the download's URL as given (user information removed)
     url: str = ""
 
+    #: where the time went (on errors and cancellations too)
+    metrics: Optional[Metrics] = None
+
     METHOD: ClassVar[str] = "download/completed"
-    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url", "outcome": "outcome", "error": "error"}
+    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url", "outcome": "outcome", "error": "error", "metrics": "metrics"}
 
     @property
     def ok(self) -> bool:
@@ -269,8 +332,11 @@ def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) ->
     if method == Completed.METHOD:
         outcome = str(p.get("outcome", ""))
         if outcome == "success":
-            return Completed(token, raw, outcome=outcome, image=Image.from_params(p), url=str(p.get("url", "")))
+            image = Image.from_params(p)
+            return Completed(token, raw, outcome=outcome, image=image, url=str(p.get("url", "")), metrics=image.metrics)
         error = p.get("error")
-        return Completed(token, raw, outcome=outcome, url=str(p.get("url", url or "")),
-                         error=download_error(error if isinstance(error, dict) else {}, token=token, url=url or _str(p.get("url"))))
+        metrics = Metrics.from_wire(p.get("metrics"))
+        failure = download_error(error if isinstance(error, dict) else {}, token=token, url=url or _str(p.get("url")))
+        failure.metrics = metrics
+        return Completed(token, raw, outcome=outcome, url=str(p.get("url", url or "")), error=failure, metrics=metrics)
     return None

@@ -1,0 +1,118 @@
+import Dispatch
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import Synchronization
+
+/// What AsyncHTTPClient does not report per request: which connection served it, where that
+/// connection goes, and when it was ready. Through the client's debug initializers, every new
+/// connection gets a mark (its readiness time and remote address) and a handler in front of its
+/// request encoder; the loader tags each request with a private header that this handler
+/// removes before anything is written, recording the connection it went out on.
+public final class ConnectionObserver: Sendable {
+    /// One request's connection.
+    public struct Observation: Sendable, Equatable {
+        public var remoteAddress: String?
+        /// When the connection was ready (DNS, TCP, TLS and, for h2, its preface done): uptime ns.
+        public var readyAt: UInt64
+        /// The request's place among the connection's requests (1: its first).
+        public var requestNumber: Int
+    }
+
+    static let header = "x-image-worker-trace"
+
+    private let observed = Mutex<[String: Observation]>([:])
+    private let counter = Atomic<UInt64>(0)
+
+    public init() {}
+
+    /// A fresh tag for one request.
+    func nextTag() -> String {
+        String(counter.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
+
+    /// The connection a tagged request went out on (once), if it was seen.
+    func take(_ tag: String) -> Observation? {
+        observed.withLock { $0.removeValue(forKey: tag) }
+    }
+
+    func record(_ tag: String, _ observation: Observation) {
+        observed.withLock { $0[tag] = observation }
+    }
+
+    /// A forgotten tag (a request that failed before reaching a connection) must not linger.
+    func discard(_ tag: String) {
+        _ = observed.withLock { $0.removeValue(forKey: tag) }
+    }
+
+    /// An HTTP/1.1 connection is ready: mark it, and tag its requests.
+    @Sendable func http1ConnectionReady(_ channel: Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            let mark = ConnectionMark(remoteAddress: ConnectionObserver.describe(channel.remoteAddress))
+            try sync.addHandler(mark)
+            let encoder = try sync.handler(type: HTTPRequestEncoder.self)
+            try sync.addHandler(TagReader(observer: self, mark: mark), position: .after(encoder))
+        }
+    }
+
+    /// An HTTP/2 connection is ready: mark it (its streams find the mark).
+    @Sendable func http2ConnectionReady(_ channel: Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(ConnectionMark(remoteAddress: ConnectionObserver.describe(channel.remoteAddress)))
+        }
+    }
+
+    /// A stream of an HTTP/2 connection is made for a request: tag its request.
+    @Sendable func http2StreamReady(_ channel: Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.makeCompletedFuture {
+            guard let parent = channel.parent, let mark = try? parent.pipeline.syncOperations.handler(type: ConnectionMark.self) else { return }
+            let sync = channel.pipeline.syncOperations
+            let codec = try sync.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self)
+            try sync.addHandler(TagReader(observer: self, mark: mark), position: .after(codec))
+        }
+    }
+
+    static func describe(_ address: SocketAddress?) -> String? {
+        guard let address, let ip = address.ipAddress, let port = address.port else { return nil }
+        return address.protocol == .inet6 ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    }
+}
+
+/// A connection's readiness and request count; lives in the connection's pipeline.
+final class ConnectionMark: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+    let remoteAddress: String?
+    let readyAt = DispatchTime.now().uptimeNanoseconds
+    let requests = Atomic<Int>(0)
+
+    init(remoteAddress: String?) {
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// Takes the tag off each outgoing request head and records the connection it goes out on.
+final class TagReader: ChannelOutboundHandler, Sendable {
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    let observer: ConnectionObserver
+    let mark: ConnectionMark
+
+    init(observer: ConnectionObserver, mark: ConnectionMark) {
+        self.observer = observer
+        self.mark = mark
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .head(var head) = unwrapOutboundIn(data), let tag = head.headers.first(name: ConnectionObserver.header) else {
+            context.write(data, promise: promise)
+            return
+        }
+        head.headers.remove(name: ConnectionObserver.header)
+        let number = mark.requests.wrappingAdd(1, ordering: .relaxed).newValue
+        observer.record(
+            tag, ConnectionObserver.Observation(remoteAddress: mark.remoteAddress, readyAt: mark.readyAt, requestNumber: number))
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+}
