@@ -320,6 +320,28 @@ import TestSupport
         #expect(Set(records.compactMap { $0["outcome"]?.stringValue }) == ["ok", "failed", "cancelled"])
     }
 
+    /// The network options: a cache that a second run uses with no request, per-host limits, a
+    /// proxy that is refused when it cannot be used.
+    @Test func cacheHostAndProxyOptions() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let cache = out.appendingPathComponent("cache").path
+        let url = server.url("/files/testorig.jpg?cc=max-age%3D600")
+        let first = try await Self.run(["get", "--cache-dir", cache, "--per-host", "2", "--per-host-rate", "50", "-o", out.path, url])
+        #expect(first.status == 0, "\(first)")
+        let second = try await Self.run(["get", "--json", "--cache-dir", cache, "--cache-policy", "cacheOnly", "-o", out.path, "--overwrite", url])
+        #expect(second.status == 0, "\(second)")
+        let completed = try #require(second.lines.map { try JSONParser.parse($0) }.first { $0["method"] == "download/completed" })
+        #expect(completed["params"]?["fromCache"] == true && completed["params"]?["metrics"]?["wireBytes"] == 0)
+        #expect(server.hits("/files/testorig.jpg") == 1)
+        for bad in [["--cache-policy", "sometimes"], ["--per-host", "0"], ["--proxy", "ftp://p:1"], ["--proxy", "socks5://u:p@h:1"]] {
+            let refused = try await Self.run(["get", "-o", out.path] + bad + [url])
+            #expect(refused.status != 0 && refused.stderr.contains(bad[0]), "\(bad): \(refused.stderr)")
+        }
+    }
+
     /// `--json` failures name their URL (the completed event carries it).
     @Test func jsonFailuresCarryTheURL() async throws {
         let server = try await E2E.startServer()
