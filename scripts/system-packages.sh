@@ -4,8 +4,8 @@
 #           libwebp, giflib, libavif), and python3 (the demo's loopback server)
 #   test    what the tests use besides: djpeg, dwebp, avifdec and Pillow (reference decoders),
 #           Python's venv, node and tsc, jq, script(1),
-#           chromium (the preview example's browser test), and gdb (the stacks of a worker that
-#           would not exit, in the failure's message)
+#           chromium (the preview example's browser test), gdb (the stacks of a worker that
+#           would not exit, in the failure's message), and tinyproxy (a real proxy to go through)
 # Checks by what is used (pkg-config modules, commands), installs with apt-get (through sudo when
 # not root). Where that cannot work (no apt-get, or not root and no sudo) it says what to install
 # and exits 1.
@@ -37,6 +37,7 @@ for set in "$@"; do
         command -v jq >/dev/null || need jq
         command -v script >/dev/null || need bsdutils
         command -v gdb >/dev/null || need gdb
+        command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || need tinyproxy
         command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
             || need chromium
         ;;

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/system-packages.sh build test
+# The tests' servers are on loopback: keep it direct whatever proxy this machine uses (the worker,
+# like curl, would send it through one). Tests that use a proxy set their own environment.
+export no_proxy="127.0.0.1,localhost,::1${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost,::1${NO_PROXY:+,$NO_PROXY}"
 swift build --build-tests
 swift test --skip-build --skip ImageDecodingTests
 swift test --skip-build --filter ImageDecodingTests

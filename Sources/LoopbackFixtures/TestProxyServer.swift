@@ -3,8 +3,9 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A real forward proxy on 127.0.0.1, for tests: HTTP `CONNECT` (optionally asking for Basic
-/// credentials, 407 otherwise) or SOCKS5 without authentication. It resolves the names in `names`
+/// A real forward proxy on 127.0.0.1, for tests: HTTP (`CONNECT` tunnels, and plain requests in
+/// absolute form forwarded to their host; optionally asking for Basic credentials, 407
+/// otherwise) or SOCKS5 without authentication. It resolves the names in `names`
 /// itself (`images.test` → 127.0.0.1), so a URL naming one can only be fetched through the proxy,
 /// and it records every tunnel's target and the `Proxy-Authorization` it was given.
 public final class TestProxyServer: Sendable {
@@ -12,6 +13,7 @@ public final class TestProxyServer: Sendable {
 
     struct State {
         var tunnels: [String] = []
+        var forwarded: [String] = []
         var authorizations: [String] = []
         var refused = 0
     }
@@ -34,6 +36,8 @@ public final class TestProxyServer: Sendable {
 
     /// Targets of the tunnels opened so far (`host:port`, as the client named them).
     public var tunnels: [String] { state.withLock { $0.tunnels } }
+    /// Plain requests forwarded so far (their absolute-form targets).
+    public var forwarded: [String] { state.withLock { $0.forwarded } }
     /// `Proxy-Authorization` values received (HTTP), in order.
     public var authorizations: [String] { state.withLock { $0.authorizations } }
     /// Tunnels refused for missing or wrong credentials.
@@ -110,13 +114,28 @@ final class ProxyFrontHandler: ChannelInboundHandler {
         let lines = text[..<end.lowerBound].components(separatedBy: "\r\n")
         pending.moveReaderIndex(forwardBy: text[..<end.upperBound].utf8.count)
         let parts = lines[0].split(separator: " ")
-        guard parts.count == 3, parts[0] == "CONNECT" else { return reply(context, "HTTP/1.1 405 Method Not Allowed\r\n\r\n", close: true) }
+        let plain = parts.count == 3 && parts[0] != "CONNECT" && parts[1].hasPrefix("http://")
+        guard parts.count == 3, parts[0] == "CONNECT" || plain else {
+            return reply(context, "HTTP/1.1 405 Method Not Allowed\r\n\r\n", close: true)
+        }
         let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }
             .map { String($0.dropFirst("proxy-authorization:".count)).trimmingCharacters(in: .whitespaces) }
         if let authorization { server.state.withLock { $0.authorizations.append(authorization) } }
         if let credentials = server.credentials, authorization != "Basic " + Data(credentials.utf8).base64EncodedString() {
             server.state.withLock { $0.refused += 1 }
             return reply(context, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n", close: true)
+        }
+        if plain {
+            // Forwarded: the request (and what follows on this connection) goes to its host as it
+            // came, absolute-form request line included (origin servers accept it).
+            guard let url = URLComponents(string: String(parts[1])), let host = url.host else {
+                return reply(context, "HTTP/1.1 400 Bad Request\r\n\r\n", close: true)
+            }
+            server.state.withLock { $0.forwarded.append(String(parts[1])) }
+            var request = ByteBuffer(string: text[..<end.upperBound].replacingOccurrences(of: "\r\nProxy-Authorization: ", with: "\r\nX-Was-Proxy-Authorization: "))
+            request.writeBuffer(&pending)
+            pending = request
+            return open(context, target: nil, host: host, port: url.port ?? 80) { _ in "" }
         }
         let target = String(parts[1])
         guard let colon = target.lastIndex(of: ":"), let port = Int(target[target.index(after: colon)...]) else {
@@ -163,8 +182,9 @@ final class ProxyFrontHandler: ChannelInboundHandler {
         }
     }
 
-    /// Connects to the target (through `names` first), answers with `answer(ok)`, then relays.
-    private func open(_ context: ChannelHandlerContext, target: String, host: String, port: Int, answer: @escaping (Bool) -> String) {
+    /// Connects to the target (through `names` first), answers with `answer(ok)` (nothing when
+    /// empty), then relays; a tunnel's `target` is recorded.
+    private func open(_ context: ChannelHandlerContext, target: String?, host: String, port: Int, answer: @escaping (Bool) -> String) {
         connecting = true
         let address = server.names[host.lowercased()] ?? host
         let front = context.channel
@@ -178,10 +198,11 @@ final class ProxyFrontHandler: ChannelInboundHandler {
                 let (handler, context) = loopBound.value
                 switch result {
                 case .success(let back):
-                    handler.server.state.withLock { $0.tunnels.append(target) }
+                    if let target { handler.server.state.withLock { $0.tunnels.append(target) } }
                     handler.peer = back
                     handler.connecting = false
-                    context.writeAndFlush(handler.wrapOutboundOut(ByteBuffer(string: answer(true))), promise: nil)
+                    let text = answer(true)
+                    if !text.isEmpty { context.writeAndFlush(handler.wrapOutboundOut(ByteBuffer(string: text)), promise: nil) }
                     if handler.pending.readableBytes > 0 {
                         back.writeAndFlush(handler.pending, promise: nil)
                         handler.pending.clear()

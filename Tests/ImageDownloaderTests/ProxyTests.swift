@@ -24,6 +24,12 @@ import TestSupport
         #expect(s.route(for: url("https://images.test/x"))?.kind == .socks5)
     }
 
+    @Test func anEmptyVariableCountsAsUnset() {
+        let (s, _) = ProxySettings.fromEnvironment(["http_proxy": "", "HTTP_PROXY": "http://upper:2", "no_proxy": " "])
+        #expect(s.httpProxy?.host == "upper")
+        #expect(s.bypass.isEmpty)
+    }
+
     @Test func allProxyFillsInAndBadValuesAreReportedNotUsed() {
         let (s, problems) = ProxySettings.fromEnvironment(["ALL_PROXY": "http://all:3128", "https_proxy": "ftp://x"])
         #expect(s.httpProxy?.host == "all")
@@ -41,7 +47,9 @@ import TestSupport
         #expect(s.route(for: url("http://[2001:db8::1]/x")) == nil)
         #expect(s.route(for: url("http://192.168.1.7/x")) == nil)
         #expect(s.route(for: url("http://192.168.1.8/x")) != nil)
-        #expect(s.route(for: url("http://localhost:1/x")) == nil, "loopback is always direct")
+        #expect(s.route(for: url("http://localhost:1/x")) != nil, "as curl: loopback too, unless no_proxy names it")
+        s.setNoProxy("localhost,127.0.0.0/8,::1")
+        #expect(s.route(for: url("http://localhost:1/x")) == nil)
         #expect(s.route(for: url("http://127.0.0.5/x")) == nil)
         #expect(s.route(for: url("http://[::1]/x")) == nil)
     }
@@ -69,20 +77,24 @@ import TestSupport
         }
     }
 
-    @Test func httpThroughAConnectProxyWithCredentials() async throws {
+    @Test func plainHTTPIsForwardedWithTheProxysCredentials() async throws {
         let proxy = try await TestProxyServer.start(.http, credentials: "me:s3cret")
         defer { Task { await proxy.shutdown() } }
         let h = try await harness(proxy.url)
         defer { Task { await h.shutdown() } }
         h.server.setFile("a", bytes(40_000))
-        try await h.start(.string("a"), "http://images.test:\(h.server.port)/files/a")
+        try await h.start(.string("a"), "http://images.test:\(h.server.port)/files/a?x=1#frag")
         #expect(try await h.outcome(.string("a")).value == 40_000)
-        #expect(proxy.tunnels == ["images.test:\(h.server.port)"])
+        // As curl: the URL in absolute form to the proxy, no CONNECT for plain http.
+        #expect(proxy.forwarded == ["http://images.test:\(h.server.port)/files/a?x=1"])
+        #expect(proxy.tunnels.isEmpty)
         #expect(proxy.authorizations == ["Basic " + Data("me:s3cret".utf8).base64EncodedString()])
-        // Loopback is reached directly, never through the proxy.
-        try await h.start(.string("direct"), h.server.url("/files/a"))
-        #expect(try await h.outcome(.string("direct")).value == 40_000)
-        #expect(proxy.tunnels.count == 1)
+        #expect(h.server.lastHeaders("/files/a").contains { $0.0.lowercased() == "host" && $0.1 == "images.test:\(h.server.port)" })
+        #expect(!h.server.lastHeaders("/files/a").contains { $0.0.lowercased().hasPrefix("x-image-worker") }, "no private header leaves")
+        // Loopback goes through the proxy too (as curl), unless no_proxy names it.
+        try await h.start(.string("loopback"), h.server.url("/files/a"))
+        #expect(try await h.outcome(.string("loopback")).value == 40_000)
+        #expect(h.server.connections == 1, "the only connection the server saw was the proxy's")
     }
 
     @Test func wrongCredentialsFailWithReasonProxy() async throws {

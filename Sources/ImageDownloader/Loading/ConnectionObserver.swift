@@ -5,7 +5,8 @@ import NIOHTTP2
 import Synchronization
 
 /// What AsyncHTTPClient does not report per request: which connection served it, where that
-/// connection goes, and when it was ready. Through the client's debug initializers, every new
+/// connection goes, and when it was ready. (Its handler also writes the absolute-form request
+/// line of a plain-http request forwarded by an HTTP proxy.) Through the client's debug initializers, every new
 /// connection gets a mark (its readiness time and remote address) and a handler in front of its
 /// request encoder; the loader tags each request with a private header that this handler
 /// removes before anything is written, recording the connection it went out on.
@@ -20,6 +21,9 @@ public final class ConnectionObserver: Sendable {
     }
 
     static let header = "x-image-worker-trace"
+    /// On a request to an HTTP proxy for a plain-http URL: the URL, for the request line
+    /// (absolute-form, RFC 9112 §3.2.2), in place of the origin-form path.
+    static let absoluteForm = "x-image-worker-absolute-form"
 
     private let observed = Mutex<[String: Observation]>([:])
     private let counter = Atomic<UInt64>(0)
@@ -105,14 +109,20 @@ final class TagReader: ChannelOutboundHandler, Sendable {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .head(var head) = unwrapOutboundIn(data), let tag = head.headers.first(name: ConnectionObserver.header) else {
+        guard case .head(var head) = unwrapOutboundIn(data) else {
             context.write(data, promise: promise)
             return
         }
-        head.headers.remove(name: ConnectionObserver.header)
-        let number = mark.requests.wrappingAdd(1, ordering: .relaxed).newValue
-        observer.record(
-            tag, ConnectionObserver.Observation(remoteAddress: mark.remoteAddress, readyAt: mark.readyAt, requestNumber: number))
+        if let absolute = head.headers.first(name: ConnectionObserver.absoluteForm) {
+            head.headers.remove(name: ConnectionObserver.absoluteForm)
+            head.uri = absolute
+        }
+        if let tag = head.headers.first(name: ConnectionObserver.header) {
+            head.headers.remove(name: ConnectionObserver.header)
+            let number = mark.requests.wrappingAdd(1, ordering: .relaxed).newValue
+            observer.record(
+                tag, ConnectionObserver.Observation(remoteAddress: mark.remoteAddress, readyAt: mark.readyAt, requestNumber: number))
+        }
         context.write(wrapOutboundOut(.head(head)), promise: promise)
     }
 }

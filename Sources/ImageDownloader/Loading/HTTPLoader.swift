@@ -89,6 +89,14 @@ public struct HTTPLoader: ResourceLoader {
                 throw DownloadFailure.network(.notCached, "no cached copy of \(url.absoluteString) (cachePolicy cacheOnly)")
             }
             let proxy = request.proxies.route(for: url)
+            // Plain http through an HTTP proxy is forwarded, as curl does: the request goes to the
+            // proxy with the URL as its request line (AsyncHTTPClient's own proxy support would open
+            // a CONNECT tunnel, which proxies often allow to port 443 only). https is tunnelled.
+            let forwarded = proxy?.kind == .http && url.scheme?.lowercased() == "http" ? proxy : nil
+            if let forwarded {
+                HTTPLoader.forward(&outgoing, to: forwarded, url: url)
+                logger.debug("forwarded by the proxy", metadata: ["proxy": "\(forwarded)", "url": "\(url.absoluteString)"])
+            }
             let requestTime = Date().timeIntervalSince1970
             // Tagged, so that the connection it goes out on can be told (the tag never leaves).
             let tag = clients.observer.nextTag()
@@ -96,7 +104,7 @@ public struct HTTPLoader: ResourceLoader {
             let issuedAt = DispatchTime.now().uptimeNanoseconds
             let response: HTTPClientResponse
             do {
-                response = try await clients.client(through: proxy).execute(
+                response = try await clients.client(through: forwarded == nil ? proxy : nil).execute(
                     outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
             } catch {
                 clients.observer.discard(tag)
@@ -111,6 +119,9 @@ public struct HTTPLoader: ResourceLoader {
                 cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
             }
             let status = Int(response.status.code)
+            if forwarded != nil, status == 407 {
+                throw DownloadFailure.network(.proxy, "the proxy asks for credentials (407)")
+            }
             let version = response.version.major >= 2 ? "2" : "\(response.version.major).\(response.version.minor)"
             let received = response.headers.map { ($0.name, $0.value) }
             if status == 304, let cache, let stored {
@@ -190,6 +201,24 @@ public struct HTTPLoader: ResourceLoader {
         try await entry.readBody { try await onChunk($0) }
     }
 
+    /// Turns `outgoing` into a request to `proxy` for `url`: sent to the proxy's address, with
+    /// the target's `Host`, the proxy's credentials, and the absolute-form request line (written
+    /// by the connection's `TagReader`).
+    static func forward(_ outgoing: inout HTTPClientRequest, to proxy: ProxySettings.Proxy, url: URL) {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return }
+        components.fragment = nil
+        let absolute = components.string ?? url.absoluteString
+        let host = components.host.map { $0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0 } ?? ""
+        let hostHeader = components.port.map { "\(host):\($0)" } ?? host
+        components.scheme = "http"
+        components.host = proxy.host
+        components.port = proxy.port
+        outgoing.url = components.string ?? "http://\(proxy.authority)/"
+        outgoing.headers.replaceOrAdd(name: "Host", value: hostHeader)
+        outgoing.headers.replaceOrAdd(name: ConnectionObserver.absoluteForm, value: absolute)
+        if let authorization = proxy.authorization { outgoing.headers.replaceOrAdd(name: "Proxy-Authorization", value: authorization) }
+    }
+
     /// Reads and drops a redirect's (small) body so the connection can be reused; a large one is
     /// abandoned, which closes its connection.
     private static func discard(_ body: HTTPClientResponse.Body) async throws {
@@ -263,7 +292,7 @@ public struct HTTPLoader: ResourceLoader {
             case ECONNRESET, EPIPE:
                 return DownloadFailure.network(phase.hasPrefix("connecting") ? .reset : .truncated, "connection reset while \(phase)")
             case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
-                return DownloadFailure.network(.connection, "cannot connect: \(e)")
+                return DownloadFailure.network(.connection, "cannot connect: \(e) while \(phase)")
             case ETIMEDOUT:
                 return DownloadFailure.network(.timeout, "timed out while \(phase)")
             default:

@@ -15,6 +15,14 @@ public struct ProxySettings: Sendable, Equatable {
         public var user: String?
         public var password: String?
 
+        /// `host:port` as a URL's authority (an IPv6 address in brackets).
+        public var authority: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+
+        /// `Proxy-Authorization` for its credentials, if it has any.
+        public var authorization: String? {
+            user.map { "Basic " + Data("\($0):\(password ?? "")".utf8).base64EncodedString() }
+        }
+
         /// The proxy as shown in logs, events and the configuration: never its password.
         public var description: String {
             let who = user.map { "\($0)@" } ?? ""
@@ -146,9 +154,10 @@ public struct ProxySettings: Sendable, Equatable {
     /// in a shell profile cannot stop the worker; the log says so.
     public static func fromEnvironment(_ environment: [String: String]) -> (settings: ProxySettings, problems: [String]) {
         var problems: [String] = []
+        // An empty variable counts as unset (the other case is read).
         func value(_ name: String) -> String? {
-            let v = environment[name.lowercased()] ?? environment[name.uppercased()]
-            return v?.trimmingCharacters(in: .whitespaces).isEmpty == false ? v : nil
+            [environment[name.lowercased()], environment[name.uppercased()]].compactMap { $0 }
+                .first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         }
         func proxy(_ name: String) -> Proxy? {
             guard let text = value(name) ?? value("all_proxy") else { return nil }
@@ -163,21 +172,18 @@ public struct ProxySettings: Sendable, Equatable {
         return (settings, problems)
     }
 
-    /// The proxy for `url`, or nil to connect directly. The loopback host (`localhost`,
-    /// 127.0.0.0/8, `::1`) is always reached directly, as Go's and Python's tools do: a proxy
-    /// elsewhere cannot reach this machine's loopback.
+    /// The proxy for `url`, or nil to connect directly. As curl: every host goes through the
+    /// proxy unless `no_proxy` names it, the loopback host too (`no_proxy=localhost,127.0.0.1`
+    /// keeps it direct).
     public func route(for url: URL) -> Proxy? {
         let scheme = url.scheme?.lowercased()
         guard let proxy = scheme == "https" ? httpsProxy : scheme == "http" ? httpProxy : nil else { return nil }
         let host = (url.host ?? "").lowercased()
         let port = url.port ?? (scheme == "https" ? 443 : 80)
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if ProxySettings.loopback.contains(where: { $0.matches(host: bare, port: port) }) { return nil }
         if bypass.contains(where: { $0.matches(host: bare, port: port) }) { return nil }
         return proxy
     }
-
-    private static let loopback = ["localhost", "127.0.0.0/8", "::1"].compactMap { Bypass.parse($0[...]) }
 
     /// The bytes of an IPv4 or IPv6 address in text, nil for anything else.
     static func ipBytes(_ text: String) -> [UInt8]? {

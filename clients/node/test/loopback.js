@@ -134,13 +134,14 @@ export async function startServer() {
 }
 
 /**
- * A forward proxy on loopback that only tunnels (HTTP CONNECT), resolving `images.test` to
- * 127.0.0.1 itself: a URL naming it is fetched through the proxy or not at all. With
- * `credentials` ('user:pass') it answers 407 to a request without them.
+ * A forward proxy on loopback: CONNECT tunnels, and plain requests in absolute form passed on to
+ * their host; it resolves `images.test` to 127.0.0.1 itself, so a URL naming it is fetched through
+ * the proxy or not at all. With `credentials` ('user:pass') it answers 407 to a request without them.
  */
 export async function startConnectProxy(credentials) {
   const net = await import('node:net');
   const tunnels = [];
+  const forwarded = [];
   const expected = credentials ? `Basic ${Buffer.from(credentials).toString('base64')}` : null;
   const server = net.createServer((client) => {
     let head = Buffer.alloc(0);
@@ -152,17 +153,31 @@ export async function startConnectProxy(credentials) {
       const lines = head.subarray(0, end).toString('latin1').split('\r\n');
       const [method, target] = lines[0].split(' ');
       const auth = lines.slice(1).find((l) => l.toLowerCase().startsWith('proxy-authorization:'))?.split(':').slice(1).join(':').trim();
-      if (method !== 'CONNECT' || (expected && auth !== expected)) {
+      const plain = method !== 'CONNECT' && target.startsWith('http://');
+      if ((method !== 'CONNECT' && !plain) || (expected && auth !== expected)) {
         client.end('HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n');
         return;
       }
-      const colon = target.lastIndexOf(':');
-      const host = target.slice(0, colon);
-      const upstream = net.connect(Number(target.slice(colon + 1)), host === 'images.test' ? '127.0.0.1' : host, () => {
-        tunnels.push(target);
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        const rest = head.subarray(end + 4);
-        if (rest.length) upstream.write(rest);
+      let host;
+      let port;
+      if (plain) {
+        // Passed on as it came (origin servers accept the absolute form), then relayed.
+        const url = new URL(target);
+        [host, port] = [url.hostname, Number(url.port || 80)];
+      } else {
+        const colon = target.lastIndexOf(':');
+        [host, port] = [target.slice(0, colon), Number(target.slice(colon + 1))];
+      }
+      const upstream = net.connect(port, host === 'images.test' ? '127.0.0.1' : host, () => {
+        if (plain) {
+          forwarded.push(target);
+          upstream.write(head);
+        } else {
+          tunnels.push(target);
+          client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+          const rest = head.subarray(end + 4);
+          if (rest.length) upstream.write(rest);
+        }
         client.pipe(upstream).pipe(client);
       });
       upstream.on('error', () => client.destroy());
@@ -171,5 +186,5 @@ export async function startConnectProxy(credentials) {
     client.on('data', onData);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: server.address().port, tunnels, close: () => new Promise((resolve) => server.close(resolve)) };
+  return { port: server.address().port, tunnels, forwarded, close: () => new Promise((resolve) => server.close(resolve)) };
 }

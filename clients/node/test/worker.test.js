@@ -265,7 +265,8 @@ test('events carry the URL as given and the final URL apart', () => withSetup(as
 test('per-host limits and proxies: the environment, configure, no password shown', () => withSetup(async (server) => {
   const proxy = await startConnectProxy('me:s3cret');
   try {
-    const env = { ...process.env, HTTPS_PROXY: '', HTTP_PROXY: `http://me:s3cret@127.0.0.1:${proxy.port}`, NO_PROXY: 'example.org' };
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().endsWith('_proxy')));
+    Object.assign(env, { HTTP_PROXY: `http://me:s3cret@127.0.0.1:${proxy.port}`, NO_PROXY: 'example.org' });
     const worker = await spawnWorker({ binary, env });
     const configuration = await worker.configure({ maxConcurrentPerHost: 2, maxRequestsPerSecondPerHost: 50 });
     assert.equal(configuration.maxConcurrentPerHost, 2);
@@ -275,7 +276,8 @@ test('per-host limits and proxies: the environment, configure, no password shown
     const url = `http://images.test:${server.port}/files/testorig.jpg`;
     const image = await worker.download(url).done;
     assert.equal(image.byteLength, 5770);
-    assert.deepEqual(proxy.tunnels, [`images.test:${server.port}`]);
+    assert.deepEqual(proxy.forwarded, [url]);
+    assert.deepEqual(proxy.tunnels, []);
     assert.equal((await worker.configure({ proxy: '' })).httpProxy, null);
     await assert.rejects(worker.download(url, { maxRetries: 0 }).done, (e) => e instanceof NetworkError);
     await assert.rejects(worker.configure({ proxy: 'socks5://u:p@127.0.0.1:1080' }), (e) => e instanceof RequestError);

@@ -179,9 +179,10 @@ def binary_path() -> Optional[str]:
 
 
 class ConnectProxy:
-    """A forward proxy on loopback that only tunnels (HTTP CONNECT), resolving ``images.test`` to
-    127.0.0.1 itself: a URL naming it can be fetched through the proxy or not at all. With
-    ``credentials`` ("user:pass") it answers 407 to a request without them."""
+    """A forward proxy on loopback: CONNECT tunnels, and plain requests in absolute form passed on
+    to their host; it resolves ``images.test`` to 127.0.0.1 itself, so a URL naming it can be
+    fetched through the proxy or not at all. With ``credentials`` ("user:pass") it answers 407 to a
+    request without them."""
 
     def __init__(self, credentials: Optional[str] = None) -> None:
         import base64
@@ -190,6 +191,7 @@ class ConnectProxy:
         import socketserver
 
         self.tunnels: list = []  # type: ignore[type-arg]
+        self.forwarded: list = []  # type: ignore[type-arg]
         expected = "Basic " + base64.b64encode(credentials.encode()).decode() if credentials else None
         proxy = self
 
@@ -205,15 +207,25 @@ class ConnectProxy:
                 lines = head.decode("latin-1").split("\r\n")
                 method, target, _ = lines[0].split(" ", 2)
                 auth = next((l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("proxy-authorization:")), None)
-                if method != "CONNECT" or (expected and auth != expected):
+                plain = method != "CONNECT" and target.startswith("http://")
+                if (method != "CONNECT" and not plain) or (expected and auth != expected):
                     self.request.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
                     return
-                host, port = target.rsplit(":", 1)
+                if plain:
+                    # Passed on as it came (origin servers accept the absolute form), then relayed.
+                    url = urlparse(target)
+                    host, port = url.hostname or "", str(url.port or 80)
+                    proxy.forwarded.append(target)
+                else:
+                    host, port = target.rsplit(":", 1)
                 upstream = socket.create_connection(("127.0.0.1" if host == "images.test" else host, int(port)))
-                proxy.tunnels.append(target)
-                self.request.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-                if rest:
-                    upstream.sendall(rest)
+                if plain:
+                    upstream.sendall(head + b"\r\n\r\n" + rest)
+                else:
+                    proxy.tunnels.append(target)
+                    self.request.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                    if rest:
+                        upstream.sendall(rest)
                 sockets = [self.request, upstream]
                 while True:
                     readable, _, _ = select.select(sockets, [], [], 30)

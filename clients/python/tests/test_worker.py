@@ -246,7 +246,8 @@ def test_per_host_limits_and_proxies(binary: str, server: LoopbackServer) -> Non
 
     proxy = ConnectProxy("me:s3cret")
     try:
-        environment = dict(os.environ, HTTP_PROXY=f"http://me:s3cret@127.0.0.1:{proxy.port}", NO_PROXY="example.org")
+        environment = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        environment.update(HTTP_PROXY=f"http://me:s3cret@127.0.0.1:{proxy.port}", NO_PROXY="example.org")
         with Worker(binary, env=environment) as worker:
             configuration = worker.configure(max_concurrent_per_host=2, max_requests_per_second_per_host=50)
             assert configuration["maxConcurrentPerHost"] == 2 and configuration["maxRequestsPerSecondPerHost"] == 50
@@ -255,7 +256,7 @@ def test_per_host_limits_and_proxies(binary: str, server: LoopbackServer) -> Non
             url = f"http://images.test:{server.port}/files/testorig.jpg"
             image = worker.download(url).result(30)
             assert image.byte_length == 5770
-            assert proxy.tunnels == [f"images.test:{server.port}"]
+            assert proxy.forwarded == [url] and proxy.tunnels == []
             assert worker.configure(proxy="")["httpProxy"] is None
             with pytest.raises(NetworkError):
                 worker.download(url, max_retries=0).result(30)
