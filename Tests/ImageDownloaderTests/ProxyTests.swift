@@ -1,5 +1,6 @@
+import AsyncHTTPClient
 import Foundation
-import ImageDownloader
+@testable import ImageDownloader
 import InputValidation
 import Testing
 import TestSupport
@@ -52,6 +53,17 @@ import TestSupport
         #expect(s.route(for: url("http://localhost:1/x")) == nil)
         #expect(s.route(for: url("http://127.0.0.5/x")) == nil)
         #expect(s.route(for: url("http://[::1]/x")) == nil)
+    }
+
+    @Test func aForwardedRequestGoesToTheProxyWithTheURLAsItsRequestLine() throws {
+        for (proxy, expected) in [("http://u:p@proxy.corp:3128", "http://proxy.corp:3128/a%20b/c?x=1&y=%2F"), ("http://[::1]:3128", "http://[::1]:3128/a%20b/c?x=1&y=%2F")] {
+            var request = HTTPClientRequest(url: "http://images.test:8080/a%20b/c?x=1&y=%2F")
+            HTTPLoader.forward(&request, to: try ProxySettings.Proxy.parse(proxy), url: URL(string: "http://images.test:8080/a%20b/c?x=1&y=%2F#f")!)
+            #expect(request.url == expected)
+            #expect(request.headers.first(name: "Host") == "images.test:8080")
+            #expect(request.headers.first(name: "x-image-worker-absolute-form") == "http://images.test:8080/a%20b/c?x=1&y=%2F")
+            #expect((request.headers.first(name: "Proxy-Authorization") != nil) == proxy.contains("u:p@"))
+        }
     }
 
     @Test func proxyURLs() throws {

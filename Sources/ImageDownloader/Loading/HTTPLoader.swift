@@ -211,7 +211,7 @@ public struct HTTPLoader: ResourceLoader {
         let host = components.host.map { $0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0 } ?? ""
         let hostHeader = components.port.map { "\(host):\($0)" } ?? host
         components.scheme = "http"
-        components.host = proxy.host
+        components.host = proxy.host.contains(":") ? "[\(proxy.host)]" : proxy.host  // (URLComponents wants an IPv6 host bracketed)
         components.port = proxy.port
         outgoing.url = components.string ?? "http://\(proxy.authority)/"
         outgoing.headers.replaceOrAdd(name: "Host", value: hostHeader)
