@@ -347,6 +347,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         headers.add(name: "Content-Type", value: TestHTTPHandler.mimeType(bytes))
         headers.add(name: "Accept-Ranges", value: "bytes")
         headers.add(name: "ETag", value: etag)
+        for (name, value) in TestHTTPHandler.validators(bytes, query) where name != "ETag" { headers.add(name: name, value: value) }
         headers.add(name: "Content-Length", value: String(bytes.count - start))
         let status: HTTPResponseStatus = start > 0 || (mode == "bad" && head.headers.first(name: "range") != nil) ? .partialContent : .ok
         if status == .partialContent { headers.add(name: "Content-Range", value: "bytes \(start)-\(bytes.count - 1)/\(bytes.count)") }

@@ -210,6 +210,27 @@ import TestSupport
         #expect(try await s.get("/files/t?cc=max-age%3D600").cache == .stored)
     }
 
+    @Test func aResumedBodyIsStoredWhole() async throws {
+        let s = try await Setup {
+            $0.maxRetries = 4
+            $0.retryBaseDelayMs = 1
+            $0.retryMaxDelayMs = 5
+        }
+        defer { Task { await s.finish() } }
+        var rng = SplitMix(seed: 99)
+        let body = (0..<700_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        s.h.server.setFile("r", body)
+        let path = "/files/r?ranges=1&drops=2&seed=3&cc=max-age%3D600"
+        #expect(try await s.get(path) == (700_000, CacheUse.none, nil))
+        #expect(s.h.server.hits("/files/r") == 3, "cut twice, resumed twice")
+        let entry = try #require(s.cache.lookup(s.h.server.url(path)), "the entry the broken attempt began, finished by the resumed ones")
+        #expect(entry.response.bodyBytes == 700_000)
+        var stored: [UInt8] = []
+        try await entry.readBody { stored += Array($0.readableBytesView) }
+        #expect(stored == body)
+        #expect(try await s.get(path, policy: .cacheOnly) == (700_000, .stored, nil))
+    }
+
     @Test func leastRecentlyUsedEntriesGoFirst() async throws {
         let s = try await Setup(maxBytes: 260_000)
         defer { Task { await s.finish() } }

@@ -194,6 +194,37 @@ public final class HTTPCache: Sendable {
         return Writer(fd: fd, path: name, cache: self)
     }
 
+    /// An entry whose body broke part-way, kept for the attempt that resumes it (`Range`): its
+    /// writer, the head it will be stored with, and the validator the resumed response must match.
+    public struct Parked: Sendable {
+        public var writer: Writer
+        public var head: CachedResponse
+        public var validator: String?
+    }
+
+    /// Keeps a broken entry for its resumed attempt (at most `parkedLimit`, the oldest dropped).
+    public func park(_ entry: Parked) {
+        parked.withLock { all in
+            all.removeAll { $0.head.url == entry.head.url }
+            all.append(entry)
+            if all.count > HTTPCache.parkedLimit { all.removeFirst(all.count - HTTPCache.parkedLimit) }
+        }
+    }
+
+    /// The broken entry of `url`, if it stopped at `offset` and has `validator`; it leaves the list
+    /// either way.
+    public func unpark(_ url: String, validator: String, offset: Int64) -> Parked? {
+        let entry = parked.withLock { all -> Parked? in
+            guard let index = all.firstIndex(where: { $0.head.url == url }) else { return nil }
+            return all.remove(at: index)
+        }
+        guard let entry, entry.validator == validator, entry.writer.bytesWritten == offset else { return nil }
+        return entry
+    }
+
+    static let parkedLimit = 16
+    private let parked = Mutex<[Parked]>([])
+
     /// Rewrites an entry with a new head (after a 304), its body copied; returns whether it worked.
     @discardableResult
     public func refresh(_ entry: Entry, with response: CachedResponse) -> Bool {

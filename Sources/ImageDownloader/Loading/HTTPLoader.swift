@@ -158,30 +158,36 @@ public struct HTTPLoader: ResourceLoader {
             }
             let head = LoadedHead(
                 status: status, headers: received, finalURL: url, httpVersion: version, connection: connection, redirects: redirects)
-            let writer =
+            let toStore = CachedResponse(
+                url: cacheKey, status: status, headers: received, requestTime: requestTime, responseTime: responseTime,
+                vary: CachedResponse.varyValues(responseHeaders: received, requestHeaders: sent), httpVersion: version, bodyBytes: 0)
+            var writer =
                 cache != nil
                     && CachedResponse.isStorable(
                         status: status, responseHeaders: received, requestHeaders: sent, hasCredentials: request.credentials != nil)
-                ? cache?.beginStore() : nil
+                ? cache?.beginStore().map { HTTPCache.Parked(writer: $0, head: toStore, validator: ResumePoint.validator(headers: received)) } : nil
+            // A resumed attempt's 206 continues the entry its broken attempt began (parked then).
+            if let resume = request.resume, let resumedCache = self.cache {
+                let parked = resumedCache.unpark(FetchKey.canonical(url), validator: resume.validator, offset: resume.offset)
+                if status == 206 { writer = parked }
+            }
             try await onHead(head)
             do {
                 for try await chunk in response.body {
-                    writer?.append(chunk)
+                    writer?.writer.append(chunk)
                     try await onChunk(chunk)
                 }
             } catch let error as DownloadFailure {
                 throw error
             } catch {
+                // Broken part-way: what was stored so far waits for the attempt that resumes it.
+                if let writer, writer.validator != nil, writer.writer.bytesWritten > 0 { self.cache?.park(writer) }
                 throw HTTPLoader.classify(error, phase: "receiving the body")
             }
             if let writer {
-                let declared = head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
-                if declared == nil || declared == writer.bytesWritten, writer.bytesWritten > 0 {
-                    writer.commit(
-                        CachedResponse(
-                            url: cacheKey, status: status, headers: received, requestTime: requestTime, responseTime: responseTime,
-                            vary: CachedResponse.varyValues(responseHeaders: received, requestHeaders: sent), httpVersion: version,
-                            bodyBytes: writer.bytesWritten))
+                let declared = writer.head.header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+                if declared == nil || declared == writer.writer.bytesWritten, writer.writer.bytesWritten > 0 {
+                    writer.writer.commit(writer.head)
                 }
             }
             return
