@@ -158,14 +158,16 @@ public struct HTTPLoader: ResourceLoader {
             }
             let head = LoadedHead(
                 status: status, headers: received, finalURL: url, httpVersion: version, connection: connection, redirects: redirects)
-            let toStore = CachedResponse(
-                url: cacheKey, status: status, headers: received, requestTime: requestTime, responseTime: responseTime,
-                vary: CachedResponse.varyValues(responseHeaders: received, requestHeaders: sent), httpVersion: version, bodyBytes: 0)
-            var writer =
-                cache != nil
-                    && CachedResponse.isStorable(
-                        status: status, responseHeaders: received, requestHeaders: sent, hasCredentials: request.credentials != nil)
-                ? cache?.beginStore().map { HTTPCache.Parked(writer: $0, head: toStore, validator: ResumePoint.validator(headers: received)) } : nil
+            var writer: HTTPCache.Parked? = nil
+            if let cache,
+                CachedResponse.isStorable(status: status, responseHeaders: received, requestHeaders: sent, hasCredentials: request.credentials != nil),
+                let file = cache.beginStore()
+            {
+                let toStore = CachedResponse(
+                    url: cacheKey, status: status, headers: received, requestTime: requestTime, responseTime: responseTime,
+                    vary: CachedResponse.varyValues(responseHeaders: received, requestHeaders: sent), httpVersion: version, bodyBytes: 0)
+                writer = HTTPCache.Parked(writer: file, head: toStore, validator: ResumePoint.validator(headers: received))
+            }
             // A resumed attempt's 206 continues the entry its broken attempt began (parked then).
             if let resume = request.resume, let resumedCache = self.cache {
                 let parked = resumedCache.unpark(FetchKey.canonical(url), validator: resume.validator, offset: resume.offset)
