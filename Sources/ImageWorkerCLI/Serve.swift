@@ -88,9 +88,8 @@ struct Serve: AsyncParsableCommand {
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
         if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
         if let p = proxy {
-            let chosen = p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p)  // checked in validate()
-            options.configuration.proxies.httpProxy = chosen
-            options.configuration.proxies.httpsProxy = chosen
+            // (Checked in validate().)
+            options.configuration.proxies.useForBoth(p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p))
         }
         if let n = noProxy { options.configuration.proxies.setNoProxy(n) }
         options.cacheDirectory = cacheDir

@@ -58,9 +58,8 @@ public enum GetRunner {
         workerOptions.configuration.maxConcurrentPerHost = options.perHost
         workerOptions.configuration.maxRequestsPerSecondPerHost = options.perHostRate
         if let p = options.proxy {
-            let chosen = p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p)  // checked by the command
-            workerOptions.configuration.proxies.httpProxy = chosen
-            workerOptions.configuration.proxies.httpsProxy = chosen
+            // (Checked by the command.)
+            workerOptions.configuration.proxies.useForBoth(p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p))
         }
         if let n = options.noProxy { workerOptions.configuration.proxies.setNoProxy(n) }
         workerOptions.cacheDirectory = options.cacheDirectory

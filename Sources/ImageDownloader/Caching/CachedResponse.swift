@@ -33,12 +33,12 @@ public struct CachedResponse: Codable, Sendable, Equatable {
     public var headerPairs: [(String, String)] { headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil } }
 
     public func header(_ name: String) -> String? {
-        headers.first { $0.count == 2 && $0[0].caseInsensitiveCompare(name) == .orderedSame }?[1]
+        headers.first { $0.count == 2 && LoadedHead.sameName($0[0], name) }?[1]
     }
 
     /// Every value of a header, comma-joined (RFC 9110 §5.3).
     static func joined(_ headers: [(String, String)], _ name: String) -> String? {
-        let values = headers.filter { $0.0.caseInsensitiveCompare(name) == .orderedSame }.map(\.1)
+        let values = headers.filter { LoadedHead.sameName($0.0, name) }.map(\.1)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 

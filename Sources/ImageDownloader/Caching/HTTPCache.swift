@@ -143,8 +143,8 @@ public final class HTTPCache: Sendable {
         let fd: Int32
         let path: String
         let cache: HTTPCache
-        private let written = Mutex<Int64>(0)
-        private let failed = Mutex(false)
+        /// Bytes appended, and whether a write failed (the entry is then never stored).
+        private let progress = Mutex<(written: Int64, failed: Bool)>((0, false))
 
         init(fd: Int32, path: String, cache: HTTPCache) {
             self.fd = fd
@@ -157,20 +157,20 @@ public final class HTTPCache: Sendable {
             unlink(path)  // harmless after a rename: the name is gone
         }
 
-        public var bytesWritten: Int64 { written.withLock { $0 } }
+        public var bytesWritten: Int64 { progress.withLock { $0.written } }
 
         /// Appends body bytes. A write that fails (disk full) makes the entry unusable, never the
         /// download.
         public func append(_ bytes: ByteBuffer) {
-            guard !failed.withLock({ $0 }) else { return }
+            guard !progress.withLock({ $0.failed }) else { return }
             let ok = bytes.withUnsafeReadableBytes { raw in HTTPCache.writeAll(fd, raw) }
-            if ok { written.withLock { $0 += Int64(bytes.readableBytes) } } else { failed.withLock { $0 = true } }
+            progress.withLock { ok ? ($0.written += Int64(bytes.readableBytes)) : ($0.failed = true) }
         }
 
         /// Finishes the entry with its head; returns whether it is now stored.
         @discardableResult
         public func commit(_ response: CachedResponse) -> Bool {
-            guard !failed.withLock({ $0 }) else { return false }
+            guard !progress.withLock({ $0.failed }) else { return false }
             var head = response
             head.bodyBytes = bytesWritten
             guard let json = try? JSONEncoder().encode(head) else { return false }

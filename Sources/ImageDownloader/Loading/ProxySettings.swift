@@ -144,6 +144,12 @@ public struct ProxySettings: Sendable, Equatable {
         setNoProxy(noProxy)
     }
 
+    /// The same proxy (or none) for http and https URLs.
+    public mutating func useForBoth(_ proxy: Proxy?) {
+        httpProxy = proxy
+        httpsProxy = proxy
+    }
+
     public mutating func setNoProxy(_ text: String) {
         noProxy = text
         bypass = text.split(separator: ",").compactMap { Bypass.parse($0) }

@@ -17,7 +17,7 @@ public struct ResumePoint: Sendable, Equatable {
     /// has a strong validator, a strong `ETag` (not `W/`) or a `Last-Modified` at least a minute
     /// before its `Date` (RFC 9110 §8.8.2.2); nil otherwise.
     public static func validator(headers: [(String, String)]) -> String? {
-        func header(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+        func header(_ name: String) -> String? { headers.first { LoadedHead.sameName($0.0, name) }?.1 }
         guard let ranges = header("Accept-Ranges"), ranges.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "bytes" })
         else { return nil }
         if let etag = header("ETag")?.trimmingCharacters(in: .whitespaces), etag.hasPrefix("\""), etag.count >= 2 { return etag }

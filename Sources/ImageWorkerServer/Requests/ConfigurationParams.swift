@@ -47,7 +47,7 @@ enum ConfigurationParams {
             c.userAgent = v
         }
         if let v = try p.integer("cacheMaxBytes", in: 0...(1 << 50)) { c.cacheMaxBytes = v }
-        if let v = try p.string("proxy") { (c.proxies.httpProxy, c.proxies.httpsProxy) = try proxy(v, "proxy").pair }
+        if let v = try p.string("proxy") { c.proxies.useForBoth(try proxy(v, "proxy")) }
         if let v = try p.string("httpProxy") { c.proxies.httpProxy = try proxy(v, "httpProxy") }
         if let v = try p.string("httpsProxy") { c.proxies.httpsProxy = try proxy(v, "httpsProxy") }
         if let v = try p.string("noProxy") { c.proxies.setNoProxy(v) }
@@ -97,9 +97,4 @@ enum ConfigurationParams {
             "noProxy": .string(c.proxies.noProxy),
         ]
     }
-}
-
-extension Optional where Wrapped == ProxySettings.Proxy {
-    /// The same proxy for http and https.
-    fileprivate var pair: (Wrapped?, Wrapped?) { (self, self) }
 }
