@@ -30,9 +30,10 @@ if [ ! -f "$work/corpus/web_urls.txt" ]; then
     "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2
 fi
 (cd "$root" && swift build -c release --product image-worker >&2)
+cc -O2 -o "$work/jpeg_phases" "$root/scripts/anchors/jpeg_phases.c" -lturbojpeg -ljpeg
 export STATE="$work/serve"
 "$bench/serve.sh" stop >/dev/null 2>&1 || true
 "$bench/serve.sh" start "$work/corpus" >&2
 trap '"$bench/serve.sh" stop >/dev/null 2>&1 || true' EXIT
 "$work/venv/bin/python" "$root/scripts/pipeline_bench.py" --corpus "$work/corpus" --base http://127.0.0.1:8081 \
-    --python "$work/venv/bin/python" "$@"
+    --python "$work/venv/bin/python" --phases "$work/jpeg_phases" "$@"

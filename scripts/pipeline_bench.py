@@ -17,6 +17,9 @@ threads), taking turns in every round (the order alternates), plus the from-memo
     thumb-jpeg-i2d  the same at quality 95 against img2dataset's resize-and-encode (OpenCV INTER_AREA,
                     cv2.imencode at its default quality 95; scripts/thumb_jpeg_anchor.py)
     original-files  the bytes as they came, written as files
+    decode-file     `decode` without the network: the worker reads the corpus as file:// URLs (from the
+                    page cache, `--file-root`); Python's side is the from-memory ceiling itself, so the
+                    row shows what the worker's own pipeline costs beyond the decoders, HTTP aside
     decode-warm     `decode` with the HTTP cache (`--cache-dir`), filled by one unmeasured run before
                     the rounds: what a re-run of the same job costs (Python: its `decode` again);
                     the row says how many came from the cache and how many were revalidated (nginx
@@ -24,8 +27,12 @@ threads), taking turns in every round (the order alternates), plus the from-memo
 
 It prints, per job, the medians over rounds of files/s, CPU seconds per 1,000 files and peak RSS
 for each side, and the median of each round's worker/Python ratio (files/s and CPU), then the
-ceiling and curl rows. Wall time and CPU are the whole process's (the worker's from wait4), from
-start to exit.
+ceiling and curl rows, and each job's files/s against the worker's own `decode` job in the same
+rounds (issue 12's "within 15% of" and "faster than" goals). Wall time and CPU are the whole
+process's (the worker's from wait4), from start to exit. Before each run of a job that writes files, as many bytes as it writes are
+written and deleted where it writes them (see `prefault`). With --phases (scripts/anchors/
+jpeg_phases.c, built by pipeline-bench.sh) it ends with where one thread's JPEG decoding time goes
+on the same files: Huffman decoding alone, and decoding at a 256-pixel thumbnail's DCT scale.
 """
 import argparse
 import json
@@ -40,13 +47,13 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
-JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "decode-warm"]
+JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "decode-warm", "decode-file"]
 # The JPEG thumbnail jobs' Python side: this repository's, on pipeline_anchor.py's pipeline.
 JPEG_ANCHOR = os.path.join(ROOT, "scripts", "thumb_jpeg_anchor.py")
 
 
 def worker_output(job, out, n):
-    if job in ("decode", "decode-warm"):
+    if job in ("decode", "decode-warm", "decode-file"):
         return {"format": "rgba", "delivery": "none"}
     if job == "rgba-files":
         return {"format": "rgba", "delivery": "file", "path": os.path.join(out, f"{n}.rgba")}
@@ -78,12 +85,12 @@ def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
 
 
-def run_worker(binary, job, urls, out, cache_dir=None):
+def run_worker(binary, job, urls, out, cache_dir=None, file_root=None):
     lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "configure", "params": {"maxConcurrentDownloads": 6}})]
     for n, url in enumerate(urls):
         lines.append(json.dumps({"jsonrpc": "2.0", "method": "download",
                                  "params": {"token": n, "url": url, "output": worker_output(job, out, n)}}))
-    argv = [binary] + (["--cache-dir", cache_dir] if cache_dir else [])
+    argv = [binary] + (["--cache-dir", cache_dir] if cache_dir else []) + (["--file-root", file_root] if file_root else [])
     wall, cpu, rss, output = run_measured(argv, ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
     done = [line for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line]
     return dict(files=len(urls), ok=len(done), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
@@ -122,6 +129,26 @@ def fresh(directory):
     return directory
 
 
+FILE_JOBS = ("rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files")
+
+
+def bytes_in(directory):
+    return sum(entry.stat().st_size for entry in os.scandir(directory) if entry.is_file())
+
+
+def prefault(directory, size):
+    """Writes `size` bytes into `directory` and deletes them: the memory a job's files will take is
+    then the guest's own, whichever side runs. (On a VM whose host takes back the memory a guest
+    frees, the side that wrote after a pause paid for fresh host pages: the same worker's `rgba`
+    files ran at 314 and 611 files/s in one run, depending on which side went first.)"""
+    chunk = bytes(8 << 20)
+    path = os.path.join(directory, ".prefault")
+    with open(path, "wb") as f:
+        for _ in range(0, size, len(chunk)):
+            f.write(chunk)
+    os.unlink(path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", required=True, help="make_corpus.py's output (with web/ and web_urls.txt)")
@@ -130,11 +157,14 @@ def main():
     ap.add_argument("--python", default=sys.executable, help="a Python with aiohttp, Pillow and PyTurboJPEG")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", default=",".join(JOBS))
+    ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
     # web_urls.txt holds paths relative to the corpus root, which --base serves.
     urls = [a.base.rstrip("/") + "/" + p.lstrip("/") for p in paths]
+    corpus = os.path.abspath(a.corpus)
+    file_urls = ["file://" + os.path.join(corpus, p.lstrip("/")) for p in paths]
     scratch = tempfile.mkdtemp(prefix="pipeline-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     url_list = os.path.join(scratch, "urls.txt")
     with open(url_list, "w") as f:
@@ -147,13 +177,25 @@ def main():
     if "decode-warm" in jobs:
         filled = run_worker(a.binary, "decode-warm", urls, fresh(os.path.join(scratch, "out")), cache_dir)
         print(f"pipeline: cache filled ({filled['ok']} files, {filled['from_cache']} already cached)", file=sys.stderr)
+    # What each file-writing job writes, from one unmeasured run, to prefault before every run.
+    written = {}
+    for job in jobs:
+        if job in FILE_JOBS:
+            out = fresh(os.path.join(scratch, "out"))
+            run_worker(a.binary, job, urls, out)
+            written[job] = bytes_in(out)
     for r in range(a.rounds):
         for job in jobs:
             order = ["worker", "python"] if r % 2 == 0 else ["python", "worker"]
             for side in order:
                 out = fresh(os.path.join(scratch, "out"))
+                if job in written:
+                    prefault(out, written[job])
                 cache = cache_dir if job == "decode-warm" and side == "worker" else None
-                result = run_worker(a.binary, job, urls, out, cache) if side == "worker" else run_python(a.python, job, url_list, out)
+                if job == "decode-file":
+                    result = run_worker(a.binary, job, file_urls, out, file_root=corpus) if side == "worker" else run_ceiling(a.python, a.corpus)
+                else:
+                    result = run_worker(a.binary, job, urls, out, cache) if side == "worker" else run_python(a.python, job, url_list, out)
                 if result["ok"] != len(urls):
                     print(f"pipeline: {side} {job}: only {result['ok']} of {len(urls)} succeeded", file=sys.stderr)
                 results[job][side].append(result)
@@ -190,11 +232,35 @@ def main():
         if "decode" in results:
             ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(w, results["decode"]["worker"])])
             print(f"worker decode-warm ÷ decode (cache off): {ratio:.2f}")
+    if "decode-file" in results:
+        print("decode-file: the Python columns are the from-memory ceiling's (its wall time excludes reading the files)")
+    if "decode" in results:
+        for job in jobs:
+            if job == "decode":
+                continue
+            ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results[job]["worker"], results["decode"]["worker"])])
+            print(f"worker {job} ÷ worker decode (files/s, median of rounds): {ratio:.2f}")
     k = med([len(urls) / x["wall_s"] for x in curl])
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
     if "original-files" in results:
         ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results["original-files"]["worker"], curl)])
         print(f"worker original-files ÷ curl: {ratio:.2f}")
+    if a.phases:
+        print_phases(a.phases, os.path.join(a.corpus, "web"))
+
+
+def print_phases(binary, directory):
+    kinds = [json.loads(line) for line in subprocess.run([binary, directory, "256"], check=True, capture_output=True,
+                                                         text=True).stdout.splitlines() if line.strip()]
+    total = dict(kind="all", files=sum(k["files"] for k in kinds),
+                 **{key: sum(k[key] for k in kinds) for key in ("full_s", "entropy_s", "scaled_s")})
+    print("\nJPEG decoding, one thread from memory (scripts/anchors/jpeg_phases.c; CPU s, best of 3):")
+    print("| JPEGs | files | full size, RGBA | Huffman decoding only | ÷ full | at a 256-pixel thumbnail's DCT scale, RGB | ÷ full |")
+    print("|---|---|---|---|---|---|---|")
+    for k in kinds + [total]:
+        full = max(k["full_s"], 1e-9)
+        print(f"| {k['kind']} | {k['files']} | {k['full_s']:.3f} | {k['entropy_s']:.3f} | {k['entropy_s'] / full:.2f} "
+              f"| {k['scaled_s']:.3f} | {k['scaled_s'] / full:.2f} |")
 
 
 if __name__ == "__main__":
