@@ -2,7 +2,7 @@
 """The whole pipeline, side by side: image-worker against the Python script a user would write.
 
     scripts/pipeline-bench.sh                 (sets up what it needs, then runs this)
-    scripts/pipeline_bench.py --corpus DIR --base URL [--rounds 3] [--jobs decode,thumb-png]
+    scripts/pipeline_bench.py --corpus DIR --base URL [--rounds 4] [--jobs decode,thumb-png]
 
 Over the corpus's web set (1,000 files served by nginx on loopback, listed in web_urls.txt), at 6
 downloads in flight on this machine, each job is run by the release worker (fed every download at
@@ -29,10 +29,11 @@ It prints, per job, the medians over rounds of files/s, CPU seconds per 1,000 fi
 for each side, and the median of each round's worker/Python ratio (files/s and CPU), then the
 ceiling and curl rows, and each job's files/s against the worker's own `decode` job in the same
 rounds (issue 12's "within 15% of" and "faster than" goals). Wall time and CPU are the whole
-process's (the worker's from wait4), from start to exit. Before each run of a job that writes files, as many bytes as it writes are
-written and deleted where it writes them (see `prefault`). With --phases (scripts/anchors/
-jpeg_phases.c, built by pipeline-bench.sh) it ends with where one thread's JPEG decoding time goes
-on the same files: Huffman decoding alone, and decoding at a 256-pixel thumbnail's DCT scale.
+process's (the worker's from wait4), from start to exit. Before each run of a job that writes
+files, as many bytes as it writes are written and deleted where it writes them (see `prefault`).
+With --phases (scripts/anchors/jpeg_phases.c, built by pipeline-bench.sh) it ends with where one
+thread's JPEG decoding time goes on the same files: Huffman decoding alone, and decoding at a
+256-pixel thumbnail's DCT scale. An even number of rounds gives each side the first turn as often.
 """
 import argparse
 import json
@@ -155,7 +156,7 @@ def main():
     ap.add_argument("--base", default="http://127.0.0.1:8081", help="where nginx serves the corpus")
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "image-worker"))
     ap.add_argument("--python", default=sys.executable, help="a Python with aiohttp, Pillow and PyTurboJPEG")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
     a = ap.parse_args()

@@ -5,7 +5,8 @@
  *            IDCT, upsampling or colour conversion), the part no DCT scale makes smaller,
  *   scaled   TurboJPEG to RGB at the DCT scale the worker takes for a SIZE-pixel thumbnail (the
  *            smallest of 1/8, 1/4, 1/2 that still covers SIZE on the long side),
- * baseline and progressive files apart; best of three rounds. Prints one JSON line per kind.
+ * baseline and progressive files apart; best of three rounds after one that leaves out the files
+ * TurboJPEG refuses. Prints one JSON line per kind.
  *
  *   jpeg_phases DIR [SIZE]     (SIZE: 256)
  *
@@ -24,6 +25,7 @@ struct file {
     unsigned char *data;
     unsigned long length;
     int progressive;
+    int unreadable;
 };
 
 static double cpu_now(void) {
@@ -91,32 +93,44 @@ int main(int argc, char **argv) {
         fseek(fp, 0, SEEK_END);
         long n = ftell(fp);
         rewind(fp);
-        unsigned char *data = malloc(n > 0 ? (size_t)n : 1);
-        if (n <= 0 || fread(data, 1, (size_t)n, fp) != (size_t)n) {
+        unsigned char *data = n > 0 ? malloc((size_t)n) : NULL;
+        if (!data || fread(data, 1, (size_t)n, fp) != (size_t)n) {
             free(data);
             fclose(fp);
             continue;
         }
         fclose(fp);
-        if (count == capacity) files = realloc(files, (capacity = capacity ? capacity * 2 : 256) * sizeof *files);
-        files[count++] = (struct file){data, (unsigned long)n, is_progressive(data, (unsigned long)n)};
+        if (count == capacity && !(files = realloc(files, (capacity = capacity ? capacity * 2 : 256) * sizeof *files))) {
+            perror("realloc");
+            return 1;
+        }
+        files[count++] = (struct file){data, (unsigned long)n, is_progressive(data, (unsigned long)n), 0};
     }
     closedir(dir);
-    tjhandle tj = tjInitDecompress();
     size_t out_size = 0;
     unsigned char *out = NULL;
     /* phase 0: full, 1: entropy, 2: scaled; [kind]: 0 baseline, 1 progressive */
     double best[3][2] = {{1e30, 1e30}, {1e30, 1e30}, {1e30, 1e30}};
-    int files_of[2] = {0, 0};
-    for (size_t i = 0; i < count; i++) files_of[files[i].progressive]++;
-    for (int round = 0; round < 3; round++) {
+    int files_of[2] = {0, 0}; /* those TurboJPEG decodes without an error (not 12-bit ones, say) */
+    for (int round = 0; round < 4; round++) { /* round 0 sorts the files out, unmeasured */
         double spent[3][2] = {{0}};
         for (size_t i = 0; i < count; i++) {
-            const struct file *f = &files[i];
+            struct file *f = &files[i];
+            if (f->unreadable) continue;
+            /* A handle per file, as the worker takes: TurboJPEG 2.1 can refuse every later file on
+             * a handle that failed one. */
+            tjhandle tj = tjInitDecompress();
             int width, height, subsampling, colorspace;
-            if (tjDecompressHeader3(tj, f->data, f->length, &width, &height, &subsampling, &colorspace) != 0) continue;
+            if (!tj || tjDecompressHeader3(tj, f->data, f->length, &width, &height, &subsampling, &colorspace) != 0) {
+                f->unreadable = 1;
+                if (tj) tjDestroy(tj);
+                continue;
+            }
             size_t need = (size_t)width * height * 4;
-            if (need > out_size) out = realloc(out, out_size = need);
+            if (need > out_size && !(out = realloc(out, out_size = need))) {
+                perror("realloc");
+                return 1;
+            }
             int denom = 1;
             while (denom < 8) {
                 int next = denom * 2;
@@ -125,24 +139,30 @@ int main(int argc, char **argv) {
                 denom = next;
             }
             double t0 = cpu_now();
-            tjDecompress2(tj, f->data, f->length, out, width, 0, height, TJPF_RGBA, 0);
+            int failed = tjDecompress2(tj, f->data, f->length, out, width, 0, height, TJPF_RGBA, 0) != 0 && tjGetErrorCode(tj) != TJERR_WARNING;
             double t1 = cpu_now();
             read_coefficients(f);
             double t2 = cpu_now();
-            tjDecompress2(tj, f->data, f->length, out, (width + denom - 1) / denom, 0, (height + denom - 1) / denom, TJPF_RGB, 0);
+            failed |= tjDecompress2(tj, f->data, f->length, out, (width + denom - 1) / denom, 0, (height + denom - 1) / denom, TJPF_RGB, 0) != 0 &&
+                      tjGetErrorCode(tj) != TJERR_WARNING;
             double t3 = cpu_now();
+            tjDestroy(tj);
+            if (round == 0) {
+                if (failed) f->unreadable = 1;
+                else files_of[f->progressive]++;
+                continue;
+            }
             spent[0][f->progressive] += t1 - t0;
             spent[1][f->progressive] += t2 - t1;
             spent[2][f->progressive] += t3 - t2;
         }
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; round > 0 && p < 3; p++)
             for (int k = 0; k < 2; k++)
                 if (spent[p][k] < best[p][k]) best[p][k] = spent[p][k];
     }
     const char *kinds[2] = {"baseline", "progressive"};
     for (int k = 0; k < 2; k++)
-        printf("{\"kind\": \"%s\", \"files\": %d, \"full_s\": %.4f, \"entropy_s\": %.4f, \"scaled_s\": %.4f, \"size\": %d}\n", kinds[k],
+        printf("{\"kind\": \"%s\", \"files\": %d, \"full_s\": %.6f, \"entropy_s\": %.6f, \"scaled_s\": %.6f, \"size\": %d}\n", kinds[k],
                files_of[k], best[0][k], best[1][k], best[2][k], size);
-    tjDestroy(tj);
     return 0;
 }
