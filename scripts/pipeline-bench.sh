@@ -30,7 +30,9 @@ if [ ! -f "$work/corpus/web_urls.txt" ]; then
     "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2
 fi
 (cd "$root" && swift build -c release --product image-worker >&2)
-cc -O2 -o "$work/jpeg_phases" "$root/scripts/anchors/jpeg_phases.c" -lturbojpeg -ljpeg
+# The JPEG-phases anchor, with whichever C compiler there is (Swift's toolchain brings clang).
+compiler=$(command -v "${CC:-cc}" || command -v clang || command -v gcc) || { echo "pipeline-bench: no C compiler" >&2; exit 1; }
+"$compiler" -O2 -o "$work/jpeg_phases" "$root/scripts/anchors/jpeg_phases.c" -lturbojpeg -ljpeg
 export STATE="$work/serve"
 "$bench/serve.sh" stop >/dev/null 2>&1 || true
 "$bench/serve.sh" start "$work/corpus" >&2
