@@ -237,7 +237,7 @@ def main():
         print("decode-file: the Python columns are the from-memory ceiling's (its wall time excludes reading the files)")
     if "decode" in results:
         for job in jobs:
-            if job == "decode":
+            if job in ("decode", "decode-warm"):  # (decode-warm has its line above)
                 continue
             ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results[job]["worker"], results["decode"]["worker"])])
             print(f"worker {job} ÷ worker decode (files/s, median of rounds): {ratio:.2f}")
