@@ -210,12 +210,16 @@ def main():
     def med(values):
         return statistics.median(values)
 
+    def speed_ratio(xs, ys):
+        """The median of each round's files/s ratio."""
+        return med([(x["files"] / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(xs, ys)])
+
     print("| job | worker files/s | Python files/s | worker ÷ Python files/s | worker ÷ Python CPU "
           "| worker CPU s / 1,000 files | Python CPU s / 1,000 files | worker peak RSS MB | Python peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
     for job in jobs:
         w, p = results[job]["worker"], results[job]["python"]
-        speed = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(w, p)])
+        speed = speed_ratio(w, p)
         cpu = med([x["cpu_s"] / y["cpu_s"] for x, y in zip(w, p)])
         print(f"| {job} | {med([len(urls) / x['wall_s'] for x in w]):.0f} | {med([len(urls) / y['wall_s'] for y in p]):.0f} "
               f"| {speed:.2f} | {cpu:.2f} | {med([x['cpu_s'] for x in w]) * 1000 / len(urls):.2f} "
@@ -224,14 +228,14 @@ def main():
     c = med([x["files"] / x["wall_s"] for x in ceiling])
     print(f"\nfrom-memory ceiling (TurboJPEG + Pillow, 2 threads): {c:.0f} files/s")
     if "decode" in results:
-        ratio = med([(len(urls) / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(results["decode"]["worker"], ceiling)])
+        ratio = speed_ratio(results["decode"]["worker"], ceiling)
         print(f"worker decode ÷ ceiling: {ratio:.2f}")
     if "decode-warm" in results:
         w = results["decode-warm"]["worker"]
         print(f"decode-warm: {med([x['from_cache'] for x in w]):.0f} of {len(urls)} from the cache, "
               f"{med([x['revalidated'] for x in w]):.0f} of them revalidated (median per run)")
         if "decode" in results:
-            ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(w, results["decode"]["worker"])])
+            ratio = speed_ratio(w, results["decode"]["worker"])
             print(f"worker decode-warm ÷ decode (cache off): {ratio:.2f}")
     if "decode-file" in results:
         print("decode-file: the Python columns are the from-memory ceiling's (its wall time excludes reading the files)")
@@ -239,12 +243,12 @@ def main():
         for job in jobs:
             if job in ("decode", "decode-warm"):  # (decode-warm has its line above)
                 continue
-            ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results[job]["worker"], results["decode"]["worker"])])
+            ratio = speed_ratio(results[job]["worker"], results["decode"]["worker"])
             print(f"worker {job} ÷ worker decode (files/s, median of rounds): {ratio:.2f}")
     k = med([len(urls) / x["wall_s"] for x in curl])
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
     if "original-files" in results:
-        ratio = med([(len(urls) / x["wall_s"]) / (len(urls) / y["wall_s"]) for x, y in zip(results["original-files"]["worker"], curl)])
+        ratio = speed_ratio(results["original-files"]["worker"], curl)
         print(f"worker original-files ÷ curl: {ratio:.2f}")
     if a.phases:
         print_phases(a.phases, os.path.join(a.corpus, "web"))
