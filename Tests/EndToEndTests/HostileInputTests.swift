@@ -235,7 +235,7 @@ import TestSupport
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         var random = SplitMix(seed: 11)
-        server.setFile("big.bin", (0..<(1 << 20)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        server.setFile("big.bin", random.bytes(1 << 20))
         let worker = try WorkerProcess(arguments: ["--max-concurrent-downloads", "2"])
         worker.pauseReading(true)
         let count = 150
@@ -369,7 +369,7 @@ import TestSupport
     @Test func aProgressiveThumbnailNeverHoldsTheFullSizeImage() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
-        server.setFile("large.png", try Self.largePNG())
+        server.setFile("large.png", try await offThePool { try Self.largePNG() })
         let worker = try WorkerProcess()
         worker.request(1, "download", [
             "url": .string(server.url("/files/large.png?chunk=65536")), "token": "p", "progressive": true,

@@ -113,7 +113,7 @@ import TestSupport
     @Test func aSlowReaderLosesNoResponseOrTerminalEventAndGetsCoalescedProgress() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
-        let big = (0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let big = try await offThePool { (0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) } }
         server.setFile("big.bin", big)
         let worker = try WorkerProcess()
         worker.request(0, "configure", ["progressIntervalMs": 0, "maxConcurrentDownloads": 8])

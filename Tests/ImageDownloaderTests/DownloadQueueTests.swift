@@ -89,12 +89,13 @@ import TestSupport
 
     /// Against a naive model, over random operations: the same operations start, in the same order.
     @Test(arguments: [1, 2, 3, 7])
-    func agreesWithANaiveModel(seed: UInt64) {
+    func agreesWithANaiveModel(seed: UInt64) async {
         var rng = SplitMix(seed: seed)
         var q = DownloadQueue<Int>(maxConcurrent: 2)
         var model = NaiveQueue(limit: 2)
         var next = 0
-        for _ in 0..<2000 {
+        for step in 0..<2000 {
+            await yieldThePool(step)
             switch rng.next() % 7 {
             case 0, 1, 2:
                 let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
@@ -167,12 +168,16 @@ import TestSupport
         #expect(q.setHostLimits(maxConcurrent: 10, minStartIntervalNs: 0, now: 1160) == [4], "lifting the spacing starts at once")
     }
 
-    @Test func manyQueuedForOneFullHostCostLittleForTheOthers() {
+    @Test func manyQueuedForOneFullHostCostLittleForTheOthers() async {
         // 20,000 waiting for one host: each start of another host is a heap operation, not a scan.
         var q = DownloadQueue<Int>(maxConcurrent: 8, maxConcurrentPerHost: 2)
-        for i in 0..<20_000 { _ = q.enqueue(i, priority: .normal, host: "slow") }
+        for i in 0..<20_000 {
+            await yieldThePool(i)
+            _ = q.enqueue(i, priority: .normal, host: "slow")
+        }
         var started: [Int] = []
         for i in 20_000..<40_000 {
+            await yieldThePool(i)
             started += q.enqueue(i, priority: .normal, host: "h\(i % 100)")
             for id in started where id >= 20_000 { started += q.remove(id) }
             started.removeAll { $0 >= 20_000 }
@@ -184,13 +189,14 @@ import TestSupport
     /// Against a naive model with hosts, per-host limits, spacing and a clock, over random
     /// operations: the same operations start, in the same order.
     @Test(arguments: [11, 12, 13, 14, 15])
-    func agreesWithANaiveModelOfHosts(seed: UInt64) {
+    func agreesWithANaiveModelOfHosts(seed: UInt64) async {
         var rng = SplitMix(seed: seed)
         var q = DownloadQueue<Int>(maxConcurrent: 3, maxConcurrentPerHost: 2, minStartIntervalPerHostNs: 0)
         var model = NaiveQueue(limit: 3, perHost: 2)
         var next = 0
         var now: UInt64 = 0
-        for _ in 0..<3000 {
+        for step in 0..<3000 {
+            await yieldThePool(step)
             now += rng.next() % 20
             switch rng.next() % 10 {
             case 0, 1, 2:

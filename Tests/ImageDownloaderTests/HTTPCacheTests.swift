@@ -218,7 +218,7 @@ import TestSupport
         }
         defer { Task { await s.finish() } }
         var rng = SplitMix(seed: 99)
-        let body = (0..<700_000).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let body = rng.bytes(700_000)
         s.h.server.setFile("r", body)
         let path = "/files/r?ranges=1&drops=2&seed=3&cc=max-age%3D600"
         #expect(try await s.get(path) == (700_000, CacheUse.none, nil))

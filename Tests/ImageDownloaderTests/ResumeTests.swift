@@ -6,7 +6,10 @@ import TestSupport
 /// Bodies that break part-way, resumed with `Range` + `If-Range` from a loopback server that cuts
 /// its responses at random points.
 @Suite struct ResumeTests {
-    static func fnv(_ bytes: some Sequence<UInt8>) -> Int {
+    static func fnv(_ bytes: [UInt8]) -> Int { bytes.withUnsafeBytes { fnv($0) } }
+
+    /// Over raw bytes: a generic `Sequence` loop in a debug build held a pool thread for seconds.
+    static func fnv(_ bytes: UnsafeRawBufferPointer) -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in bytes { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
         return Int(truncatingIfNeeded: hash)
@@ -25,7 +28,7 @@ import TestSupport
     func start(_ h: DownloaderHarness, _ token: DownloadToken, _ url: String) async throws {
         try await h.downloader.reserve(token, url: url, priority: .normal)
         await h.downloader.start(DownloadRequest(token: token, url: url)) { resource in
-            ResumeTests.fnv(resource.body.readableBytesView)
+            resource.body.withUnsafeReadableBytes { ResumeTests.fnv($0) }
         }
     }
 
@@ -38,7 +41,7 @@ import TestSupport
         let h = try await harness()
         defer { Task { await h.shutdown() } }
         var rng = SplitMix(seed: UInt64(seed))
-        let body = (0..<(1_500_000 + seed * 77_777)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let body = rng.bytes(1_500_000 + seed * 77_777)
         h.server.setFile("big", body)
         let token = DownloadToken.int(Int64(seed))
         try await start(h, token, h.server.url("/files/big?ranges=1&drops=3&seed=\(seed)"))

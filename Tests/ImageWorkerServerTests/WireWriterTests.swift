@@ -11,19 +11,23 @@ import Testing
         #expect(pipe(&fds) == 0)
         let (readEnd, writeEnd) = (fds[0], fds[1])
         let writer = WireWriter(fd: writeEnd, onClosed: {})
-        // Read concurrently, slowly at first, so that messages pile up and go out in batches.
-        let reader = Task.detached { () -> [UInt8] in
+        // Read concurrently, slowly at first, so that messages pile up and go out in batches. On a
+        // thread of its own: a blocking read in a task holds one of the cooperative pool's
+        // threads (two on a 2-core machine) and stalled the other tests.
+        let read = AsyncStream<[UInt8]>.makeStream()
+        Thread.detachNewThread {
             var all: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             var reads = 0
             while true {
-                let n = read(readEnd, &buffer, buffer.count)
+                let n = Foundation.read(readEnd, &buffer, buffer.count)
                 if n <= 0 { break }
                 all.append(contentsOf: buffer[0..<n])
                 reads += 1
                 if reads < 20 { usleep(2_000) }
             }
-            return all
+            read.continuation.yield(all)
+            read.continuation.finish()
         }
         let big = String(repeating: "x", count: 100_000)  // larger than a batch: written alone
         for i in 0..<3000 {
@@ -32,7 +36,8 @@ import Testing
         }
         await writer.flush()
         close(writeEnd)
-        let bytes = await reader.value
+        var bytes: [UInt8] = []
+        for await all in read.stream { bytes = all }
         close(readEnd)
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         #expect(lines.count == 3001 && lines.last?.isEmpty == true, "every message ends with its own newline")
