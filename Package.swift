@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "ImageWorkerServerTests",
             dependencies: [
-                "ImageWorkerServer", "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding",
+                "ImageWorkerServer", "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

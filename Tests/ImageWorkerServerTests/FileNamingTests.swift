@@ -1,5 +1,6 @@
 import Foundation
 import ImageDecoding
+import TestSupport
 import ImageDownloader
 import ImageWorkerProtocol
 import Testing
@@ -231,5 +232,56 @@ import Testing
             offset += size
         }
         #expect(pieces.finalizeHex() == SHA256.hex(million))
+    }
+
+    // MARK: Free names
+
+    @Test func freeNamesAreMadeOnlyOnACollision() {
+        let names = FreeNames("/d/photo.jpg")
+        #expect(names.name(0) == "/d/photo.jpg")
+        #expect(names.name(1) == "/d/photo-1.jpg")
+        #expect(FreeNames("/d/archive.tar.gz").name(2) == "/d/archive.tar-2.gz")
+        #expect(FreeNames("/d/noext").name(3) == "/d/noext-3")
+        #expect(FreeNames("/d.x/noext").name(3) == "/d.x/noext-3", "a dot in the folder is not an extension")
+        var iterator = names.makeIterator()
+        #expect(iterator.next()?.path == "/d/photo.jpg")
+        #expect(iterator.next()?.path == "/d/photo-1.jpg")
+        #expect(Array(FreeNames("/d/fixed.png", alternatives: false)).map(\.path) == ["/d/fixed.png"])
+        #expect(Array(names).count == FreeNames.maxSuffix + 1)
+        #expect(Set(Array(names).map(\.path)).count == FreeNames.maxSuffix + 1, "every suffix once")
+    }
+
+    /// Many files of one name: each write tries a bounded number of names (the search starts after
+    /// the suffix last taken), and none replaces another.
+    @Test func manyFilesOfOneNameEachTakeTheNextFreeName() async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = dir + "/image.jpg"
+        for n in 0..<300 {
+            await yieldThePool(n, every: 20)
+            let written = try OutputDelivery.writeNew(Payload(Array("file \(n)".utf8)), at: FreeNames(first), keepExisting: false)
+            #expect(written.path == FreeNames(first).name(n))
+            // The next search tries `first`, then the name after the one just written.
+            var next = FreeNames(first).makeIterator()
+            _ = next.next()
+            #expect(next.next()?.suffix == n + 1)
+        }
+        #expect(files(dir).count == 300)
+        #expect(try String(contentsOfFile: dir + "/image-299.jpg", encoding: .utf8) == "file 299")
+        // The search starts after the hint: a name freed below it is not taken first…
+        try FileManager.default.removeItem(atPath: dir + "/image-7.jpg")
+        let next = try OutputDelivery.writeNew(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
+        #expect(next.path == dir + "/image-300.jpg")
+        // …but once the names above it run out, the search wraps around to it.
+        var wrapping = FreeNames.Iterator(names: FreeNames(first), start: FreeNames.maxSuffix - 1)
+        #expect((0..<4).compactMap { _ in wrapping.next()?.suffix } == [0, FreeNames.maxSuffix, 1, 2])
+        var rest = 0
+        while wrapping.next() != nil { rest += 1 }
+        #expect(rest == FreeNames.maxSuffix - 3, "every suffix once, the hint's last")
+        // A fixed path that exists: nothing replaces it.
+        #expect(throws: DeliveryFailure.self) {
+            try OutputDelivery.writeNew(Payload(Array("none".utf8)), at: FreeNames(first, alternatives: false), keepExisting: false)
+        }
+        #expect(try String(contentsOfFile: first, encoding: .utf8) == "file 0", "no file was replaced")
     }
 }

@@ -279,13 +279,13 @@ enum OutputDelivery {
         switch spec.target {
         case .path(let path):
             let full = absolute(path)
-            if spec.skipExisting { return try writeNew(payload, at: [full], keepExisting: true) }
+            if spec.skipExisting { return try writeNew(payload, at: FreeNames(full, alternatives: false), keepExisting: true) }
             return Written(path: try write(payload, to: full))
         case .directory(let dir):
             let values = FileNameTemplate.values(url: url, token: token, source: source, forcedExtension: fileExtension, sha256: sha256)
             let first = absolute(dir + "/" + (spec.fileName ?? .urlName).render(values))
             if spec.overwrite { return Written(path: try write(payload, to: first)) }
-            return try writeNew(payload, at: freeNames(first), keepExisting: spec.skipExisting)
+            return try writeNew(payload, at: FreeNames(first), keepExisting: spec.skipExisting)
         case nil:
             throw .output("no path or directory to write to", path: nil)
         }
@@ -371,24 +371,20 @@ enum OutputDelivery {
         return path
     }
 
-    /// `first`, then `name-1.ext`, `name-2.ext`… beside it.
-    static func freeNames(_ first: String) -> [String] {
-        let dir = (first as NSString).deletingLastPathComponent
-        let name = (first as NSString).lastPathComponent
-        let stem = (name as NSString).deletingPathExtension
-        let ext = (name as NSString).pathExtension
-        return [first] + (1..<10_000).map { n in (dir as NSString).appendingPathComponent(ext.isEmpty ? "\(stem)-\(n)" : "\(stem)-\(n).\(ext)") }
-    }
-
-    /// Writes under the first of `paths` that does not exist (all in one directory); never
+    /// Writes under the first of `names` that does not exist (all in one directory); never
     /// replaces another file by accident. `keepExisting`: when the first exists, nothing is
-    /// written and it is reported as kept.
-    static func writeNew(_ body: Payload, at paths: [String], keepExisting: Bool) throws(DeliveryFailure) -> Written {
-        let first = paths[0]
+    /// written and it is reported as kept. The usual write costs one `link`: the names after the
+    /// first are made only on a collision (`FreeNames`).
+    static func writeNew(_ body: Payload, at names: FreeNames, keepExisting: Bool) throws(DeliveryFailure) -> Written {
+        let first = names.first
         let temp = try writeTemporary(body, in: (first as NSString).deletingLastPathComponent, for: first)
         defer { unlink(temp) }
-        for path in paths {
-            if link(temp, path) == 0 { return Written(path: path) }
+        for candidate in names {
+            let path = candidate.path
+            if link(temp, path) == 0 {
+                names.taken(candidate)
+                return Written(path: path)
+            }
             if errno != EEXIST { throw .output("cannot write \(path): \(errnoText())", path: path) }
             if keepExisting { return Written(path: path, skipped: true) }
         }
