@@ -78,8 +78,10 @@ public final class WorkerServer: Sendable {
         self.decodeSettings = settings
         let progressive = ProgressiveDecodes(writer: writer, settings: settings)
         self.progressive = progressive
+        var configuration = options.configuration
+        configuration.maxDeliveringFetches = settings.withLock { $0.deliveringFetches }
         self.downloader = Downloader(
-            configuration: options.configuration,
+            configuration: configuration,
             httpLoader: loader,
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,

@@ -19,13 +19,13 @@ import Testing
         #expect(op.responseReceived(info(), now: 0) == [.emitResponse(a, info()), .emitProgress(a, received: 0, expected: 100)])
         #expect(op.bodyReceived(total: 40, now: 1, throttle: noThrottle) == [.emitProgress(a, received: 40, expected: 100)])
         #expect(op.bodyReceived(total: 100, now: 2, throttle: noThrottle) == [.emitProgress(a, received: 100, expected: 100)])
-        // The slot is held while the body is processed (decoded, written): the running limit
-        // bounds what is in memory.
-        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .process(a)])
+        // The slot is given back once the body is in, before the body is processed (decoded,
+        // written): the delivery stage is the downloader's to bound (`maxDeliveringFetches`).
+        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .enterDelivery, .process(a)])
         #expect(op.state == .delivering)
         #expect(!op.acceptsTokens)
         let (live, actions) = op.tokenProcessed(a)
-        #expect(live && actions == [.leaveQueue, .finished])
+        #expect(live && actions == [.finished])
         #expect(op.state == .finished)
     }
 
@@ -48,7 +48,7 @@ import Testing
         #expect(op.bodyReceived(total: 100, now: 2, throttle: noThrottle) == [
             .emitProgress(a, received: 100, expected: 100), .emitProgress(b, received: 100, expected: 100),
         ])
-        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .process(a), .process(b)])
+        #expect(op.attemptSucceeded(now: 3) == [.recordSuccess, .enterDelivery, .process(a), .process(b)])
     }
 
     @Test func queuedPriorityIsTheHighestOfLiveTokensAndFollowsCancelsAndChanges() {
@@ -125,7 +125,7 @@ import Testing
         // The resumed attempt's 206: no second response event, progress goes on from 600.
         #expect(op.responseReceived(info(400), now: 2, continuing: true) == [])
         #expect(op.bodyReceived(total: 1000, now: 3, throttle: noThrottle) == [.emitProgress(a, received: 1000, expected: 1000)])
-        #expect(op.attemptSucceeded(now: 4) == [.recordSuccess, .process(a)])
+        #expect(op.attemptSucceeded(now: 4) == [.recordSuccess, .enterDelivery, .process(a)])
         #expect(op.response?.expectedBytes == 1000, "the first response stays the fetch's")
     }
 
@@ -161,7 +161,7 @@ import Testing
         let (live, actions) = op.tokenProcessed(b)
         #expect(live)
         // However b's processing ended (its decode may have failed), the URL is not blocked.
-        #expect(actions == [.leaveQueue, .finished])
+        #expect(actions == [.finished])
     }
 
     @Test func lateEventsAfterFinishDoNothing() {
@@ -189,7 +189,7 @@ import Testing
         func apply(_ actions: [FetchOperation.Action]) {
             for action in actions {
                 switch action {
-                case .leaveQueue:
+                case .leaveQueue, .enterDelivery:
                     left += 1
                 case .emitCancelled(let t), .emitFailure(let t, _):
                     ended[t, default: 0] += 1
@@ -237,7 +237,7 @@ import Testing
         #expect(Set(ended.keys) == joined)
         #expect(ended.values.allSatisfy { $0 == 1 })
         #expect(op.state == .finished)
-        #expect(left == 1, "a fetch leaves the queue once, when nothing of it is left")
+        #expect(left == 1, "a fetch leaves the queue once: when its body is in, or when nothing of it is left")
     }
 }
 

@@ -88,28 +88,44 @@ import TestSupport
         #expect(startOrder(h) == ["blocker", "raised", "high", "normal", "low"].map { .string($0) })
     }
 
-    /// SDWebImage's operation finishes after its decode: a fetch keeps its slot while its tokens
-    /// process the body, so the running limit also bounds bodies and images held in memory.
-    @Test func aFetchKeepsItsSlotUntilItsTokensAreProcessed() async throws {
-        let h = try await DownloaderHarness.make { $0.maxConcurrentDownloads = 1 }
-        defer { Task { await h.shutdown() } }
-        h.server.setFile("first", bytes(10))
-        h.server.setFile("second", bytes(20))
-        let gate = AsyncStream<Void>.makeStream()
-        try await h.downloader.reserve(.string("first"), url: h.server.url("/files/first"), priority: .normal)
-        await h.downloader.start(DownloadRequest(token: .string("first"), url: h.server.url("/files/first"))) { resource in
-            for await _ in gate.stream { break }  // processing until the test lets it end
-            return resource.byteCount
+    /// A fetch gives its running and per-host slot back once its body is in: a slow decode
+    /// does not keep the network idle. The bodies waiting for processing are bounded by
+    /// `maxDeliveringFetches`: at that many, no new fetch starts until one is processed.
+    @Test func aFetchGivesItsSlotBackWhenItsBodyIsIn() async throws {
+        let h = try await DownloaderHarness.make {
+            $0.maxConcurrentDownloads = 1
+            $0.maxConcurrentPerHost = 1
+            $0.maxDeliveringFetches = 2
         }
-        try await h.start(.string("second"), h.server.url("/files/second"))
-        try await h.until("the first body arrived") { h.server.hits("/files/first") == 1 && h.events(.string("first")).count >= 3 }
+        defer { Task { await h.shutdown() } }
+        for (i, name) in ["first", "second", "third"].enumerated() { h.server.setFile(name, bytes(10 * (i + 1))) }
+        let gate = PassGate()
+        func startGated(_ name: String) async throws {
+            try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
+            await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
+                await gate.pass()  // processing until the test lets it end
+                return resource.byteCount
+            }
+        }
+        try await startGated("first")
+        try await startGated("second")
+        try await startGated("third")
+        // first and second are fetched one after the other although neither is processed yet.
+        // (With the slot held until processing ends, the second would never be fetched here.)
+        try await h.until("both bodies in, neither holding a slot") {
+            let status = await h.downloader.status()
+            return h.server.hits("/files/second") == 1 && status.runningFetches == 0
+                && status.liveTokens.filter { $0.state == .delivering }.count == 2
+        }
         try await Task.sleep(for: .milliseconds(200))
-        #expect(!h.started(.string("second")), "the second fetch started while the first was still being processed")
-        #expect(await h.downloader.status().runningFetches == 1)
-        gate.continuation.yield()
-        #expect(try await h.outcome(.string("first")).value == 10)
+        #expect(!h.started(.string("third")), "the delivery stage is full: the third fetch waits")
+        await gate.open(1)
+        _ = try await h.outcome(.string("first"))
+        try await h.until("third fetched") { h.server.hits("/files/third") == 1 }
+        await gate.open(2)
         #expect(try await h.outcome(.string("second")).value == 20)
-        #expect(startOrder(h) == [.string("first"), .string("second")])
+        #expect(try await h.outcome(.string("third")).value == 30)
+        #expect(startOrder(h) == [.string("first"), .string("second"), .string("third")])
     }
 
     @Test func aCoalescedFetchTakesItsHighestTokenPriority() async throws {
@@ -206,3 +222,4 @@ import TestSupport
         }
     }
 }
+

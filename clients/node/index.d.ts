@@ -402,6 +402,10 @@ export interface Settings {
   maxProgressiveScans?: number;
   /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit 'frames'; default 50,000). */
   maxFrames?: number;
+  /** Tokens decoding, scaling, encoding or writing at once (default: the CPU count; 1…1024). */
+  decodeConcurrency?: number;
+  /** Bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB). */
+  decodeMemoryBytes?: number;
   /** The HTTP cache's size on disk (`--cache-dir`), least recently used entries removed past it (default 1 GiB). */
   cacheMaxBytes?: number;
   /**

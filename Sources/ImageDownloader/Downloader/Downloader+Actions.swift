@@ -44,14 +44,22 @@ extension Downloader {
             case .emitProgress(let token, let received, let expected):
                 sink(.progress(token, received: received, expected: expected))
             case .emitCancelled(let token):
+                processing.removeValue(forKey: token)?.cancel()
                 finishToken(token, .cancelled)
             case .emitFailure(let token, let failure):
+                processing.removeValue(forKey: token)?.cancel()
                 finishToken(token, .failure(failure))
             case .process(let token):
                 process(token, of: id)
             case .setQueuePriority(let priority):
                 queue.setPriority(id, priority)
             case .leaveQueue:
+                startFetches(queue.remove(id, now: clock()))
+            case .enterDelivery:
+                // Counted first: the slot given back starts another fetch only if the delivery
+                // stage has room.
+                delivering.insert(id)
+                startFetches(queue.setSuspended(queueHeld, now: clock()))
                 startFetches(queue.remove(id, now: clock()))
             case .startAttempt(let attempt):
                 launchAttempt(id, attempt)
@@ -74,6 +82,7 @@ extension Downloader {
                 guard let fetch = fetches[id] else { continue }
                 for url in urlsOf(fetch) { failedURLs.remove(url) }
             case .finished:
+                if delivering.remove(id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
                 guard let fetch = fetches.removeValue(forKey: id) else { continue }
                 totals.add(fetch.metrics)
                 if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
@@ -86,11 +95,12 @@ extension Downloader {
     /// Runs the token's processor on the fetched resource; its result (or failure) ends the
     /// token unless it was cancelled meanwhile.
     private func process(_ token: DownloadToken, of id: FetchID) {
-        guard let resource = fetches[id]?.resource, let processor = tokens[token]?.processor else { return }
-        Task {
+        guard let resource = fetches[id]?.resource, let record = tokens[token], let processor = record.processor else { return }
+        let priority = record.priority
+        processing[token] = Task {
             let result: Result<Delivered, Failure>
             do throws(Failure) {
-                result = .success(try await processor(resource))
+                result = .success(try await processor(resource, priority))
             } catch {
                 result = .failure(error)
             }
@@ -99,6 +109,7 @@ extension Downloader {
     }
 
     private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, Failure>) {
+        processing[token] = nil
         guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else { return }
         if live {
             switch result {

@@ -20,6 +20,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Turns a fetched body into what a token asked for; its `Failure` (the caller's type: the
     /// downloader knows nothing of decoding or writing) fails that token alone.
     public typealias Processor = @Sendable (FetchedResource) async throws(Failure) -> Delivered
+    /// A processor that also gets the token's priority as its processing starts (the delivery
+    /// stage serves higher priorities first).
+    public typealias PrioritizedProcessor = @Sendable (FetchedResource, DownloadPriority) async throws(Failure) -> Delivered
     public typealias EventSink = @Sendable (DownloadEvent<Delivered, Failure>) -> Void
     public typealias BodyObserver = @Sendable (BodyNotice) -> Void
     public typealias Status = DownloaderStatus
@@ -81,6 +84,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
     /// The timer that wakes the queue when a host's spacing ends (`maxRequestsPerSecondPerHost`).
     var queueWake: (at: UInt64, task: Task<Void, Never>)?
+    /// Fetches whose bodies are in and whose tokens are being processed (decoded, written): they
+    /// gave their queue slots back, and new fetches wait while there are `maxDeliveringFetches`.
+    var delivering: Set<FetchID> = []
+    /// The processing task of each token being processed, cancelled when the token ends first.
+    var processing: [DownloadToken: Task<Void, Never>] = [:]
 
     public init(
         configuration: DownloaderConfiguration,
@@ -123,6 +131,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Begins the download of a reserved token. `processor` turns the fetched body into what the
     /// token asked for; its failure fails that token alone.
     public func start(_ request: DownloadRequest, processor: @escaping Processor) {
+        start(request, prioritizedProcessor: { resource, _ throws(Failure) in try await processor(resource) })
+    }
+
+    /// `start`, with a processor that is told the token's priority.
+    public func start(_ request: DownloadRequest, prioritizedProcessor processor: @escaping PrioritizedProcessor) {
         let token = request.token
         guard let record = tokens[token], case .reserved(let wasCancelled) = record.place else {
             logger.error("start of a token that was not reserved", metadata: ["token": "\(token)"])
@@ -192,7 +205,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// (`FetchOperation.join`), and a first streaming token the body so far.
     private func join(
         _ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, limits: FetchOperation.TokenLimits, streamsBody: Bool,
-        processor: @escaping Processor
+        processor: @escaping PrioritizedProcessor
     ) {
         tokens.attach(token, to: id, processor: processor, now: clock())
         let firstStreamer = streamsBody && fetches[id]?.streamsBody == false
@@ -253,7 +266,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             queue.setHostLimits(
                 maxConcurrent: newValue.maxConcurrentPerHost, minStartIntervalNs: newValue.minStartIntervalPerHostNs, now: clock()))
         startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads, now: clock()))
-        startFetches(queue.setSuspended(newValue.suspended || held, now: clock()))
+        startFetches(queue.setSuspended(queueHeld, now: clock()))
     }
 
     /// While held, no fetch starts (running ones go on): the worker holds the queue while its
@@ -263,7 +276,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         guard value != held else { return }
         held = value
         logger.debug(value ? "holding the queue: output is backed up" : "output caught up: the queue goes on")
-        startFetches(queue.setSuspended(configuration.suspended || held, now: clock()))
+        startFetches(queue.setSuspended(queueHeld, now: clock()))
     }
 
     /// Lifts `suspended` so that everything accepted can finish (stdin's end with `drain`,
@@ -272,7 +285,13 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         guard configuration.suspended else { return }
         logger.info("resuming the suspended queue to finish what was accepted")
         configuration.suspended = false
-        startFetches(queue.setSuspended(held, now: clock()))
+        startFetches(queue.setSuspended(queueHeld, now: clock()))
+    }
+
+    /// Whether no fetch may start now: suspended by configuration, held for a slow reader, or
+    /// the delivery stage full (`maxDeliveringFetches` bodies waiting for or in processing).
+    var queueHeld: Bool {
+        configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
     }
 
     public func clearFailedURLs() { failedURLs.removeAll() }

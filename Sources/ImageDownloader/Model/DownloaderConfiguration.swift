@@ -35,6 +35,11 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var proxies = ProxySettings()
     /// The HTTP cache's size on disk (`--cache-dir`), evicting least recently used entries past it.
     public var cacheMaxBytes: Int64 = 1 << 30
+    /// Fetches whose bodies are in but whose tokens' processing (decode, write) is not over: at
+    /// this many, no new fetch starts (running ones go on). A fetch gives its queue slot back
+    /// once its body is in, so this bounds the bodies held for the delivery stage; the worker
+    /// sets it from its decode concurrency.
+    public var maxDeliveringFetches = 12
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
 

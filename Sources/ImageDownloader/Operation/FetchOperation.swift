@@ -4,7 +4,7 @@
 ///
 ///     queued ──start──▶ running(1) ──head, chunks, end──▶ delivering ──last token processed──▶ finished
 ///                        │  ▲                                  (each token's own processing,
-///                        │  │                                   still in its queue slot)
+///                        │  │                                   its queue slot given back)
 ///           transient    │  │ retry timer
 ///           failure      ▼  │
 ///                     waitingToRetry(2)        any other failure / last token cancelled ──▶ finished
@@ -15,9 +15,10 @@
 /// failure, tokens out of retries fail at once and the fetch retries for the others, after the
 /// shortest of their delays. A token's deadline ends that token alone, as a cancel does, but
 /// with a failure. A failure after several attempts carries the earlier ones' failures.
-/// Its queue slot is held until every token's processing (decode, write) is over, as
-/// SDWebImage's operation finishes after decoding: the running limit also bounds the bodies and
-/// images in memory, however many fetches are queued.
+/// Its queue slot (the running limit and its host's) is given back as soon as the body is in
+/// (`enterDelivery`): decoding and writing are a stage of their own, with their own concurrency,
+/// and a slow decode does not keep the network idle. The downloader bounds the fetches in that
+/// stage (`maxDeliveringFetches`), so the bodies in memory stay bounded however many are queued.
 public struct FetchOperation: Sendable {
     public enum State: Sendable, Equatable {
         case queued
@@ -38,6 +39,9 @@ public struct FetchOperation: Sendable {
         case setQueuePriority(DownloadPriority)
         /// Leave the operation queue (a waiting place or a running slot).
         case leaveQueue
+        /// The body is in: give the running slot back and count the fetch in the delivery stage
+        /// until it is `finished`.
+        case enterDelivery
         case startAttempt(Int)
         case cancelAttempt
         case scheduleRetry(attempt: Int, delayMs: Int64)
@@ -164,6 +168,7 @@ public struct FetchOperation: Sendable {
         state = .delivering
         processing = Set(tokens.map(\.token))
         actions.append(.recordSuccess)
+        actions.append(.enterDelivery)
         actions += tokens.map { .process($0.token) }
         return actions
     }
@@ -269,7 +274,7 @@ public struct FetchOperation: Sendable {
             processing.remove(token)
             if processing.isEmpty {
                 state = .finished
-                actions += [.leaveQueue, .finished]
+                actions.append(.finished)
             }
         case .finished:
             break
@@ -297,7 +302,7 @@ public struct FetchOperation: Sendable {
         var actions: [Action] = []
         if processing.isEmpty {
             state = .finished
-            actions += [.leaveQueue, .finished]
+            actions.append(.finished)
         }
         return (true, actions)
     }

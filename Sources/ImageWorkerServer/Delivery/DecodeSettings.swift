@@ -1,5 +1,6 @@
-/// Decoding limits, part of the worker's configuration (`configure`: `maxPixels`,
-/// `maxProgressiveScans`).
+/// Decoding limits and the delivery stage's size, part of the worker's configuration
+/// (`configure`: `maxPixels`, `maxProgressiveScans`, `maxFrames`, `decodeConcurrency`,
+/// `decodeMemoryBytes`).
 public struct DecodeSettings: Sendable, Equatable {
     /// Images whose header announces more pixels fail with LimitExceeded before any pixel buffer
     /// is allocated (100 million: e.g. 12500×8000).
@@ -9,6 +10,15 @@ public struct DecodeSettings: Sendable, Equatable {
     /// Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (frames are
     /// counted without being decoded; the first is the image).
     public var maxFrames = 50_000
+    /// Tokens decoding, scaling, encoding or writing at once (the delivery stage's concurrency):
+    /// one per core.
+    public var decodeConcurrency = DecodeSlots.defaultConcurrency
+    /// The bitmaps of the decodes in flight, in bytes by their headers' sizes (RGBA): a decode
+    /// that would go past it waits; one larger than it runs alone.
+    public var decodeMemoryBytes = DecodeSlots.defaultMemoryBytes
+
+    /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): two per decode.
+    var deliveringFetches: Int { max(4, 2 * decodeConcurrency) }
 
     public init() {}
 }

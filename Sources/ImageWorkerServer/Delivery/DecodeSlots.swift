@@ -1,58 +1,91 @@
 import Foundation
+import ImageDownloader
 
-/// At most `limit` tokens decode and render at a time (one per core by default): a token takes a
-/// slot before its decode and gives it back once its image is delivered (or waits for output
-/// capacity), so the bitmaps alive at once are bounded by the slots, not by how many fetches
-/// finished together. Waiters are served first come, first served.
+/// The delivery stage's gate: a decoding token takes a slot before its decode and gives it back
+/// once its image is delivered (or once it waits for output capacity), so the bitmaps alive at
+/// once are bounded by the stage's concurrency and memory budget (`DecodeAdmission` decides),
+/// not by how many fetches finished together. Fetches give their network slots back as soon as
+/// their bodies are in; this stage is where their tokens wait.
 final class DecodeSlots: Sendable {
+    /// A slot held: give it back with `release` (once).
+    struct Slot: Sendable {
+        fileprivate let ticket: DecodeAdmission.Ticket
+    }
+
     private struct State {
-        var free: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var head = 0
+        var admission: DecodeAdmission
+        var continuations: [DecodeAdmission.Ticket: CheckedContinuation<Bool, Never>] = [:]
+        var nextTicket: DecodeAdmission.Ticket = 0
+        /// Tickets whose task was cancelled before they were queued.
+        var cancelledEarly: Set<DecodeAdmission.Ticket> = []
     }
 
     private let state: LockedState<State>
 
-    init(limit: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        state = LockedState(State(free: max(1, limit)))
+    static let defaultConcurrency = ProcessInfo.processInfo.activeProcessorCount
+    static let defaultMemoryBytes = 256 << 20
+
+    init(limit: Int = DecodeSlots.defaultConcurrency, memoryBytes: Int = DecodeSlots.defaultMemoryBytes) {
+        state = LockedState(State(admission: DecodeAdmission(limit: limit, budget: memoryBytes)))
     }
 
-    func acquire() async {
-        let acquired = state.withLock { s -> Bool in
-            guard s.free > 0 else { return false }
-            s.free -= 1
-            return true
+    /// Waits for a slot for a decode of about `cost` bytes of bitmap; nil when the task was
+    /// cancelled first (its token ended: nothing is to be decoded).
+    func acquire(token: DownloadToken, priority: DownloadPriority, cost: Int) async -> Slot? {
+        let ticket = state.withLock { s -> DecodeAdmission.Ticket in
+            s.nextTicket += 1
+            return s.nextTicket
         }
-        if acquired { return }
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { s -> Bool in
-                // A slot freed between the two locks.
-                if s.free > 0 {
-                    s.free -= 1
-                    return true
+        let admitted = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = state.withLock { s -> Bool? in
+                    if s.cancelledEarly.remove(ticket) != nil { return false }
+                    if s.admission.request(.init(ticket: ticket, token: token, priority: priority, cost: max(0, cost))) { return true }
+                    s.continuations[ticket] = continuation
+                    return nil
                 }
-                s.waiters.append(continuation)
-                return false
+                if let now { continuation.resume(returning: now) }
             }
-            if now { continuation.resume() }
+        } onCancel: {
+            let (waiter, woken) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
+                guard let waiter = s.continuations.removeValue(forKey: ticket) else {
+                    // Not queued yet (or already running: then nothing to do).
+                    if s.admission.running[ticket] == nil { s.cancelledEarly.insert(ticket) }
+                    return (nil, [])
+                }
+                return (waiter, Self.take(s.admission.cancel(ticket), from: &s))
+            }
+            waiter?.resume(returning: false)
+            for continuation in woken { continuation.resume(returning: true) }
         }
+        if admitted { state.withLock { s in _ = s.cancelledEarly.remove(ticket) } }
+        return admitted ? Slot(ticket: ticket) : nil
     }
 
-    /// Gives a slot back: to the first waiter, if any.
-    func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.head < s.waiters.count {
-                let waiter = s.waiters[s.head]
-                s.head += 1
-                if s.head == s.waiters.count {
-                    s.waiters.removeAll(keepingCapacity: true)
-                    s.head = 0
-                }
-                return waiter
-            }
-            s.free += 1
-            return nil
-        }
-        next?.resume()
+    /// Gives a slot back: to the waiters it lets in, if any.
+    func release(_ slot: Slot) {
+        let woken = state.withLock { s in Self.take(s.admission.release(slot.ticket), from: &s) }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// A token's priority changed (`setPriority`): its waiting decodes move with it.
+    func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {
+        let woken = state.withLock { s in Self.take(s.admission.setPriority(token, priority), from: &s) }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// `configure`'s `decodeConcurrency` and `decodeMemoryBytes`.
+    func setLimits(concurrency: Int, memoryBytes: Int) {
+        let woken = state.withLock { s in Self.take(s.admission.setLimits(limit: concurrency, budget: memoryBytes), from: &s) }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// Decodes running and waiting now (for `status`).
+    var counts: (running: Int, waiting: Int, bytesInFlight: Int) {
+        state.withLock { s in (s.admission.running.count, s.admission.waiting.count, s.admission.bytesInFlight) }
+    }
+
+    private static func take(_ tickets: [DecodeAdmission.Ticket], from s: inout State) -> [CheckedContinuation<Bool, Never>] {
+        tickets.compactMap { s.continuations.removeValue(forKey: $0) }
     }
 }

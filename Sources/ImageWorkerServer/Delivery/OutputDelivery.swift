@@ -10,14 +10,14 @@ import NIOCore
 enum OutputDelivery {
     /// `url`: the token's URL as sent (user information removed); the resource's is the final one.
     static func deliver(
-        _ resource: FetchedResource, token: DownloadToken, url: String, spec: OutputSpec, decodes: SharedDecodes,
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
-                    resource, token: token, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
+                    resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
                     outputCapacity: outputCapacity))
         } catch {
             result = .failure(error)
@@ -28,7 +28,7 @@ enum OutputDelivery {
     }
 
     private static func deliverToken(
-        _ resource: FetchedResource, token: DownloadToken, url sentURL: String, spec: OutputSpec, decodes: SharedDecodes,
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec, decodes: SharedDecodes,
         progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
@@ -44,14 +44,15 @@ enum OutputDelivery {
         let fileExtension: String?
         // A decoding token holds a slot from its decode to its delivery (not while it waits for
         // the reader): the bitmaps alive at once are bounded by the slots.
-        var holdsSlot = false
-        defer { if holdsSlot { slots.release() } }
+        var slot: DecodeSlots.Slot?
+        defer { if let slot { slots.release(slot) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
         var timings: JSONObject = [:]
         func since(_ start: UInt64) -> JSONValue { .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100) }
         if spec.format.needsDecoding {
-            await slots.acquire()
-            holdsSlot = true
+            slot = await slots.acquire(token: token, priority: priority, cost: bitmapCost(resource.body, source: source))
+            // Nil: the token was cancelled while it waited; it has had its event already.
+            guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
             let decodeStart = DispatchTime.now().uptimeNanoseconds
             // The progressive decode's final image, if the fetch had one.
             let progressiveResult = await progressive.take(resource)
@@ -93,9 +94,9 @@ enum OutputDelivery {
             }
             guard spec.delivery == .inline else { break }
             // No new inline payload while the reader is behind: memory stays bounded.
-            if holdsSlot {
-                slots.release()
-                holdsSlot = false
+            if let held = slot {
+                slots.release(held)
+                slot = nil
             }
             await outputCapacity()
             result["data"] = .string(payload.base64())
@@ -126,6 +127,17 @@ enum OutputDelivery {
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
+    }
+
+    /// The bytes of bitmap a decode of `body` will hold, for the decode stage's memory budget:
+    /// the stored size in RGBA by the header; for a body whose header is not in its first 64 KiB
+    /// (or is no image: the decode fails at once), a guess from its length.
+    static func bitmapCost(_ body: ByteBuffer, source: ImageFormat?) -> Int {
+        guard source != nil else { return 0 }
+        if case .success(let header) = ImageHeader.read(Array(body.readableBytesView.prefix(64 * 1024))) {
+            return header.width.multipliedReportingOverflow(by: header.height).partialValue &* 4
+        }
+        return body.readableBytes &* 16
     }
 
     /// What a decoded image is delivered as: the event's fields, the bytes, their type.

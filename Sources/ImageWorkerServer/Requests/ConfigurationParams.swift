@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -21,6 +21,9 @@ enum ConfigurationParams {
         if let v = try p.integer("maxPixels", in: 1...(1 << 40)) { d.maxPixels = UInt64(v) }
         if let v = try p.integer("maxProgressiveScans", in: 1...100_000) { d.maxProgressiveScans = Int(v) }
         if let v = try p.integer("maxFrames", in: 1...10_000_000) { d.maxFrames = Int(v) }
+        if let v = try p.integer("decodeConcurrency", in: 1...1024) { d.decodeConcurrency = Int(v) }
+        if let v = try p.integer("decodeMemoryBytes", in: (1 << 20)...(1 << 40)) { d.decodeMemoryBytes = Int(v) }
+        c.maxDeliveringFetches = d.deliveringFetches
         if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
         if let v = try p.integer("maxConcurrentPerHost", in: 1...1024) { c.maxConcurrentPerHost = Int(v) }
         if let v = try p.number("maxRequestsPerSecondPerHost", in: 0...1_000_000) { c.maxRequestsPerSecondPerHost = v > 0 ? v : nil }
@@ -90,6 +93,8 @@ enum ConfigurationParams {
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
             "maxFrames": JSONValue(d.maxFrames),
+            "decodeConcurrency": JSONValue(d.decodeConcurrency),
+            "decodeMemoryBytes": JSONValue(d.decodeMemoryBytes),
             "cacheMaxBytes": .int(c.cacheMaxBytes),
             // Shown without passwords.
             "httpProxy": c.proxies.httpProxy.map { .string($0.description) } ?? .null,

@@ -10,6 +10,7 @@ extension WorkerServer {
         await downloader.configure(configuration)
         httpCache?.setMaxBytes(configuration.cacheMaxBytes)
         decodeSettings.withLock { $0 = decoding }
+        slots.setLimits(concurrency: decoding.decodeConcurrency, memoryBytes: decoding.decodeMemoryBytes)
         if clear { await downloader.clearFailedURLs() }
         return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
     }

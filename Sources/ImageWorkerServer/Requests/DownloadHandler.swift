@@ -43,11 +43,11 @@ extension WorkerServer {
                         return
                     }
                 }
-                await downloader.start(downloadRequest) { resource throws(DeliveryFailure) in
+                await downloader.start(downloadRequest, prioritizedProcessor: { resource, priority throws(DeliveryFailure) in
                     try await OutputDelivery.deliver(
-                        resource, token: token, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
+                        resource, token: token, priority: priority, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
                         settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
-                }
+                })
             })
     }
 }

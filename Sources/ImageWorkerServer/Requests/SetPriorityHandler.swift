@@ -9,7 +9,10 @@ extension WorkerServer {
         guard let name = try p.oneOf("priority", DownloadPriority.allCases.map(\.name)) else {
             throw RPCError.invalidParams("setPriority needs \"priority\"")
         }
-        let found = await downloader.setPriority(token, DownloadPriority(name: name)!)
+        let priority = DownloadPriority(name: name)!
+        let found = await downloader.setPriority(token, priority)
+        // A token whose body is in and whose decode waits moves in the delivery stage too.
+        if found { slots.setPriority(token, priority) }
         return RPCReply(["token": token.json, "found": .bool(found)])
     }
 }

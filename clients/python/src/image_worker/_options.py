@@ -124,6 +124,10 @@ class Settings(TypedDict, total=False):
     max_progressive_scans: int
     #: animated GIF, WebP and AVIF files with more frames fail (``LimitExceeded``, limit ``frames``)
     max_frames: int
+    #: tokens decoding, scaling, encoding or writing at once (default: the CPU count)
+    decode_concurrency: int
+    #: bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB)
+    decode_memory_bytes: int
     #: the HTTP cache's size on disk (``--cache-dir``); least recently used entries go past it (1 GiB)
     cache_max_bytes: int
     #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
@@ -207,6 +211,8 @@ SETTING_RULES: Dict[str, Rule] = {
     "max_pixels": Rule("maxPixels", "int", 1, 1 << 40),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
     "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
+    "decode_concurrency": Rule("decodeConcurrency", "int", 1, 1024),
+    "decode_memory_bytes": Rule("decodeMemoryBytes", "int", 1 << 20, 1 << 40),
     "cache_max_bytes": Rule("cacheMaxBytes", "int", 0, 1 << 50),
     "proxy": Rule("proxy", "text"),
     "http_proxy": Rule("httpProxy", "text"),

@@ -36,3 +36,27 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
         Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
     }
 }
+
+/// Lets through as many `pass` calls as `open` allowed, in arrival order.
+public actor PassGate {
+    private var allowed = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    public init() {}
+
+    public func pass() async {
+        if allowed > 0 {
+            allowed -= 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    public func open(_ count: Int) {
+        allowed += count
+        while allowed > 0, !waiters.isEmpty {
+            allowed -= 1
+            waiters.removeFirst().resume()
+        }
+    }
+}
