@@ -37,6 +37,8 @@ public final class WorkerServer: Sendable {
     let decodeSettings: LockedState<DecodeSettings>
     let decodes = SharedDecodes()
     let slots = DecodeSlots()
+    /// `delivery: "shared"`: the worker's folder in /dev/shm.
+    let shared = SharedOutput()
     let progressive: ProgressiveDecodes
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
@@ -167,6 +169,8 @@ public final class WorkerServer: Sendable {
     /// The output drained as the plan says; its exit status.
     private func flush(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
         if let limit = plan.flushWait { await writer.flush(timeout: limit) } else { await writer.flush() }
+        // Shared-memory files: taken by a reader still there (a short grace), else removed.
+        await shared.finish(readerGone: writer.readerGone)
         return plan.exitCode
     }
 

@@ -112,7 +112,10 @@ export interface Delivered {
   /** delivery 'file' */
   path?: string;
   uri?: string;
-  /** delivery 'inline': the bytes, decoded from base64 */
+  /**
+   * The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path`
+   * (delivery 'shared': read from the worker's shared memory, its file already unlinked).
+   */
   data?: Bytes;
 }
 
@@ -218,7 +221,10 @@ export interface DownloadOptions {
   dir?: string;
   /** Deliver a file at this path. */
   path?: string;
-  /** Deliver the bytes in the completed event (`image.data`). */
+  /**
+   * Deliver the bytes in the completed event as base64 (`image.data`). Without it, `dir` or
+   * `path`, a decoded format's bytes come through shared memory (also `image.data`).
+   */
   inline?: boolean;
   /** Default 'original'; 'png' when `progressive`. */
   format?: Format;
@@ -406,6 +412,10 @@ export interface Settings {
   decodeConcurrency?: number;
   /** Bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB). */
   decodeMemoryBytes?: number;
+  /** Shared-memory results written and not yet taken, at most (files; default 64). */
+  sharedMaxImages?: number;
+  /** … and in bytes (default 256 MiB). */
+  sharedMaxBytes?: number;
   /** The HTTP cache's size on disk (`--cache-dir`), least recently used entries removed past it (default 1 GiB). */
   cacheMaxBytes?: number;
   /**

@@ -313,9 +313,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         }
         live.sort { $0.token.description < $1.token.description }
         let queuedTokens = live.count { $0.state.isWaiting }
+        let deliveringTokens = live.count { $0.state == .delivering }
         return Status(
-            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, queuedTokens: queuedTokens,
-            runningTokens: live.count - queuedTokens, succeeded: tokens.succeeded, failed: tokens.failed,
+            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, deliveringFetches: delivering.count,
+            queuedTokens: queuedTokens, runningTokens: live.count - queuedTokens - deliveringTokens, deliveringTokens: deliveringTokens,
+            succeeded: tokens.succeeded, failed: tokens.failed,
             cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration, totals: totals)
     }
 

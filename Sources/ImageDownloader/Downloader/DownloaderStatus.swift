@@ -36,9 +36,15 @@ public struct DownloaderStatus: Sendable {
     }
 
     public var queuedFetches: Int
+    /// Fetches transferring (or waiting to retry) in their queue slots.
     public var runningFetches: Int
+    /// Fetches whose bodies are in and whose tokens are being decoded or written (no slot held).
+    public var deliveringFetches: Int
     public var queuedTokens: Int
+    /// Tokens whose fetch is transferring or waiting to retry.
     public var runningTokens: Int
+    /// Tokens being decoded or written (in the delivery stage).
+    public var deliveringTokens: Int
     public var succeeded: Int
     public var failed: Int
     public var cancelled: Int

@@ -17,6 +17,11 @@ public struct DecodeSettings: Sendable, Equatable {
     /// that would go past it waits; one larger than it runs alone.
     public var decodeMemoryBytes = DecodeSlots.defaultMemoryBytes
 
+    /// `delivery: "shared"`: files written and not yet taken by the client, at most (a delivery
+    /// past either limit waits until the client takes some).
+    public var sharedMaxImages = 64
+    public var sharedMaxBytes = 256 << 20
+
     /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): two per decode.
     var deliveringFetches: Int { max(4, 2 * decodeConcurrency) }
 

@@ -11,13 +11,15 @@ enum OutputDelivery {
     /// `url`: the token's URL as sent (user information removed); the resource's is the final one.
     static func deliver(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
+        progressive: ProgressiveDecodes, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
+        outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
-                    resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots, settings: settings,
+                    resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
+                    shared: shared, settings: settings,
                     outputCapacity: outputCapacity))
         } catch {
             result = .failure(error)
@@ -29,7 +31,8 @@ enum OutputDelivery {
 
     private static func deliverToken(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, slots: DecodeSlots, settings: DecodeSettings, outputCapacity: @Sendable () async -> Void
+        progressive: ProgressiveDecodes, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
+        outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
@@ -87,12 +90,27 @@ enum OutputDelivery {
         let reserved = progressive.reservedPath(token)
         let needsDigest = spec.needsDigest && (spec.delivery != .none || !spec.format.needsDecoding)
         switch spec.delivery {
-        case .none, .inline:
+        case .shared where payload.count > SharedOutput.inlineLimit:
+            // No new file while the client has not taken enough of the earlier ones (the wait is in
+            // `write`): the decode slot goes back first.
+            if let held = slot {
+                slots.release(held)
+                slot = nil
+            }
+            if needsDigest {
+                result["sha256"] = .string(await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
+            }
+            let writeStart = DispatchTime.now().uptimeNanoseconds
+            let path = try await shared.write(payload, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
+            timings["writeMs"] = since(writeStart)
+            result["path"] = .string(path)
+            result["shared"] = true
+        case .none, .inline, .shared:
             if needsDigest {
                 result["sha256"] = .string(
                     payload.count < 256 * 1024 ? payload.withUnsafeBytes { SHA256.hex($0) } : await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
             }
-            guard spec.delivery == .inline else { break }
+            guard spec.delivery != .none else { break }
             // No new inline payload while the reader is behind: memory stays bounded.
             if let held = slot {
                 slots.release(held)

@@ -174,7 +174,7 @@ final class ProgressiveDecodes: Sendable {
         // While the reader is behind, no new inline payload is built: its partial images wait
         // for the next frame after it caught up (the final image is never skipped).
         let backedUp = writer.backedUp
-        let due = due(tokens, now: now).filter { !backedUp || $0.1.spec.delivery != .inline }
+        let due = due(tokens, now: now).filter { !backedUp || ($0.1.spec.delivery != .inline && $0.1.spec.delivery != .shared) }
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
         let filled = decoder.filledRows
         let orientation = decoder.orientation
@@ -230,7 +230,9 @@ final class ProgressiveDecodes: Sendable {
             switch spec.delivery {
             case .none:
                 break
-            case .inline:
+            case .inline, .shared:
+                // A `shared` token's partial images come inline: a replaced (never sent) partial
+                // event must not leave a file nobody will take.
                 params["data"] = .string(rendered.payload.base64())
             case .file:
                 let written: String

@@ -11,6 +11,7 @@ extension WorkerServer {
         httpCache?.setMaxBytes(configuration.cacheMaxBytes)
         decodeSettings.withLock { $0 = decoding }
         slots.setLimits(concurrency: decoding.decodeConcurrency, memoryBytes: decoding.decodeMemoryBytes)
+        shared.setLimits(.init(maxImages: decoding.sharedMaxImages, maxBytes: decoding.sharedMaxBytes))
         if clear { await downloader.clearFailedURLs() }
         return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
     }

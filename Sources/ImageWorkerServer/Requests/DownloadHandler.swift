@@ -27,6 +27,7 @@ extension WorkerServer {
         let downloadRequest = params.request
         let decodes = self.decodes
         let slots = self.slots
+        let shared = self.shared
         let settings = self.decodeSettings
         let writer = self.writer
         return RPCReply(
@@ -45,7 +46,7 @@ extension WorkerServer {
                 }
                 await downloader.start(downloadRequest, prioritizedProcessor: { resource, priority throws(DeliveryFailure) in
                     try await OutputDelivery.deliver(
-                        resource, token: token, priority: priority, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
+                        resource, token: token, priority: priority, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots, shared: shared,
                         settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
                 })
             })

@@ -11,6 +11,9 @@ public struct OutputSpec: Sendable, Equatable {
         case file
         /// Base64 `data` in the completed event.
         case inline
+        /// A file in the worker's shared-memory folder (`SharedOutput`), named by `path` with
+        /// `shared: true`, for the client to take; inline `data` for small payloads.
+        case shared
     }
 
     public enum Format: String, Sendable, CaseIterable {
@@ -246,7 +249,7 @@ struct DownloadParams {
             default:
                 throw .invalidParams("output takes \"path\" or \"dir\", not both")
             }
-        case .none, .inline:
+        case .none, .inline, .shared:
             if path != nil || dir != nil || spec.fileName != nil || spec.overwrite || spec.skipExisting {
                 throw .invalidParams("output.path, dir, name, nameTemplate, overwrite and skipExisting go with delivery \"file\"")
             }

@@ -17,11 +17,17 @@ extension WorkerServer {
         return RPCReply([
             "queued": JSONValue(s.queuedTokens),
             "running": JSONValue(s.runningTokens),
+            "delivering": JSONValue(s.deliveringTokens),
             "finished": JSONValue(s.succeeded + s.failed + s.cancelled),
             "succeeded": JSONValue(s.succeeded),
             "failed": JSONValue(s.failed),
             "cancelled": JSONValue(s.cancelled),
-            "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches)],
+            "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches), "delivering": JSONValue(s.deliveringFetches)],
+            "decodeStage": [
+                "running": JSONValue(slots.counts.running), "waiting": JSONValue(slots.counts.waiting),
+                "bitmapBytes": JSONValue(slots.counts.bytesInFlight),
+            ],
+            "shared": ["files": JSONValue(shared.pending.files), "bytes": JSONValue(shared.pending.bytes)],
             "blockedURLs": JSONValue(s.blockedURLs),
             "decodes": JSONValue(decodesStarted),
             "totals": [

@@ -68,6 +68,14 @@ public final class WireWriter: Sendable {
     /// half of that.
     public var backedUp: Bool { state.withLock { $0.backedUp && !$0.closed } }
 
+    /// Whether the reader is gone: a write failed with EPIPE, or (without a write since) the
+    /// pipe's read end is closed (poll says POLLERR or POLLHUP).
+    public var readerGone: Bool {
+        if state.withLock({ $0.closed }) { return true }
+        var probe = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&probe, 1, 0) == 1 && probe.revents & Int16(POLLERR | POLLHUP) != 0
+    }
+
     public var framing: Framing {
         get { state.withLock { $0.framing } }
         set { state.withLock { $0.framing = newValue } }

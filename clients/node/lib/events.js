@@ -1,6 +1,7 @@
 // Typed events from the worker's download/* notifications.
 import { readFile } from 'node:fs/promises';
 import { downloadError } from './errors.js';
+import { takeShared } from './shared.js';
 
 /** Wire fields of each event's params, by method (checked against protocol/schema by the tests). */
 export const EVENT_FIELDS = {
@@ -13,7 +14,7 @@ export const EVENT_FIELDS = {
 };
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
-  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'sha256', 'skipped',
+  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'shared', 'sha256', 'skipped',
   'fromCache', 'revalidated', 'metrics'];
 
 const EVENT_TYPES = {
@@ -39,6 +40,20 @@ export function parseEvent(method, params, url) {
     if (outcome === 'success') {
       const image = withData(params);
       delete image.outcome;
+      if (params.shared === true && typeof params.path === 'string') {
+        // The file is the client's: read into `data`, then unlinked (no `path` left to read).
+        try {
+          image.data = takeShared(params.path);
+        } catch (e) {
+          const error = downloadError(
+            { code: 1010, message: `the result in shared memory could not be read: ${e.message}`, data: { name: 'OutputFailed', path: params.path } },
+            token, url ?? params.url);
+          error.metrics = params.metrics ?? null;
+          return { type, token, url: params.url ?? url, outcome: 'error', image: null, error, metrics: params.metrics ?? null, raw: params };
+        }
+        delete image.path;
+        delete image.shared;
+      }
       image.skipped = params.skipped === true;
       image.fromCache = params.fromCache === true;
       image.revalidated = params.revalidated === true;

@@ -48,6 +48,9 @@ export function downloadParams(url, token, options = {}) {
   if (dir != null) Object.assign(output, { delivery: 'file', dir: String(dir) });
   else if (path != null) Object.assign(output, { delivery: 'file', path: String(path) });
   else if (inline) output.delivery = 'inline';
+  // A decoded image with no file asked for: its bytes through shared memory (a Buffer in
+  // `image.data`), or inline when small; never base64 of megabytes of pixels.
+  else if ((chosenFormat ?? 'original') !== 'original') output.delivery = 'shared';
   for (const [key, value] of Object.entries({
     format: chosenFormat, name, nameTemplate, overwrite, skipExisting, verify, sha256, maxPixelSize, maxPixelCount,
     applyOrientation, partialIntervalMs, partialMaxPixelSize, quality, lossless, chromaSubsampling,

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { findBinary } from './binary.js';
 import { RequestError, WorkerClosed, WorkerExited } from './errors.js';
 import { parseEvent } from './events.js';
+import { discardShared, removeSharedFolders } from './shared.js';
 import { DownloadHandle } from './handle.js';
 import { runBulk } from './bulk.js';
 import { WorkerProcess } from './process.js';
@@ -38,6 +39,7 @@ export class Worker extends EventEmitter {
     this.#process = new WorkerProcess(this.binary, { args, env, cwd, stderrLines }, (line) => this.#route(line));
     this.pid = this.#process.pid;
     this.#exited = this.#process.exited.then((status) => {
+      removeSharedFolders(this.pid); // what a killed worker could not clean
       const error = status.error
         ? new WorkerExited(null, null, this.stderrTail, `cannot start ${this.binary}: ${status.error.message}`)
         : this.#closing
@@ -79,7 +81,10 @@ export class Worker extends EventEmitter {
     if (message == null || typeof message !== 'object') return;
     if (typeof message.method === 'string') {
       const handle = this.#handles.get(message.params?.token);
-      if (!handle) return;
+      if (!handle) {
+        discardShared(message.params); // nobody will take this result's shared-memory file
+        return;
+      }
       const event = parseEvent(message.method, message.params, handle.url);
       if (!event) return;
       if (event.type === 'completed') {

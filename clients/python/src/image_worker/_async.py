@@ -7,6 +7,7 @@ import collections
 from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable, Deque, Dict, Generator, Iterable, List,
                     Mapping, Optional, Sequence, TextIO, Union)
 
+from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_async
 from ._core import END, Action, Router, queued_event
@@ -161,6 +162,7 @@ class AsyncWorker:
         if pending.strip():
             self._run(self._router.route(pending))
         code = await self._process.wait()
+        _shared.remove_folders(self._process.pid)  # what a killed worker could not clean
         try:
             await asyncio.wait_for(asyncio.shield(stderr_task), 2)
         except asyncio.TimeoutError:

@@ -7,6 +7,7 @@ import functools
 import json
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
+from . import _shared
 from ._errors import RequestError
 from ._events import Completed, Event, parse_event
 from ._options import Token
@@ -110,6 +111,7 @@ class Router:
             token = params.get("token")
             sink = self._handles.get(token) if isinstance(token, (str, int)) else None
             if sink is None:
+                _shared.discard(params)  # nobody will take this result's shared-memory file
                 return None
             event = parse_event(method, params, url=sink.url)
             if event is None:

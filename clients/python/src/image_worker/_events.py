@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Mapping, Optional, Union
 
+from . import _shared
 from ._errors import DownloadError, download_error
 
 Token = Union[str, int]
@@ -32,9 +33,12 @@ class _Pixels:
     mime_type: Optional[str]
 
     def read_bytes(self) -> bytes:
-        """The delivered bytes: inline ``data``, or the file at ``path``."""
+        """The delivered bytes: inline ``data``, the shared-memory ``buffer``, or the file at ``path``."""
         if self.data is not None:
             return self.data
+        buffer: Optional[memoryview] = getattr(self, "buffer", None)
+        if buffer is not None:
+            return bytes(buffer)
         if self.path is not None:
             with open(self.path, "rb") as f:
                 return f.read()
@@ -58,7 +62,8 @@ class _Pixels:
         ``rgba``, 3 for ``rgb`` and 1 for ``gray`` (and for grayscale PNG or original bytes).
 
         Raw formats (``rgba``, ``rgb``, ``gray``) need only numpy; PNG and original bytes need
-        Pillow too, to decode them."""
+        Pillow too, to decode them. Pixels delivered in shared memory are not copied: the array
+        maps them (writable, copy-on-write)."""
         try:
             import numpy  # type: ignore[import-not-found, unused-ignore]
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -69,7 +74,10 @@ class _Pixels:
         assert self.width is not None and self.height is not None
         channels = {"rgba": 4, "rgb": 3, "gray": 1}[self.pixel_format]
         stride = self.stride or self.width * channels
-        rows = numpy.frombuffer(self.read_bytes(), dtype=numpy.uint8).reshape(self.height, stride)
+        buffer: Optional[memoryview] = getattr(self, "buffer", None)
+        # Shared memory: the array is a view of the mapped pixels (copy-on-write), no copy made.
+        source = buffer if buffer is not None else self.read_bytes()
+        rows = numpy.frombuffer(source, dtype=numpy.uint8).reshape(self.height, stride)
         pixels = rows[:, : self.width * channels]
         return pixels.reshape(self.height, self.width, channels)
 
@@ -157,6 +165,9 @@ class Image(_Pixels):
     path: Optional[str] = None
     uri: Optional[str] = None
     data: Optional[bytes] = field(default=None, repr=False)
+    #: the delivered bytes in shared memory (``delivery="shared"``, the default for raw pixel
+    #: formats without ``dir``): mapped, the worker's file already unlinked
+    buffer: Optional[memoryview] = field(default=None, repr=False, compare=False)
     #: the delivered bytes' SHA-256 (hex), when asked (``sha256=True``, a ``{sha256}`` name, a manifest)
     sha256: Optional[str] = None
     #: ``skip_existing`` found the file: kept as it was, nothing fetched (``status`` is 0)
@@ -174,7 +185,7 @@ class Image(_Pixels):
         "token": "token", "outcome": "", "url": "url", "finalUrl": "final_url", "status": "status", "byteLength": "byte_length",
         "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
-        "uri": "uri", "data": "data", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
+        "uri": "uri", "data": "data", "shared": "buffer", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
         "frameCount": "frame_count", "loopCount": "loop_count", "fromCache": "from_cache", "revalidated": "revalidated",
         "metrics": "metrics",
     }
@@ -182,14 +193,19 @@ class Image(_Pixels):
     @staticmethod
     def from_params(p: Mapping[str, Any]) -> "Image":
         data = _str(p.get("data"))
+        path = _str(p.get("path"))
+        buffer: Optional[memoryview] = None
+        if p.get("shared") is True and path is not None:
+            buffer = _shared.take(path)  # the file is the client's: mapped, then unlinked
+            path = None
         return Image(
             token=p["token"], url=str(p.get("url", "")), final_url=str(p.get("finalUrl", "")), status=_int(p.get("status")) or 0,
             byte_length=_int(p.get("byteLength")) or 0, mime_type=_str(p.get("mimeType")),
             source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
             orientation=_int(p.get("orientation")), animated=p.get("animated") is True, frame_count=_int(p.get("frameCount")) or 1,
             loop_count=_int(p.get("loopCount")), pixel_format=_str(p.get("pixelFormat")),
-            stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
-            data=base64.b64decode(data) if data is not None else None, sha256=_str(p.get("sha256")),
+            stride=_int(p.get("stride")), path=path, uri=_str(p.get("uri")),
+            data=base64.b64decode(data) if data is not None else None, buffer=buffer, sha256=_str(p.get("sha256")),
             skipped=p.get("skipped") is True, from_cache=p.get("fromCache") is True, revalidated=p.get("revalidated") is True,
             metrics=Metrics.from_wire(p.get("metrics")), raw=dict(p))
 
@@ -332,7 +348,15 @@ def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) ->
     if method == Completed.METHOD:
         outcome = str(p.get("outcome", ""))
         if outcome == "success":
-            image = Image.from_params(p)
+            try:
+                image = Image.from_params(p)
+            except OSError as e:  # a shared-memory file that cannot be taken: this download fails alone
+                failure = download_error({"code": 1010, "message": f"the result in shared memory could not be read: {e}",
+                                          "data": {"name": "OutputFailed", "path": p.get("path")}},
+                                         token=token, url=url or _str(p.get("url")))
+                failure.metrics = Metrics.from_wire(p.get("metrics"))
+                return Completed(token, raw, outcome="error", url=str(p.get("url", url or "")), error=failure,
+                                 metrics=failure.metrics)
             return Completed(token, raw, outcome=outcome, image=image, url=str(p.get("url", "")), metrics=image.metrics)
         error = p.get("error")
         metrics = Metrics.from_wire(p.get("metrics"))

@@ -128,6 +128,10 @@ class Settings(TypedDict, total=False):
     decode_concurrency: int
     #: bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB)
     decode_memory_bytes: int
+    #: shared-memory results written and not yet taken, at most (files; default 64)
+    shared_max_images: int
+    #: … and in bytes (default 256 MiB)
+    shared_max_bytes: int
     #: the HTTP cache's size on disk (``--cache-dir``); least recently used entries go past it (1 GiB)
     cache_max_bytes: int
     #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
@@ -213,6 +217,8 @@ SETTING_RULES: Dict[str, Rule] = {
     "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
     "decode_concurrency": Rule("decodeConcurrency", "int", 1, 1024),
     "decode_memory_bytes": Rule("decodeMemoryBytes", "int", 1 << 20, 1 << 40),
+    "shared_max_images": Rule("sharedMaxImages", "int", 1, 1_000_000),
+    "shared_max_bytes": Rule("sharedMaxBytes", "int", 1 << 20, 1 << 40),
     "cache_max_bytes": Rule("cacheMaxBytes", "int", 0, 1 << 50),
     "proxy": Rule("proxy", "text"),
     "http_proxy": Rule("httpProxy", "text"),
@@ -287,7 +293,9 @@ def _unknown(kind: str, option: str, known: Sequence[str]) -> RequestError:
 def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[str, Any]:
     """The ``download`` params for ``options`` (see :class:`DownloadOptions`), checked as the
     worker would check them; :class:`RequestError` names the first bad option. ``dir`` or
-    ``path`` delivers a file, ``inline=True`` the bytes in the event, neither only metadata.
+    ``path`` delivers a file, ``inline=True`` the bytes in the event (base64); with neither, a
+    decoded format comes through shared memory (``Image.buffer``, ``to_numpy()`` without a copy)
+    and ``original`` bytes only as metadata.
     ``progressive`` without a ``format`` means PNG (partial images need a decoded format)."""
     if not isinstance(url, str):
         raise invalid("url", f"must be a string, not {url!r}")
@@ -311,6 +319,10 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         output["delivery"] = "inline"
     elif "dir" in given or "path" in given:
         output["delivery"] = "file"
+    elif output.get("format", "original") != "original" or params.get("progressive"):
+        # A decoded image with no file asked for: its bytes through shared memory (to_numpy() maps
+        # them), or inline when small; never base64 of megabytes of pixels.
+        output["delivery"] = "shared"
     if ("name" in given or "name_template" in given) and "dir" not in given:
         raise invalid("name" if "name" in given else "name_template", "goes with dir")
     if "name" in given and "name_template" in given:

@@ -12,6 +12,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, TextIO,
                     Tuple, Union)
 
+from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
 from ._core import END, Router, queued_event
@@ -199,6 +200,8 @@ class Worker:
             code: Optional[int] = self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
+        if code is not None:
+            _shared.remove_folders(self._process.pid)  # what a killed worker could not clean
         self._stderr_thread.join(timeout=2)
         with self._lock:
             if self._closing:

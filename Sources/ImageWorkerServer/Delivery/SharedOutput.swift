@@ -1,0 +1,241 @@
+import Foundation
+
+/// `delivery: "shared"`: each payload is written to a file of its own in the worker's private
+/// folder in `/dev/shm` (memory, not disk), and its event names the file; the client takes it
+/// (opens, maps, unlinks) and the bytes never cross the pipe as base64. Small payloads (at most
+/// `inlineLimit` bytes) go inline instead: a file costs more than their base64.
+///
+/// - The folder, `image-worker-PID-XXXXXX` (mode 0700), is made at the first use; it holds a
+///   `.lock` file locked (`flock`) for the worker's life. A worker's start sweeps the folders of
+///   workers that died without cleaning (SIGKILL): this user's, whose lock nobody holds. Nothing
+///   there is followed: directories are opened with `O_NOFOLLOW` under a descriptor, files are
+///   made with `O_EXCL | O_NOFOLLOW`, only regular files and links themselves are unlinked.
+/// - Bounded: at most `maxImages` files and `maxBytes` bytes not yet taken; a delivery past it
+///   waits (polling the files it wrote) until the client takes some. A client that never reads
+///   holds the worker at that, not at all the memory its downloads would fill.
+/// - At exit: when the reader is gone, every file left is removed with the folder; otherwise the
+///   worker waits up to `exitGrace` for the client to take the files whose events it sent, then
+///   removes what is left.
+final class SharedOutput: Sendable {
+    struct Limits: Sendable, Equatable {
+        var maxImages = 64
+        var maxBytes = 256 << 20
+    }
+
+    static let inlineLimit = 16 * 1024
+    static let exitGrace: Duration = .seconds(3)
+    static let prefix = "image-worker-"
+
+    private struct Folder {
+        var path: String
+        var fd: Int32
+        var lockFD: Int32
+    }
+
+    private struct State {
+        var folder: Folder?
+        /// Files written and not yet seen taken: name and size.
+        var outstanding: [(name: String, bytes: Int)] = []
+        var bytes = 0
+        var next: UInt64 = 0
+        var limits = Limits()
+        var closed = false
+        var swept = false
+    }
+
+    let root: String
+    private let state = LockedState(State())
+
+    /// `root`: where the folder is made (`/dev/shm` when there is one, else the temporary folder).
+    init(root: String = SharedOutput.defaultRoot) {
+        self.root = root
+    }
+
+    static var defaultRoot: String {
+        var info = stat()
+        if lstat("/dev/shm", &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return "/dev/shm" }
+        return (NSTemporaryDirectory() as NSString).standardizingPath
+    }
+
+    func setLimits(_ limits: Limits) { state.withLock { $0.limits = limits } }
+
+    /// Files written and not yet taken, and their bytes (for `status`).
+    var pending: (files: Int, bytes: Int) { state.withLock { ($0.outstanding.count, $0.bytes) } }
+
+    /// The folder, once made.
+    var folderPath: String? { state.withLock { $0.folder?.path } }
+
+    /// Writes `payload` to a new file (waiting while the limits are reached); its path.
+    func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
+        let size = payload.count
+        var name: String?
+        var folder: Folder?
+        while name == nil {
+            let attempt = state.withLock { s -> Result<(String, Folder)?, DeliveryFailure> in
+                guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
+                let folder: Folder
+                do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
+                if !fits(size, s) { reap(&s, folder) }
+                guard fits(size, s) else { return .success(nil) }
+                s.next += 1
+                let name = "\(s.next).\(fileExtension)"
+                s.outstanding.append((name, size))
+                s.bytes += size
+                return .success((name, folder))
+            }
+            if let reserved = try attempt.get() {
+                (name, folder) = (reserved.0, reserved.1)
+            } else {
+                do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
+            }
+        }
+        guard let name, let folder else { throw .output("no shared-memory file", path: nil) }
+        let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        var ok = fd >= 0
+        let reason: String
+        if ok {
+            ok = payload.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
+            reason = ok ? "" : String(cString: strerror(errno))
+            if close(fd) != 0 { ok = false }
+        } else {
+            reason = String(cString: strerror(errno))
+        }
+        guard ok else {
+            unlinkat(folder.fd, name, 0)
+            forget(name)
+            throw .output("cannot write to shared memory (\(folder.path)): \(reason)", path: nil)
+        }
+        return folder.path + "/" + name
+    }
+
+    /// At the worker's exit (see the type's comment). Nothing is written after it.
+    func finish(readerGone: Bool) async {
+        if !readerGone {
+            let deadline = ContinuousClock.now + Self.exitGrace
+            while ContinuousClock.now < deadline {
+                let left = state.withLock { s -> Int in
+                    if let folder = s.folder { reap(&s, folder) }
+                    return s.outstanding.count
+                }
+                if left == 0 { break }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        state.withLock { s in
+            s.closed = true
+            guard let folder = s.folder else { return }
+            for file in s.outstanding { unlinkat(folder.fd, file.name, 0) }
+            s.outstanding.removeAll()
+            s.bytes = 0
+            unlinkat(folder.fd, ".lock", 0)
+            close(folder.lockFD)
+            close(folder.fd)
+            rmdir(folder.path)
+            s.folder = nil
+        }
+    }
+
+    // MARK: The folder
+
+    private func fits(_ size: Int, _ s: State) -> Bool {
+        s.outstanding.isEmpty || (s.outstanding.count < s.limits.maxImages && s.bytes + size <= s.limits.maxBytes)
+    }
+
+    /// Forgets the files the client took (they are gone).
+    private func reap(_ s: inout State, _ folder: Folder) {
+        var info = stat()
+        s.outstanding.removeAll { file in
+            guard fstatat(folder.fd, file.name, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return false }
+            s.bytes -= file.bytes
+            return true
+        }
+    }
+
+    private func forget(_ name: String) {
+        state.withLock { s in
+            if let index = s.outstanding.firstIndex(where: { $0.name == name }) {
+                s.bytes -= s.outstanding[index].bytes
+                s.outstanding.remove(at: index)
+            }
+        }
+    }
+
+    private func openFolder(_ s: inout State) throws(DeliveryFailure) -> Folder {
+        if let folder = s.folder { return folder }
+        if !s.swept {
+            s.swept = true
+            Self.sweepOrphans(in: root)
+        }
+        var template = Array("\(root)/\(Self.prefix)\(getpid())-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw .output("cannot make a shared-memory folder in \(root): \(String(cString: strerror(errno)))", path: nil)
+        }
+        let path = String(cString: made)
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let lockFD = fd >= 0 ? openat(fd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
+        guard fd >= 0, lockFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if lockFD >= 0 { close(lockFD) }
+            if fd >= 0 {
+                unlinkat(fd, ".lock", 0)
+                close(fd)
+            }
+            rmdir(path)
+            throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
+        }
+        let folder = Folder(path: path, fd: fd, lockFD: lockFD)
+        s.folder = folder
+        return folder
+    }
+
+    /// Removes the folders under `root` that workers of this user left when they died: a folder
+    /// whose `.lock` nobody holds (or which has none and is over a minute old). Never follows a
+    /// link; never touches another user's folder.
+    static func sweepOrphans(in root: String) {
+        let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard rootFD >= 0 else { return }
+        defer { close(rootFD) }
+        for name in entries(rootFD) where name.hasPrefix(prefix) {
+            var info = stat()
+            guard fstatat(rootFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid() else {
+                continue
+            }
+            let fd = openat(rootFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            let lockFD = openat(fd, ".lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+            let orphaned: Bool
+            if lockFD >= 0 {
+                orphaned = flock(lockFD, LOCK_EX | LOCK_NB) == 0
+                close(lockFD)
+            } else {
+                orphaned = errno == ENOENT && time(nil) - info.st_mtim.tv_sec > 60
+            }
+            guard orphaned else { continue }
+            for file in entries(fd) {
+                var fileInfo = stat()
+                guard fstatat(fd, file, &fileInfo, AT_SYMLINK_NOFOLLOW) == 0, fileInfo.st_mode & S_IFMT != S_IFDIR else { continue }
+                unlinkat(fd, file, 0)
+            }
+            unlinkat(rootFD, name, AT_REMOVEDIR)
+        }
+    }
+
+    /// The names in a directory (not `.` and `..`), read through a duplicate of `fd`.
+    private static func entries(_ fd: Int32) -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
