@@ -16,6 +16,7 @@ import X509
 ///   `?chunked=1` sends no Content-Length; `?stallAfter=N` sends N bytes then nothing, forever;
 ///   `?resetAfter=N` sends N bytes then resets the connection; `?shortBy=N` announces the full
 ///   length, sends N bytes less, and closes; `?gate=G` holds the response until `openGate(G)`;
+///   `?partial206=N` answers any request with `206` and the first N bytes;
 ///   `?type=MIME` sets Content-Type; `?pauseAt=N&gate=G` sends N bytes, then holds the rest
 ///   until `openGate(G)`. Caching: `?cc=V` sends `Cache-Control: V`, `?expires=V` `Expires: V`,
 ///   `?vary=V` `Vary: V`; `?etag=1` an ETag from the bytes and `?lm=1` a fixed `Last-Modified`
@@ -239,6 +240,15 @@ final class TestHTTPHandler: ChannelInboundHandler {
             }
             if let mode = query["ranges"] {
                 return serveRange(context, head: head, bytes: bytes, query: query, mode: mode)
+            }
+            if let n = Int(query["partial206"] ?? ""), n > 0, n < bytes.count {
+                // A 206 whatever was asked: the first N bytes, with a Content-Range that says so.
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: TestHTTPHandler.mimeType(bytes))
+                headers.add(name: "Content-Length", value: String(n))
+                headers.add(name: "Content-Range", value: "bytes 0-\(n - 1)/\(bytes.count)")
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .partialContent, headers: headers))), promise: nil)
+                return send(context, Array(bytes[0..<n]), from: 0, limit: n, chunk: 16_384, delayMs: 0, ending: .complete)
             }
             if let gate = query["gate"], query["pauseAt"] == nil {
                 server.gateFuture(gate, on: context.eventLoop).assumeIsolated().whenSuccess { _ in

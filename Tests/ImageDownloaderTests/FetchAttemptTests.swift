@@ -136,7 +136,10 @@ import Testing
     }
 
     @Test func aRangeThatDoesNotFitFailsSoTheNextAttemptStartsOver() {
-        for (status, range) in [(206, "bytes 300-999/1000"), (206, "bytes 400-999/2000"), (206, "nonsense"), (416, "bytes */1000")] {
+        for (status, range) in [
+            (206, "bytes 300-999/1000"), (206, "bytes 400-999/2000"), (206, "nonsense"), (416, "bytes */1000"),
+            (206, "bytes 400-899/1000"),  // not the rest: the worker asked for bytes=400-
+        ] {
             var attempt = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "x", total: 1000))
             attempt.began(now: 0)
             let head = attempt.headReceived(status: status, contentLength: nil, contentRange: range, retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
@@ -149,5 +152,50 @@ import Testing
         #expect(FetchAttempt.parseContentRange("bytes 0-9/*")! == (0, 9, nil))
         #expect(FetchAttempt.parseContentRange("bytes 5-4/10") == nil)
         #expect(FetchAttempt.parseContentRange("bytes 0-10/10") == nil)
+    }
+
+    /// A `206` answers a `Range`: the worker's resume or the caller's own header. To a request
+    /// that asked for no part, a part is not the resource (seen: the first 1,000 bytes of a JPEG
+    /// saved and reported as success).
+    @Test func a206ToARequestWithoutARangeFails() {
+        var plain = FetchAttempt(number: 1)
+        plain.began(now: 0)
+        let head = plain.headReceived(
+            status: 206, contentLength: 1000, contentRange: "bytes 0-999/5000", retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+        guard case .failure(let failure)? = head else {
+            Issue.record("a 206 without a Range was accepted")
+            return
+        }
+        #expect(failure.description.contains("206"))
+        var asked = FetchAttempt(number: 1, callerRange: true)
+        asked.began(now: 0)
+        #expect(
+            asked.headReceived(status: 206, contentLength: 1000, contentRange: "bytes 0-999/5000", retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+                == .success(.whole), "the caller's own Range: its answer")
+    }
+
+    /// A resumed body is exactly what the heads declared: a 206 whose length is not its range's
+    /// fails at its head, and bytes past the declared total fail the attempt and forbid resuming
+    /// from what was received (it mixes two answers).
+    @Test func aResumedBodyIsNeverLongerThanDeclared() {
+        var wrongLength = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "v", total: 1000))
+        wrongLength.began(now: 0)
+        guard case .failure? = wrongLength.headReceived(
+            status: 206, contentLength: 700, contentRange: "bytes 400-999/1000", retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+        else {
+            Issue.record("a 206 of 700 bytes for a 600-byte range was accepted")
+            return
+        }
+        var extra = FetchAttempt(number: 2, resume: ResumePoint(offset: 400, validator: "v", total: 1000))
+        extra.began(now: 0)
+        #expect(
+            extra.headReceived(status: 206, contentLength: nil, contentRange: "bytes 400-999/1000", retryAfterSeconds: nil, maxBodyBytes: 10_000, now: 1)
+                == .success(.continuing))
+        #expect(extra.bodyReceived(total: 1000, maxBodyBytes: 10_000, now: 2) == nil)
+        #expect(!extra.overran)
+        #expect(extra.bodyReceived(total: 1024, maxBodyBytes: 10_000, now: 3) != nil)
+        #expect(extra.overran, "what came is not resumable")
+        var whole = receiving(expected: 10)
+        #expect(whole.bodyReceived(total: 11, maxBodyBytes: 1_000, now: 1) != nil, "a whole body past its Content-Length too")
     }
 }

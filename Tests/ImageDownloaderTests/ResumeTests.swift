@@ -88,4 +88,19 @@ import TestSupport
         #expect(try await h.outcome(.string("p")).failure != nil)
         #expect(h.server.hits("/files/plain") == 1)
     }
+
+    /// A 206 to a request that asked for no range is a part, not the resource: the download
+    /// fails (after its retries), never saved as a success of the first bytes.
+    @Test func a206ToAPlainRequestFails() async throws {
+        let h = try await harness()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("part", Array(repeating: 7, count: 5_000))
+        try await start(h, .string("p"), h.server.url("/files/part?partial206=1000"))
+        let outcome = try await h.outcome(.string("p"))
+        guard case .failure(let failure) = outcome else {
+            Issue.record("a 206 without a Range was delivered: \(outcome)")
+            return
+        }
+        #expect(failure.description.contains("206"))
+    }
 }

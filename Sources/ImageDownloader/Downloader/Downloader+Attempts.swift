@@ -32,7 +32,9 @@ extension Downloader {
             fetch.metrics.attemptBeganAt = nil
             fetch.metrics.headAt = nil
             fetch.metrics.endedAt = nil
-            fetch.attempt = FetchAttempt(number: number, resume: fetch.resume)
+            fetch.attempt = FetchAttempt(
+                number: number, resume: fetch.resume,
+                callerRange: fetch.request.headers.contains { $0.0.caseInsensitiveCompare("Range") == .orderedSame })
             // Resumed, the body so far stays (never fetched or decoded twice); else it starts over.
             if fetch.resume == nil { fetch.body = ByteBuffer() }
             fetch.tasks.transfer = transfer
@@ -130,6 +132,8 @@ extension Downloader {
             var copy = chunk
             fetch.body.writeBuffer(&copy)
             let failure = fetch.attempt?.bodyReceived(total: Int64(fetch.body.readableBytes), maxBodyBytes: maxBodyBytes, now: now)
+            // A body longer than declared mixes two answers: no resuming from it.
+            if fetch.attempt?.overran == true { fetch.validator = nil }
             return (offset, failure, fetch.streamsBody)
         }) else { throw CancellationError() }
         if streams, let fetch = fetches[id] {

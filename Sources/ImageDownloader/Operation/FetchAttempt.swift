@@ -70,11 +70,17 @@ struct FetchAttempt: Sendable, Equatable {
     /// Where a resumed attempt continues the body (`Range: bytes=offset-`), and the body's whole
     /// length if known; nil: the attempt fetches the whole body.
     let resume: ResumePoint?
+    /// The request carries a `Range` of the caller's own: a `206` is its answer.
+    let callerRange: Bool
     private(set) var state: State = .launched
+    /// The body went past its declared length: what was received is not one resource's bytes,
+    /// so the next attempt must start over (never resume from it).
+    private(set) var overran = false
 
-    init(number: Int, resume: ResumePoint? = nil) {
+    init(number: Int, resume: ResumePoint? = nil, callerRange: Bool = false) {
         self.number = number
         self.resume = resume
+        self.callerRange = callerRange
     }
 
     /// Whether the transfer is still the attempt's (head or bytes may come).
@@ -104,7 +110,9 @@ struct FetchAttempt: Sendable, Equatable {
     /// attempt with the failure that says why. A resumed attempt accepts a `206` whose
     /// `Content-Range` starts where the body stopped (and names the same whole length), and a
     /// `200` (the whole body again: the caller starts over); a `416` or a range that does not fit
-    /// fails it transiently, so that the next attempt starts over.
+    /// fails it transiently, so that the next attempt starts over. A `206` that answers no
+    /// `Range` (neither the worker's nor the caller's) is not the resource: it fails. The body
+    /// may never be longer than the head declared (`bodyReceived`).
     mutating func headReceived(
         status: Int, contentLength: Int64?, contentRange: String? = nil, retryAfterSeconds: Double?, maxBodyBytes: Int64, now: UInt64
     ) -> Result<Head, DownloadFailure>? {
@@ -116,11 +124,20 @@ struct FetchAttempt: Sendable, Equatable {
                 return .failure(.network(.truncated, "the server did not resume at byte \(resume.offset) (\(status) \(contentRange ?? "no Content-Range"))"))
             }
             let total = range.total ?? resume.total
+            if let total, range.last != total - 1 {
+                return .failure(.network(.truncated, "the server resumed with bytes \(range.first)-\(range.last) of \(total), not the rest"))
+            }
+            if let contentLength, contentLength != range.last - range.first + 1 {
+                return .failure(.network(.truncated, "a 206 of \(contentLength) bytes for the range \(range.first)-\(range.last)"))
+            }
             if let total, total > maxBodyBytes { return .failure(.limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: total)) }
             state = .receiving(lastActivity: now, received: resume.offset, expected: total)
             return .success(.continuing)
         }
         switch status {
+        case 206 where !callerRange:
+            // Nothing asked for part of the resource: a part is not the resource.
+            return .failure(.network(.truncated, "206 Partial Content to a request without a Range (\(contentRange ?? "no Content-Range"))"))
         case 200..<300:
             break
         case 304:
@@ -155,6 +172,12 @@ struct FetchAttempt: Sendable, Equatable {
         guard case .receiving(_, _, let expected) = state else { return nil }
         state = .receiving(lastActivity: now, received: total, expected: expected)
         if total > maxBodyBytes { return .limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: nil) }
+        // Never more than declared: a resumed body is exactly what Content-Range and the first
+        // response said, never the end of one answer with extra bytes of another.
+        if let expected, total > expected {
+            overran = true
+            return .network(.truncated, "the body went past its declared \(expected) bytes")
+        }
         return nil
     }
 
