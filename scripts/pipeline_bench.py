@@ -20,6 +20,17 @@ threads), taking turns in every round (the order alternates), plus the from-memo
     decode-file     `decode` without the network: the worker reads the corpus as file:// URLs (from the
                     page cache, `--file-root`); Python's side is the from-memory ceiling itself, so the
                     row shows what the worker's own pipeline costs beyond the decoders, HTTP aside
+    get-dir         the shell user's path: `image-worker get -i urls.txt -o DIR` (originals into a folder;
+                    Python: original-files; also against curl)
+    py-dir          the Python client's folder path: `download_many(urls, dir=DIR)` (scripts/user_paths.py;
+                    Python: original-files)
+    node-dir        the Node client's folder path: `for await (… of downloadMany(urls, {dir}))`
+                    (scripts/user_paths.mjs; Python: original-files)
+    py-numpy        URLs to numpy arrays through the Python client: `iter_downloads(urls, format="rgba")`
+                    then `to_numpy()`; Python: aiohttp + Pillow decoding to RGBA, then `numpy.asarray`
+    plumbing        originals delivered nowhere (`delivery: none`): the worker's per-file cost without
+                    decoding or writing, in files/s per busy core (files/s ÷ CPU s per wall s) beside
+                    curl's (Python: original-files)
     decode-warm     `decode` with the HTTP cache (`--cache-dir`), filled by one unmeasured run before
                     the rounds: what a re-run of the same job costs (Python: its `decode` again);
                     the row says how many came from the cache and how many were revalidated (nginx
@@ -48,12 +59,19 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
-JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "decode-warm", "decode-file"]
+JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "get-dir", "py-dir", "node-dir",
+        "py-numpy", "plumbing", "decode-warm", "decode-file"]
+# The jobs that run a user's path (a command or a client) rather than the protocol fed directly.
+USER_JOBS = ("get-dir", "py-dir", "node-dir", "py-numpy")
+USER_PATHS = os.path.join(ROOT, "scripts", "user_paths.py")
+USER_PATHS_NODE = os.path.join(ROOT, "scripts", "user_paths.mjs")
 # The JPEG thumbnail jobs' Python side: this repository's, on pipeline_anchor.py's pipeline.
 JPEG_ANCHOR = os.path.join(ROOT, "scripts", "thumb_jpeg_anchor.py")
 
 
 def worker_output(job, out, n):
+    if job == "plumbing":
+        return {"delivery": "none"}
     if job in ("decode", "decode-warm", "decode-file"):
         return {"format": "rgba", "delivery": "none"}
     if job == "rgba-files":
@@ -86,12 +104,14 @@ def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
 
 
-def run_worker(binary, job, urls, out, cache_dir=None, file_root=None):
+def run_worker(binary, job, urls, out, cache_dir=None, file_root=None, cpus=None):
     lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "configure", "params": {"maxConcurrentDownloads": 6}})]
     for n, url in enumerate(urls):
         lines.append(json.dumps({"jsonrpc": "2.0", "method": "download",
                                  "params": {"token": n, "url": url, "output": worker_output(job, out, n)}}))
     argv = [binary] + (["--cache-dir", cache_dir] if cache_dir else []) + (["--file-root", file_root] if file_root else [])
+    if cpus:
+        argv = ["taskset", "-c", cpus] + argv
     wall, cpu, rss, output = run_measured(argv, ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
     done = [line for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line]
     return dict(files=len(urls), ok=len(done), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
@@ -99,7 +119,31 @@ def run_worker(binary, job, urls, out, cache_dir=None, file_root=None):
                 revalidated=sum(1 for line in done if b'"revalidated":true' in line))
 
 
+def run_user_path(python, binary, job, urls, url_list, out):
+    """A user's path to its end: the command or client script as a user runs it (the worker it
+    starts is a child of it, so the CPU and peak RSS measured include the worker's)."""
+    if job == "get-dir":
+        # As a user types it: one "ok URL -> path" line per file on stdout (a pipe here).
+        argv = [binary, "get", "-i", url_list, "-o", out]
+        wall, cpu, rss, output = run_measured(argv, stdout=subprocess.PIPE)
+        ok = sum(1 for line in output.splitlines() if line.startswith(b"ok"))
+        return dict(files=len(urls), ok=ok, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+    if job == "node-dir":
+        argv = ["node", USER_PATHS_NODE, job, "--list", url_list, "--out", out, "--binary", binary]
+    else:
+        argv = [python, USER_PATHS, job, "--list", url_list, "--out", out, "--binary", binary]
+    wall, cpu, rss, output = run_measured(argv, stdout=subprocess.PIPE)
+    reported = json.loads(output.decode().strip().splitlines()[-1])
+    return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
 def run_python(python, job, url_list, out):
+    if job == "py-numpy":
+        wall, cpu, rss, output = run_measured([python, USER_PATHS, "aiohttp-numpy", "--list", url_list], stdout=subprocess.PIPE)
+        reported = json.loads(output.decode().strip().splitlines()[-1])
+        return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+    if job in ("get-dir", "py-dir", "node-dir", "plumbing"):
+        job = "original-files"
     script = JPEG_ANCHOR if job.startswith("thumb-jpeg") else ANCHOR
     job = "decode" if job == "decode-warm" else job
     wall, cpu, rss, output = run_measured(
@@ -130,7 +174,7 @@ def fresh(directory):
     return directory
 
 
-FILE_JOBS = ("rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files")
+FILE_JOBS = ("rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "get-dir", "py-dir", "node-dir")
 
 
 def bytes_in(directory):
@@ -159,6 +203,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
+    ap.add_argument("--scaling", action="store_true",
+                    help="also run the decode job under taskset on 1 core and on 2, alternating, and print the speed-up")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
@@ -183,7 +229,7 @@ def main():
     for job in jobs:
         if job in FILE_JOBS:
             out = fresh(os.path.join(scratch, "out"))
-            run_worker(a.binary, job, urls, out)
+            run_worker(a.binary, "original-files" if job in USER_JOBS else job, urls, out)
             written[job] = bytes_in(out)
     for r in range(a.rounds):
         for job in jobs:
@@ -193,7 +239,9 @@ def main():
                 if job in written:
                     prefault(out, written[job])
                 cache = cache_dir if job == "decode-warm" and side == "worker" else None
-                if job == "decode-file":
+                if job in USER_JOBS and side == "worker":
+                    result = run_user_path(a.python, a.binary, job, urls, url_list, out)
+                elif job == "decode-file":
                     result = run_worker(a.binary, job, file_urls, out, file_root=corpus) if side == "worker" else run_ceiling(a.python, a.corpus)
                 else:
                     result = run_worker(a.binary, job, urls, out, cache) if side == "worker" else run_python(a.python, job, url_list, out)
@@ -205,6 +253,14 @@ def main():
                       f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB{cached}", file=sys.stderr)
         ceiling.append(run_ceiling(a.python, a.corpus))
         curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
+    scaling = {"0": [], "0,1": []}
+    if a.scaling:
+        for r in range(a.rounds):
+            for cpus in (["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]):
+                result = run_worker(a.binary, "decode", urls, fresh(os.path.join(scratch, "out")), cpus=cpus)
+                scaling[cpus].append(result)
+                print(f"pipeline: round {r + 1} decode on cpus {cpus:4} {len(urls) / result['wall_s']:8.1f} files/s "
+                      f"{result['cpu_s']:6.2f} CPU s", file=sys.stderr)
     shutil.rmtree(scratch, ignore_errors=True)
 
     def med(values):
@@ -247,9 +303,18 @@ def main():
             print(f"worker {job} ÷ worker decode (files/s, median of rounds): {ratio:.2f}")
     k = med([len(urls) / x["wall_s"] for x in curl])
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
-    if "original-files" in results:
-        ratio = speed_ratio(results["original-files"]["worker"], curl)
-        print(f"worker original-files ÷ curl: {ratio:.2f}")
+    if "plumbing" in results:
+        w = results["plumbing"]["worker"]
+        per_core = med([(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in w])
+        curl_per_core = med([(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in curl])
+        print(f"plumbing (originals, delivery none): {per_core:.0f} files/s per busy core; "
+              f"curl writing files: {curl_per_core:.0f} files/s per busy core")
+    if a.scaling and scaling["0"]:
+        print(f"decode on 2 cores ÷ on 1 (taskset, median of rounds): {speed_ratio(scaling['0,1'], scaling['0']):.2f}")
+    for job in ("original-files", "get-dir"):
+        if job in results:
+            ratio = speed_ratio(results[job]["worker"], curl)
+            print(f"worker {job} ÷ curl: {ratio:.2f}")
     if a.phases:
         print_phases(a.phases, os.path.join(a.corpus, "web"))
 

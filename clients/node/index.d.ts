@@ -230,6 +230,11 @@ export interface DownloadOptions {
   format?: Format;
   /** Partial images while bytes arrive. */
   progressive?: boolean;
+  /**
+   * Only the terminal event: no started, response or progress events (not with `progressive`;
+   * `downloadMany` sets it unless `progressive`).
+   */
+  quiet?: boolean;
   priority?: Priority;
   headers?: Record<string, string>;
   /** Idle timeout, per attempt. */

@@ -37,12 +37,12 @@ extension Downloader {
             switch action {
             case .emitStarted(let token):
                 tokens.markStarted(token, now: clock())
-                sink(.started(token, url: tokens[token]?.url ?? ""))
+                if tokens[token]?.quiet != true { sink(.started(token, url: tokens[token]?.url ?? "")) }
                 startDeadline(token)
             case .emitResponse(let token, let info):
-                sink(.response(token, url: tokens[token]?.url ?? "", info))
+                if tokens[token]?.quiet != true { sink(.response(token, url: tokens[token]?.url ?? "", info)) }
             case .emitProgress(let token, let received, let expected):
-                sink(.progress(token, received: received, expected: expected))
+                if tokens[token]?.quiet != true { sink(.progress(token, received: received, expected: expected)) }
             case .emitCancelled(let token):
                 processing.removeValue(forKey: token)?.cancel()
                 finishToken(token, .cancelled)

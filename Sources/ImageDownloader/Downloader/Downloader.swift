@@ -141,6 +141,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             logger.error("start of a token that was not reserved", metadata: ["token": "\(token)"])
             return
         }
+        if request.quiet { tokens.setQuiet(token) }
         if wasCancelled {
             finishToken(token, .cancelled)
             return

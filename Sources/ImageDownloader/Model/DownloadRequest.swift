@@ -26,6 +26,9 @@ public struct DownloadRequest: Sendable {
     public var streamsBody = false
     /// How the HTTP cache answers (when the worker has one).
     public var cachePolicy = CachePolicy.default
+    /// Only the token's terminal event: no `started`, `response` or `progress` (a bulk job that
+    /// shows no progress needs none of them, and each costs an encode, a write and a parse).
+    public var quiet = false
 
     public init(
         token: DownloadToken, url: String, priority: DownloadPriority = .normal, headers: [(String, String)] = [],

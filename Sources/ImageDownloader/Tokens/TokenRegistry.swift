@@ -17,6 +17,8 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         let url: String
         var priority: DownloadPriority
         var processor: Processor?
+        /// Only the terminal event is emitted (`DownloadRequest.quiet`).
+        var quiet = false
         /// When the token was started (joined the queue or a fetch), and when its fetch started
         /// for it (its `started` event): clock readings.
         var enqueuedAt: UInt64?
@@ -52,6 +54,10 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         records[token]?.place = .attached(fetch)
         records[token]?.processor = processor
         records[token]?.enqueuedAt = now
+    }
+
+    mutating func setQuiet(_ token: DownloadToken) {
+        records[token]?.quiet = true
     }
 
     mutating func markStarted(_ token: DownloadToken, now: UInt64) {

@@ -127,7 +127,7 @@ public struct OutputSpec: Sendable, Equatable {
 struct DownloadParams {
     static let fields = [
         "url", "token", "priority", "headers", "timeoutMs", "deadlineMs", "maxRetries", "retryDelayMs", "credentials",
-        "allowInvalidCertificates", "handleCookies", "retryFailed", "cachePolicy", "progressive", "output",
+        "allowInvalidCertificates", "handleCookies", "retryFailed", "cachePolicy", "progressive", "quiet", "output",
     ]
 
     var request: DownloadRequest
@@ -164,6 +164,10 @@ struct DownloadParams {
         request.maxRetries = try p.integer("maxRetries", in: 0...20).map { Int($0) }
         request.retryDelayMs = try p.integer("retryDelayMs", in: 0...600_000)
         progressive = try p.bool("progressive") ?? false
+        request.quiet = try p.bool("quiet") ?? false
+        if progressive && request.quiet {
+            throw .invalidParams("quiet sends only the terminal event: no partial images (progressive)")
+        }
         output = try DownloadParams.output(try p.object("output"))
         if progressive && !output.format.needsDecoding {
             throw .invalidParams("progressive needs a decoded output format (png, jpeg, webp, rgba, rgb or gray), for its partial images")

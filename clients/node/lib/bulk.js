@@ -15,6 +15,8 @@ export function bulkOptions(options, { manifest, resume }) {
   if ((each.format ?? 'original') === 'original' && !each.progressive && each.verify === undefined) each.verify = true;
   if (manifest != null && each.sha256 === undefined) each.sha256 = true;
   if (resume && each.skipExisting === undefined && !each.overwrite && (each.dir != null || each.path != null)) each.skipExisting = true;
+  // The job reads nothing but each URL's end: no started, response or progress events.
+  if (each.quiet === undefined && !each.progressive) each.quiet = true;
   return each;
 }
 
@@ -89,8 +91,9 @@ export async function* runBulk(worker, urls, options = {}) {
           yield finish(outcomeOf(index, url, name, null, error));
           continue;
         }
-        const item = { url, name, handle, started: undefined };
-        handle.once('started', () => { item.started = performance.now(); });
+        // A quiet download sends no `started`: its time counts from the request.
+        const item = { url, name, handle, started: each.quiet ? performance.now() : undefined };
+        handle.once('started', () => { item.started ??= performance.now(); });
         item.settled = handle.done.then((image) => ({ index, image, error: null }), (error) => ({ index, image: null, error }));
         inflight.set(index, item);
       }

@@ -9,13 +9,13 @@ export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
 /** The `download` params for `url` and the client's options (see README.md). */
 export function downloadParams(url, token, options = {}) {
   const {
-    dir, path, inline = false, format, progressive = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
+    dir, path, inline = false, format, progressive = false, quiet = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
     credentials,
     allowInvalidCertificates, handleCookies, retryFailed, cachePolicy, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
     partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256, quality, lossless,
     chromaSubsampling,
   } = options;
-  const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'priority', 'headers', 'timeoutMs',
+  const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'quiet', 'priority', 'headers', 'timeoutMs',
     'deadlineMs', 'maxRetries', 'retryDelayMs',
     'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'cachePolicy', 'maxPixelSize', 'maxPixelCount',
     'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'name', 'nameTemplate', 'skipExisting',
@@ -66,6 +66,10 @@ export function downloadParams(url, token, options = {}) {
   }
   if (credentials != null) params.credentials = { user: credentials.user, password: credentials.password };
   if (progressive) params.progressive = true;
+  if (quiet) {
+    if (progressive) throw new TypeError('quiet sends only the terminal event: no partial images (progressive)');
+    params.quiet = true;
+  }
   if (Object.keys(output).length) params.output = output;
   return params;
 }

@@ -94,3 +94,30 @@ def test_plain_progress_with_rates() -> None:
     bar.close()
     line = stream.getvalue().splitlines()[-1]
     assert line.startswith("3 images, 1 failed, 3.0 MB, ") and line.endswith("/s") and " files/s, " in line
+
+
+def test_without_a_progress_bar_the_job_asks_only_for_each_urls_end(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """``progress=False``: the downloads are ``quiet`` (no started, response or progress events
+    to encode, send and parse), and the manifest still times each URL."""
+    from image_worker import Worker, iter_downloads
+    from image_worker._options import download_params
+    import json
+    urls = [server.url(f"/files/testorig.jpg?n={i}") for i in range(4)]
+    seen = []
+    with Worker(binary) as worker:
+        original = worker._router.route
+
+        def spy(line: bytes) -> list:  # type: ignore[type-arg]
+            seen.append(json.loads(line).get("method"))
+            return original(line)
+
+        worker._router.route = spy  # type: ignore[method-assign]
+        manifest = tmp_path / "m.jsonl"
+        outcomes = list(iter_downloads(urls, str(tmp_path / "out"), worker=worker, manifest=str(manifest)))
+    assert all(o.ok for o in outcomes)
+    assert "download/started" not in seen and "download/progress" not in seen
+    assert seen.count("download/completed") == 4
+    records = [json.loads(line) for line in manifest.read_text().splitlines()]
+    assert all(isinstance(r.get("ms"), int) for r in records)
+    with pytest.raises(RequestError, match="quiet"):
+        download_params("u", 1, {"quiet": True, "progressive": True})

@@ -206,7 +206,9 @@ def test_requests_the_client_builds_are_valid() -> None:
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": named}, "requests/download.schema.json")
     # Every download option of the schema can be set from Python.
     schema_params = _params_schema("requests/download.schema.json")["properties"]
-    assert set(params) == set(schema_params)
+    quiet = download_params("u", 5, {"quiet": True, "dir": "/tmp/x"})
+    assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": quiet}, "requests/download.schema.json")
+    assert set(params) | set(quiet) == set(schema_params), "quiet excludes progressive: set apart"
     jpeg = download_params("u", 3, dict(format="jpeg", quality=75, chroma_subsampling="4:4:4"))
     webp = download_params("u", 4, dict(format="webp", quality=60, lossless=True, inline=True))
     for encoded in (jpeg, webp):

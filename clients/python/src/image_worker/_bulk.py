@@ -87,10 +87,14 @@ def entries(urls: Iterable[Entry]) -> Iterator[Tuple[int, str, Optional[str]]]:
             yield index, entry, None
 
 
-def bulk_options(dir: Optional[str], options: ManyOptions, manifest: Any, resume: bool) -> Dict[str, Any]:
+def bulk_options(dir: Optional[str], options: ManyOptions, manifest: Any, resume: bool,
+                 progress: Union[bool, TextIO] = True) -> Dict[str, Any]:
     """The options every download of a bulk job gets: the given ones, ``dir``, and the bulk
-    defaults (``verify`` for originals; ``sha256`` with a manifest; ``skip_existing`` when resuming)."""
+    defaults (``verify`` for originals; ``sha256`` with a manifest; ``skip_existing`` when resuming;
+    ``quiet`` without a progress bar: the job reads nothing but each URL's end)."""
     each: Dict[str, Any] = dict(options)
+    if progress is False and "quiet" not in each and not each.get("progressive"):
+        each["quiet"] = True
     if dir is not None:
         each["dir"] = dir
     if each.get("format", "original") == "original" and not each.get("progressive") and "verify" not in each:
@@ -241,6 +245,12 @@ class _Job:
             return entry
         return self.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
 
+    def sent(self, index: int, quiet: bool) -> None:
+        """A download was requested. A quiet one sends no ``started``: its time counts from here."""
+        if quiet:
+            with self.lock:
+                self.started.setdefault(index, time.monotonic())
+
     def event(self, index: int, event: Event) -> None:
         with self.lock:
             if isinstance(event, Started):
@@ -283,7 +293,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
     Leaving early (``break``, an exception, Ctrl-C) cancels what is under way; the manifest
     keeps every URL that ended, the cancelled ones too."""
     total = len(urls) if isinstance(urls, Sized) else None
-    each = bulk_options(dir, options, manifest, resume)
+    each = bulk_options(dir, options, manifest, resume, progress)
     job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
     ended: "queue.Queue[int]" = queue.Queue()
     inflight: Dict[int, Tuple[str, Optional[str], _Handle]] = {}
@@ -323,6 +333,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                     yield job.finished(Outcome(url, error=error, index=index, name=name))
                     continue
                 inflight[index] = (url, name, handle)
+                job.sent(index, each.get("quiet") is True)
                 handle.add_done_callback(ended_at(index))
             if not inflight:
                 break
@@ -405,7 +416,7 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
     (``aclose()``, or leaving ``async with contextlib.aclosing(...)``), an exception or task
     cancellation cancels what is under way; the manifest keeps every URL that ended."""
     total = len(urls) if isinstance(urls, Sized) else None
-    each = bulk_options(dir, options, manifest, resume)
+    each = bulk_options(dir, options, manifest, resume, progress)
     job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
     inflight: Dict["asyncio.Future[Tuple[Optional[Image], Optional[BaseException]]]", Tuple[int, str, Optional[str], _AsyncHandle]] = {}
     source = entries(urls)
@@ -432,6 +443,7 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
                     yield job.finished(Outcome(url, error=refused, index=index, name=name))
                     continue
                 inflight[asyncio.ensure_future(_settle(handle))] = (index, url, name, handle)
+                job.sent(index, each.get("quiet") is True)
             if not inflight:
                 break
             finished, _ = await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED)

@@ -51,6 +51,9 @@ class ManyOptions(TypedDict, total=False):
     chroma_subsampling: ChromaSubsampling
     #: partial images while bytes arrive
     progressive: bool
+    #: only the terminal event: no started, response or progress events (not with ``progressive``;
+    #: the bulk helpers set it when they show no progress bar)
+    quiet: bool
     priority: Priority
     headers: Mapping[str, str]
     #: idle timeout per attempt
@@ -168,6 +171,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "inline": Rule("delivery", "bool", output=True),
     "format": Rule("format", "enum", choices=FORMATS, output=True),
     "progressive": Rule("progressive", "bool"),
+    "quiet": Rule("quiet", "bool"),
     "priority": Rule("priority", "enum", choices=PRIORITIES),
     "headers": Rule("headers", "headers"),
     "timeout_ms": Rule("timeoutMs", "int", 1, 86_400_000),
@@ -333,6 +337,10 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         raise invalid("skip_existing", "skip_existing and overwrite exclude each other")
     if not params.get("progressive", True):
         del params["progressive"]
+    if not params.get("quiet", True):
+        del params["quiet"]
+    if params.get("quiet") and params.get("progressive"):
+        raise invalid("quiet", "quiet sends only the terminal event: no partial images (progressive)")
     if params.get("progressive") and "format" not in output:
         output["format"] = "png"
     decoded = output.get("format", "original") != "original"
