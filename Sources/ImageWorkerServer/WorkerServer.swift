@@ -38,7 +38,7 @@ public final class WorkerServer: Sendable {
     let decodes = SharedDecodes()
     let slots = DecodeSlots()
     /// `delivery: "shared"`: the worker's folder in /dev/shm.
-    let shared = SharedOutput()
+    let shared: SharedOutput
     let progressive: ProgressiveDecodes
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
@@ -80,6 +80,8 @@ public final class WorkerServer: Sendable {
         self.decodeSettings = settings
         let progressive = ProgressiveDecodes(writer: writer, settings: settings)
         self.progressive = progressive
+        let shared = SharedOutput()
+        self.shared = shared
         var configuration = options.configuration
         configuration.maxDeliveringFetches = settings.withLock { $0.deliveringFetches }
         self.downloader = Downloader(
@@ -88,6 +90,10 @@ public final class WorkerServer: Sendable {
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,
             bodyObserver: { progressive.observe($0) },
+            // A cancelled token's result in shared memory: nobody will take its file.
+            discarded: { [shared] result in
+                if result["shared"] == .bool(true), case .string(let path)? = result["path"] { shared.discard(path) }
+            },
             sink: { event in
                 let (message, replaceKey) = EventEncoder.encode(event)
                 guard case .completed(let token, _, _, _) = event else {

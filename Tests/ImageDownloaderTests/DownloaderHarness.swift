@@ -44,6 +44,7 @@ final class DownloaderHarness: Sendable {
             httpLoader: HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger, cache: cache),
             fileURLPolicy: FileURLPolicy(root: fileRoot),
             logger: logger,
+            discarded: { value in recorder.discarded.withLock { $0.append(value) } },
             sink: { recorder.append($0) })
     }
 
@@ -82,6 +83,8 @@ final class DownloaderHarness: Sendable {
 
     final class Recorder: Sendable {
         let events = Mutex<[DownloadEvent<Int, Never>]>([])
+        /// What processors delivered for tokens that had ended meanwhile.
+        let discarded = Mutex<[Int]>([])
         func append(_ e: DownloadEvent<Int, Never>) { events.withLock { $0.append(e) } }
     }
 

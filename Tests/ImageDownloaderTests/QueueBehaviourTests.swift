@@ -128,6 +128,28 @@ import TestSupport
         #expect(startOrder(h) == [.string("first"), .string("second"), .string("third")])
     }
 
+    /// A token cancelled while its body is processed ends at once (cancelled); what its
+    /// processor still delivers is handed back (`discarded`), for the caller to undo.
+    @Test func aResultDeliveredAfterItsTokenEndedIsHandedBack() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("late", bytes(33))
+        let gate = PassGate()
+        try await h.downloader.reserve(.string("late"), url: h.server.url("/files/late"), priority: .normal)
+        await h.downloader.start(DownloadRequest(token: .string("late"), url: h.server.url("/files/late"))) { resource in
+            await gate.pass()
+            return resource.byteCount
+        }
+        try await h.until("in delivery") { await h.downloader.status().deliveringTokens == 1 }
+        #expect(await h.downloader.cancel(.string("late")))
+        guard case .cancelled = try await h.outcome(.string("late")) else {
+            Issue.record("not cancelled")
+            return
+        }
+        await gate.open(1)
+        try await h.until("handed back") { h.recorder.discarded.withLock { $0 } == [33] }
+    }
+
     @Test func aCoalescedFetchTakesItsHighestTokenPriority() async throws {
         let h = try await DownloaderHarness.make { $0.maxConcurrentDownloads = 1 }
         defer { Task { await h.shutdown() } }

@@ -110,12 +110,17 @@ extension Downloader {
 
     private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, Failure>) {
         processing[token] = nil
-        guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else { return }
+        guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else {
+            if case .success(let value) = result { discarded?(value) }
+            return
+        }
         if live {
             switch result {
             case .success(let value): finishToken(token, .success(value))
             case .failure(let failure): finishToken(token, .processingFailed(failure))
             }
+        } else if case .success(let value) = result {
+            discarded?(value)
         }
         perform(id, actions)
     }

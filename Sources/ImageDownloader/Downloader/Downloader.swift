@@ -68,6 +68,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     let fileLoader: FileLoader
     let sink: EventSink
     let bodyObserver: BodyObserver?
+    /// Gets what a processor delivered for a token that had ended meanwhile (cancelled, past its
+    /// deadline): the caller's to undo (a shared-memory file nobody will be told of).
+    let discarded: (@Sendable (Delivered) -> Void)?
     let logger: Logger
     let clock: @Sendable () -> UInt64
 
@@ -97,9 +100,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
         bodyObserver: BodyObserver? = nil,
+        discarded: (@Sendable (Delivered) -> Void)? = nil,
         sink: @escaping EventSink
     ) {
         self.bodyObserver = bodyObserver
+        self.discarded = discarded
         self.configuration = configuration
         self.httpLoader = httpLoader
         self.fileLoader = FileLoader(policy: fileURLPolicy)

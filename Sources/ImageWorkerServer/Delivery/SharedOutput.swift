@@ -108,6 +108,18 @@ final class SharedOutput: Sendable {
         return folder.path + "/" + name
     }
 
+    /// Removes a file this worker wrote whose event was never sent (its token ended first).
+    func discard(_ path: String) {
+        state.withLock { s in
+            guard let folder = s.folder, path.hasPrefix(folder.path + "/") else { return }
+            let name = String(path.dropFirst(folder.path.count + 1))
+            guard let index = s.outstanding.firstIndex(where: { $0.name == name }) else { return }
+            unlinkat(folder.fd, name, 0)
+            s.bytes -= s.outstanding[index].bytes
+            s.outstanding.remove(at: index)
+        }
+    }
+
     /// At the worker's exit (see the type's comment). Nothing is written after it.
     func finish(readerGone: Bool) async {
         if !readerGone {
