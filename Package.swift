@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 "ImageWorkerProtocol",
                 "ImageWorkerServer",
+                "InputValidation",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import ImageWorkerProtocol
+import InputValidation
 
 /// The state of a `get` run, fed with the worker's messages: a value with no I/O, so what it
 /// prints is tested without a terminal. Tokens are `"1"`, `"2"`, … by input position.
@@ -18,6 +19,8 @@ public struct GetSession: Sendable {
 
     public struct Item: Sendable, Equatable {
         public var url: String
+        /// The URL as shown and recorded: without its user information (a password).
+        public var shownURL: String { DownloadURL.redacted(url) }
         /// The URL's position in the input (0-based); its token is `index + 1`.
         public var index: Int
         /// The file name its input line gave.
@@ -83,7 +86,7 @@ public struct GetSession: Sendable {
         case .object(let object)?: data = object
         default: return nil
         }
-        data["url"] = .string(items[position].url)
+        data["url"] = .string(DownloadURL.redacted(items[position].url))
         error["data"] = .object(data)
         response["error"] = .object(error)
         return .object(response)
@@ -170,15 +173,15 @@ public struct GetSession: Sendable {
         switch item.outcome {
         case .success(let path, let detail)?:
             let target = path.map { " -> \($0)" } ?? ""
-            return "ok      \(item.url)\(target) (\(detail))"
+            return "ok      \(item.shownURL)\(target) (\(detail))"
         case .kept(let path, let detail)?:
-            return "kept    \(item.url)\(path.map { " -> \($0)" } ?? "") (\(detail))"
+            return "kept    \(item.shownURL)\(path.map { " -> \($0)" } ?? "") (\(detail))"
         case .failed(let name, let message)?:
-            return "failed  \(item.url): \(name): \(message)"
+            return "failed  \(item.shownURL): \(name): \(message)"
         case .cancelled?:
-            return "cancelled \(item.url)"
+            return "cancelled \(item.shownURL)"
         case nil:
-            return "pending \(item.url)"
+            return "pending \(item.shownURL)"
         }
     }
 

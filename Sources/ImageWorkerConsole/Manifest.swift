@@ -1,5 +1,6 @@
 import Foundation
 import ImageWorkerProtocol
+import InputValidation
 import ImageWorkerServer
 
 /// A bulk job's manifest: JSON Lines, one record per input URL, appended as each URL ends, so that
@@ -13,7 +14,8 @@ public enum Manifest {
     /// `download/completed` params; `format`: the `output.format` asked (`original`: the bytes'
     /// format is recorded); `ms`: from its `download/started` to its end, when it started.
     public static func record(index: Int, url: String, name: String? = nil, completed params: JSONValue, format: String, ms: Int64?) -> JSONObject {
-        var record: JSONObject = ["index": JSONValue(index), "url": .string(url)]
+        // The URL without its user information: a manifest is shared, logged, uploaded.
+        var record: JSONObject = ["index": JSONValue(index), "url": .string(DownloadURL.redacted(url))]
         if let name { record["name"] = .string(name) }
         switch params["outcome"]?.stringValue {
         case "success":
@@ -34,7 +36,7 @@ public enum Manifest {
 
     /// A refused `download` request's record.
     public static func refused(index: Int, url: String, name: String? = nil, error: JSONValue?) -> JSONObject {
-        var record: JSONObject = ["index": JSONValue(index), "url": .string(url), "outcome": "failed", "error": errorSummary(error, name: "InvalidRequest")]
+        var record: JSONObject = ["index": JSONValue(index), "url": .string(DownloadURL.redacted(url)), "outcome": "failed", "error": errorSummary(error, name: "InvalidRequest")]
         if let name { record["name"] = .string(name) }
         return record
     }
@@ -58,8 +60,12 @@ public enum Manifest {
         }
     }
 
-    /// The key of an input line: its URL, and its own name when it gave one.
-    public static func key(url: String, name: String?) -> String { name.map { url + "\t" + $0 } ?? url }
+    /// The key of an input line: its URL as recorded (without user information), and its own
+    /// name when it gave one.
+    public static func key(url: String, name: String?) -> String {
+        let shown = DownloadURL.redacted(url)
+        return name.map { shown + "\t" + $0 } ?? shown
+    }
 
     /// The records that show their URL as done: `ok` or `skipped`, with the file still there (or
     /// no file asked), by `key`; a key has one per index (an input may list a URL twice), a later

@@ -53,7 +53,7 @@ public enum ProgressBoard {
         }
         if item.phase == .finishing, item.expectedBytes != nil { text += "  finishing" }
         if item.partialImages > 0 { text += "  partial \(item.partialImages)" }
-        text += "  " + displayName(item.url)
+        text += "  " + displayName(item.shownURL)
         return clip(text, width)
     }
 

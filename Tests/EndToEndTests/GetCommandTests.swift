@@ -86,6 +86,28 @@ import TestSupport
         #expect(allGood.status == 0 && allGood.lines.count == 2, "\(allGood)")
     }
 
+    /// A URL's password is sent (Basic) but never shown: not in the result lines, the progress
+    /// display or the manifest, whose `--continue` still recognises the URL.
+    @Test func aURLsPasswordIsNeverPrintedOrRecorded() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let withPassword = server.url("/files/basn2c08.png").replacingOccurrences(of: "://", with: "://user:hunter2@")
+        let failing = server.url("/status/404").replacingOccurrences(of: "://", with: "://user:hunter2@")
+        let manifest = out.appendingPathComponent("m.jsonl").path
+        let run = try await Self.run(["get", "-o", out.path, "--manifest", manifest, withPassword, failing])
+        #expect(run.lines.count == 2, "\(run)")
+        #expect(!run.stdout.contains("hunter2") && !run.stderr.contains("hunter2"), "\(run)")
+        let recorded = try String(contentsOfFile: manifest, encoding: .utf8)
+        #expect(!recorded.contains("hunter2") && recorded.contains("://127.0.0.1"), "\(recorded)")
+        let hits = server.hits("/files/basn2c08.png")
+        let again = try await Self.run(["get", "-o", out.path, "--manifest", manifest, "--continue", withPassword])
+        #expect(again.stderr.contains("1 of 1 URLs already done"), "recognised without its password: \(again)")
+        #expect(server.hits("/files/basn2c08.png") == hits)
+        #expect(!again.stdout.contains("hunter2") && !again.stderr.contains("hunter2"))
+    }
+
     @Test func jsonModeWritesTheWorkersEvents() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

@@ -9,6 +9,23 @@ import TestSupport
 @Suite struct ProxySettingsTests {
     func url(_ s: String) -> URL { URL(string: s)! }
 
+    /// A value that does not parse is named in the error without its password, whatever the
+    /// password holds (`/`, `#`, `?` once cut the user information short) and with no scheme.
+    @Test func anUnparsableProxyIsNeverEchoedWithItsPassword() {
+        for value in ["http://user:s3cr/et@", "user:s3cret@:bad port", "http://u:s3c#ret@[::1", "socks5://a:s3cret?x@ bad host"] {
+            do {
+                _ = try ProxySettings.Proxy.parse(value)
+                Issue.record("\(value) parsed")
+            } catch {
+                #expect(!error.reason.contains("s3c"), "\(error.reason)")
+            }
+            let (_, problems) = ProxySettings.fromEnvironment(["http_proxy": value])
+            #expect(!problems.isEmpty && problems.allSatisfy { !$0.contains("s3c") }, "\(problems)")
+        }
+        #expect(ProxySettings.Proxy.shown("http://user:pw@host:8080") == "http://…@host:8080")
+        #expect(ProxySettings.Proxy.shown("host:8080") == "host:8080")
+    }
+
     @Test func theEnvironmentIsReadAsCurlReadsIt() {
         let (s, problems) = ProxySettings.fromEnvironment([
             "http_proxy": "http://lower:1", "HTTP_PROXY": "http://upper:2", "HTTPS_PROXY": "socks5://s:1080",

@@ -30,13 +30,22 @@ public struct ProxySettings: Sendable, Equatable {
             return "\(kind.rawValue)://\(who)\(shownHost):\(port)"
         }
 
+        /// A proxy value as it may appear in a message: everything before its last `@` (the user
+        /// information, whatever characters the password holds, with or without a scheme) is
+        /// replaced by `…`. Never the password, even of a value that does not parse.
+        public static func shown(_ text: String) -> String {
+            guard let at = text.lastIndex(of: "@") else { return text }
+            let scheme = text.range(of: "://").map { String(text[..<$0.upperBound]) } ?? ""
+            return scheme + "…@" + text[text.index(after: at)...]
+        }
+
         /// Parses `http://[user:pass@]host[:port]`, `socks5://host[:port]` (also `socks5h`, and a
         /// bare `host:port`, taken as http, as curl does).
         public static func parse(_ text: String) throws(DownloadURL.Invalid) -> Proxy {
             let trimmed = text.trimmingCharacters(in: .whitespaces)
             let withScheme = trimmed.contains("://") ? trimmed : "http://" + trimmed
             guard let url = URL(string: withScheme), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
-                throw DownloadURL.Invalid(reason: "cannot parse the proxy \"\(DownloadURL.redacted(text))\"")
+                throw DownloadURL.Invalid(reason: "cannot parse the proxy \"\(Proxy.shown(text))\"")
             }
             let kind: Kind
             switch scheme {

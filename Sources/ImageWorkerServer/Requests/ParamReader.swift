@@ -22,7 +22,10 @@ struct ParamReader {
         default:
             throw .invalidParams("params must be an object")
         }
-        for key in object.keys where !self.allowed.contains(key) {
+        // `_meta` is the caller's (MCP puts its progress tokens and tracing there): accepted on
+        // every method and ignored, as MCP requires of a server.
+        for key in object.keys where !self.allowed.contains(key) && key != "_meta" {
+            if allowed.isEmpty { throw .invalidParams("\(method) takes no params; got \"\(key)\"") }
             throw .invalidParams("unknown field \"\(key)\" in \(method); known fields: \(allowed.sorted().joined(separator: ", "))")
         }
     }

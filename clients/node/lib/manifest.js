@@ -15,13 +15,30 @@ export function fillIndex(template, index) {
 }
 
 /** What identifies an input line across runs: its URL, and its own name when it gave one. */
+/** `url` without its user information (`user:password@`), as the worker shows URLs. */
+export function redactedURL(url) {
+  if (typeof url !== 'string') return url;
+  const schemeEnd = url.indexOf('://');
+  if (schemeEnd < 0) return url;
+  const start = schemeEnd + 3;
+  let end = url.length;
+  for (const stop of '/?#') {
+    const found = url.indexOf(stop, start);
+    if (found >= 0) end = Math.min(end, found);
+  }
+  const at = url.lastIndexOf('@', end - 1);
+  return at < start ? url : url.slice(0, start) + url.slice(at + 1);
+}
+
 export function manifestKey(url, name) {
-  return name == null ? url : `${url}\t${name}`;
+  const shown = redactedURL(url);
+  return name == null ? shown : `${shown}\t${name}`;
 }
 
 /** The record of one URL's end (`format`: the format asked; 'original' records the bytes' own). */
 export function manifestRecord({ index, url, name, image, error, format, ms }) {
-  const record = { index, url };
+  // Without the URL's password: a manifest is shared, logged, uploaded.
+  const record = { index, url: redactedURL(url) };
   if (name != null) record.name = name;
   if (image) {
     record.outcome = image.skipped ? 'skipped' : 'ok';

@@ -132,3 +132,13 @@ test('leaving the loop early cancels the rest too', () => withSetup(async (serve
     await worker.close();
   }
 }));
+
+test('a manifest never records a URL\'s password, and still recognises the URL', async () => {
+  const { manifestRecord, manifestKey, redactedURL } = await import('../lib/manifest.js');
+  const url = 'http://user:hunter2@127.0.0.1:9/a.jpg?x=1';
+  assert.equal(redactedURL(url), 'http://127.0.0.1:9/a.jpg?x=1');
+  assert.equal(redactedURL('http://127.0.0.1/a@b.jpg'), 'http://127.0.0.1/a@b.jpg', 'an @ in the path stays');
+  const record = manifestRecord({ index: 0, url, name: undefined, image: null, error: null, format: 'original' });
+  assert.ok(!JSON.stringify(record).includes('hunter2'));
+  assert.equal(manifestKey(record.url, undefined), manifestKey(url, undefined));
+});

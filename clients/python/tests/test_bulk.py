@@ -121,3 +121,15 @@ def test_without_a_progress_bar_the_job_asks_only_for_each_urls_end(binary: str,
     assert all(isinstance(r.get("ms"), int) for r in records)
     with pytest.raises(RequestError, match="quiet"):
         download_params("u", 1, {"quiet": True, "progressive": True})
+
+
+def test_a_manifest_never_records_a_urls_password(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    import json
+    url = server.url("/files/testorig.jpg").replace("://", "://user:hunter2@")
+    manifest = tmp_path / "m.jsonl"
+    outcomes = download_many([url], str(tmp_path / "out"), progress=False, binary=binary, manifest=str(manifest))
+    assert outcomes[0].ok
+    text = manifest.read_text()
+    assert "hunter2" not in text and json.loads(text)["url"] == server.url("/files/testorig.jpg")
+    again = download_many([url], str(tmp_path / "out"), progress=False, binary=binary, manifest=str(manifest), resume=True)
+    assert again[0].skipped, "recognised without its password"

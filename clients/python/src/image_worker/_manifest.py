@@ -40,16 +40,34 @@ def fill_index(template: str, index: int) -> str:
     return fill_placeholder(template, "index", index)
 
 
+def redacted(url: str) -> str:
+    """``url`` without its user information (``user:password@``), as the worker shows URLs: a
+    manifest is shared, logged, uploaded; the password stays in the caller's list."""
+    scheme_end = url.find("://")
+    if scheme_end < 0:
+        return url
+    start = scheme_end + 3
+    end = len(url)
+    for stop in "/?#":
+        found = url.find(stop, start)
+        if found >= 0:
+            end = min(end, found)
+    at = url.rfind("@", start, end)
+    return url if at < 0 else url[:start] + url[at + 1:]
+
+
 def key(url: str, name: Optional[str]) -> str:
-    """What identifies an input line across runs: its URL, and its own name when it gave one."""
-    return url if name is None else f"{url}\t{name}"
+    """What identifies an input line across runs: its URL (as recorded: without user
+    information), and its own name when it gave one."""
+    shown = redacted(url)
+    return shown if name is None else f"{shown}\t{name}"
 
 
 def record(index: int, url: str, name: Optional[str], image: Optional[Image], error: Optional[BaseException],
            format: str, ms: Optional[int]) -> Dict[str, Any]:
     """The record of one URL's end (``format``: the ``format`` asked; ``original`` records the
     bytes' own format)."""
-    r: Dict[str, Any] = {"index": index, "url": url}
+    r: Dict[str, Any] = {"index": index, "url": redacted(url)}
     if name is not None:
         r["name"] = name
     if image is not None:
