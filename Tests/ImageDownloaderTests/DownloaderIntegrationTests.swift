@@ -7,6 +7,20 @@ import TestSupport
 @Suite struct DownloaderIntegrationTests {
     let t = DownloadToken.string("t")
 
+    /// A refused connection reads as one sentence: the reason and where, once (NIO's own
+    /// description said it three times, with an errno).
+    @Test func aRefusedConnectionSaysSoOnce() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 0 }
+        defer { Task { await h.shutdown() } }
+        try await h.start(.string("refused"), "http://127.0.0.1:9/x.jpg")
+        guard case .failure(let failure) = try await h.outcome(.string("refused")) else {
+            Issue.record("port 9 answered")
+            return
+        }
+        #expect(failure.description.hasSuffix("connection refused while connecting to 127.0.0.1:9"), "\(failure)")
+        #expect(!failure.description.contains("errno") && !failure.description.contains("error set"), "\(failure)")
+    }
+
     @Test func downloadsWithEventsInOrder() async throws {
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }

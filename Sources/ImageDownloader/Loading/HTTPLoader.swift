@@ -108,7 +108,8 @@ public struct HTTPLoader: ResourceLoader {
                     outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
             } catch {
                 clients.observer.discard(tag)
-                throw HTTPLoader.classify(error, phase: proxy.map { "connecting through the proxy \($0)" } ?? "connecting")
+                let target = "\(url.host ?? "?"):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
+                throw HTTPLoader.classify(error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
             }
             let responseTime = Date().timeIntervalSince1970
             // Waits for new connections add up over the hops; the peer is the last hop's.
@@ -281,7 +282,8 @@ public struct HTTPLoader: ResourceLoader {
             if e.connectionErrors.isEmpty, let dns = e.dnsAError ?? e.dnsAAAAError {
                 return DownloadFailure.network(.dns, "cannot resolve \(e.host): \(dns) while \(phase)")
             }
-            return DownloadFailure.network(.connection, "cannot connect to \(e.host):\(e.port) while \(phase)")
+            let reasons = Set(e.connectionErrors.compactMap { ($0.error as? IOError).map { String(cString: strerror($0.errnoCode)).lowercased() } })
+            return DownloadFailure.network(.connection, "\(reasons.isEmpty ? "cannot connect" : reasons.sorted().joined(separator: ", ")) while \(phase)")
         }
         if error is SOCKSError.ConnectionFailed || error is SOCKSError.InvalidReservedByte || error is SOCKSError.InvalidProtocolVersion
             || error is SOCKSError.InvalidAuthenticationSelection || error is SOCKSError.InvalidAddressType
@@ -300,7 +302,9 @@ public struct HTTPLoader: ResourceLoader {
             case ECONNRESET, EPIPE:
                 return DownloadFailure.network(phase.hasPrefix("connecting") ? .reset : .truncated, "connection reset while \(phase)")
             case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
-                return DownloadFailure.network(.connection, "cannot connect: \(e) while \(phase)")
+                // One sentence: the system's reason, where (NIO's own description repeats itself:
+                // "connection reset (error set): Connection refused) (errno: 111)").
+                return DownloadFailure.network(.connection, "\(String(cString: strerror(e.errnoCode)).lowercased()) while \(phase)")
             case ETIMEDOUT:
                 return DownloadFailure.network(.timeout, "timed out while \(phase)")
             default:
