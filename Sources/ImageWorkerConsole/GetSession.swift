@@ -31,6 +31,8 @@ public struct GetSession: Sendable {
         public var receivedBytes: Int64 = 0
         public var expectedBytes: Int64?
         public var partialImages = 0
+        /// Cancelled while it waited: it never started.
+        public var cancelledWaiting = false
         public var outcome: Outcome?
         /// Its `download/completed` event's `metrics`.
         public var metrics: JSONValue?
@@ -141,8 +143,15 @@ public struct GetSession: Sendable {
     }
 
     private mutating func end(_ i: Int, _ outcome: Outcome) -> [Output] {
+        let started = items[i].phase != .waiting
         items[i].phase = .ended
         items[i].outcome = outcome
+        // Cancelled before it started (Ctrl-C with hundreds queued): counted in the summary, not
+        // a line each.
+        if outcome == .cancelled, !started {
+            items[i].cancelledWaiting = true
+            return [.redraw]
+        }
         return [.result(Self.resultLine(items[i])), .redraw]
     }
 
@@ -190,7 +199,8 @@ public struct GetSession: Sendable {
     /// transfer 40.2 ms, decode 5.1 ms, write 1.0 ms; 1 from the cache, 4 over HTTP/2`; nil
     /// when no download has metrics.
     public func timingSummary() -> String? {
-        let all = items.compactMap(\.metrics)
+        // The downloads that reached the network or the cache (not those cancelled in the queue).
+        let all = items.compactMap(\.metrics).filter { ($0["attempts"]?.integerValue ?? 0) > 0 || $0["fromCache"]?.boolValue == true }
         guard !all.isEmpty else { return nil }
         func median(_ key: String) -> (Double, Int)? {
             let values = all.compactMap { $0[key]?.numberValue }.sorted()
@@ -220,7 +230,10 @@ public struct GetSession: Sendable {
         var text = "\(succeeded) downloaded"
         if kept > 0 { text += ", \(kept) kept" }
         if failed > 0 { text += ", \(failed) failed" }
-        if cancelled > 0 { text += ", \(cancelled) cancelled" }
+        if cancelled > 0 {
+            let waiting = items.count { $0.cancelledWaiting }
+            text += ", \(cancelled) cancelled" + (waiting > 0 ? " (\(waiting) before they started)" : "")
+        }
         let pending = items.count - succeeded - kept - failed - cancelled
         if pending > 0 { text += ", \(pending) unfinished" }
         return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"

@@ -73,10 +73,31 @@ import Testing
             "token": "1", "outcome": "success", "byteLength": 1_234_567, "mimeType": "image/gif", "path": "/o/a.gif",
         ]))
         #expect(ok.first == .result("ok      http://h/a -> /o/a.gif (image/gif, 1.2 MB)"))
+        _ = session.handle(Self.event("download/started", ["token": "2"]))
         let cancelled = session.handle(Self.event("download/completed", ["token": "2", "outcome": "cancelled"]))
         #expect(cancelled.first == .result("cancelled http://h/b"))
         #expect(session.summary(seconds: 0).hasPrefix("1 downloaded, 1 cancelled,"), "cancelled is counted apart from failed")
         #expect(session.failed == 0 && session.cancelled == 1 && !session.allDone)
+    }
+
+    /// Ctrl-C with most URLs still queued: those get no line each, the summary counts them, and the
+    /// timings are the medians of the downloads that ran.
+    @Test func urlsCancelledInTheQueueAreSummedUpNotListed() {
+        var session = GetSession(urls: (0..<5).map { "http://h/\($0).jpg" })
+        _ = session.handle(Self.event("download/started", ["token": "1"]))
+        _ = session.handle(Self.event("download/completed", [
+            "token": "1", "outcome": "success", "byteLength": 10, "path": "/o/0.jpg",
+            "metrics": ["queuedMs": 1, "ttfbMs": 4, "attempts": 1],
+        ]))
+        _ = session.handle(Self.event("download/started", ["token": "2"]))
+        let running = session.handle(Self.event("download/completed", ["token": "2", "outcome": "cancelled", "metrics": ["queuedMs": 1, "attempts": 1]]))
+        #expect(running.first == .result("cancelled http://h/1.jpg"), "it had started: a line")
+        for token in ["3", "4", "5"] {
+            let queued = session.handle(Self.event("download/completed", ["token": .string(token), "outcome": "cancelled", "metrics": ["queuedMs": 900, "attempts": 0]]))
+            #expect(queued == [.redraw], "cancelled in the queue: no line")
+        }
+        #expect(session.summary(seconds: 1).hasPrefix("1 downloaded, 4 cancelled (3 before they started),"), "\(session.summary(seconds: 1))")
+        #expect(session.timingSummary()?.hasPrefix("timings (median of 2): queued 1.0 ms") == true, "\(session.timingSummary() ?? "")")
     }
 
     /// A kept file (`skipExisting`) is a result of its own, and counts as done.
