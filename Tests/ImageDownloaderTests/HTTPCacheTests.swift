@@ -249,4 +249,89 @@ import TestSupport
         s.cache.setMaxBytes(0)
         #expect(s.cache.usage().entries == 0)
     }
+
+    // MARK: A hostile cache folder (anyone who can write a shared one)
+
+    /// A file outside the cache that must survive whatever is planted inside it.
+    private func victim() throws -> (folder: String, file: String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iw-victim-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let file = folder + "/precious"
+        FileManager.default.createFile(atPath: file, contents: Data(repeating: 1, count: 50_000))
+        // Old enough for the start-up cleanup of stale temporary files.
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        utimensat(AT_FDCWD, file, &times, 0)
+        return (folder, file)
+    }
+
+    @Test func evictionNeverFollowsALinkPlantedAmongTheEntries() async throws {
+        let s = try await Setup(maxBytes: 150_000)
+        defer { Task { await s.finish() } }
+        let (folder, file) = try victim()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createSymbolicLink(atPath: s.directory + "/v1/entries/zz", withDestinationPath: folder)
+        // An entry's own name as a link to the file, too.
+        try FileManager.default.createDirectory(atPath: s.directory + "/v1/entries/aa", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: s.directory + "/v1/entries/aa/" + String(repeating: "a", count: 64), withDestinationPath: file)
+        for name in ["x", "y"] { s.h.server.setFile(name, bytes(100_000)) }
+        _ = try await s.get("/files/x?cc=max-age%3D600")
+        _ = try await s.get("/files/y?cc=max-age%3D600")  // over the limit: eviction runs
+        s.cache.setMaxBytes(0)
+        #expect(FileManager.default.fileExists(atPath: file), "nothing outside the cache is removed")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)).count == 50_000)
+    }
+
+    @Test func theStartUpCleanupNeverFollowsALinkedTmp() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iw-cache-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (folder, file) = try victim()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: directory + "/v1/entries", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/v1/tmp", withDestinationPath: folder)
+        #expect(throws: (any Error).self, "a tmp that is a link: no cache") {
+            _ = try HTTPCache(directory: directory, maxBytes: 1 << 20, logger: Logger(label: "cache-tests"))
+        }
+        #expect(FileManager.default.fileExists(atPath: file))
+    }
+
+    @Test func aFIFOInPlaceOfAnEntryIsRemovedNotWaitedOn() async throws {
+        let s = try await Setup()
+        defer { Task { await s.finish() } }
+        s.h.server.setFile("f", bytes(1_000))
+        let url = s.h.server.url("/files/f?cc=max-age%3D600")
+        _ = try await s.get("/files/f?cc=max-age%3D600")
+        let entry = try #require(s.cache.lookup(url)).path
+        unlink(entry)
+        #expect(mkfifo(entry, 0o644) == 0)
+        // Would block for ever on open(O_RDONLY) without a writer.
+        #expect(s.cache.lookup(url) == nil)
+        #expect(!FileManager.default.fileExists(atPath: entry), "removed as damaged")
+        let again = try await s.get("/files/f?cc=max-age%3D600")
+        #expect(again.bytes == 1_000 && again.cache == CacheUse.none, "fetched again")
+    }
+
+    @Test func aResponseLargerThanTheCacheIsNotStoredAndEvictsNothing() async throws {
+        let s = try await Setup(maxBytes: 150_000)
+        defer { Task { await s.finish() } }
+        s.h.server.setFile("small", bytes(10_000))
+        s.h.server.setFile("huge", bytes(400_000))
+        _ = try await s.get("/files/small?cc=max-age%3D600")
+        let huge = try await s.get("/files/huge?cc=max-age%3D600")
+        #expect(huge.bytes == 400_000, "delivered all the same")
+        #expect(s.cache.lookup(s.h.server.url("/files/huge?cc=max-age%3D600")) == nil)
+        #expect(s.cache.lookup(s.h.server.url("/files/small?cc=max-age%3D600")) != nil, "one hostile server cannot wipe the cache")
+    }
+
+    @Test func varyValuesAreStoredAsDigests() async throws {
+        let s = try await Setup()
+        defer { Task { await s.finish() } }
+        s.h.server.setFile("v", bytes(1_000))
+        let path = "/files/v?cc=public%2C%20max-age%3D600&vary=Authorization%2C%20Cookie"
+        _ = try await s.get(path, headers: [("Authorization", "Bearer s3cr3t-token"), ("Cookie", "session=s3cr3t-cookie")])
+        let entry = try #require(s.cache.lookup(s.h.server.url(path)))
+        let stored = try Data(contentsOf: URL(fileURLWithPath: entry.path))
+        #expect(stored.range(of: Data("s3cr3t".utf8)) == nil, "no header value in the folder")
+        #expect(entry.response.matches(requestHeaders: [("Authorization", "Bearer s3cr3t-token"), ("Cookie", "session=s3cr3t-cookie")]))
+        #expect(!entry.response.matches(requestHeaders: [("Authorization", "Bearer other"), ("Cookie", "session=s3cr3t-cookie")]))
+    }
 }

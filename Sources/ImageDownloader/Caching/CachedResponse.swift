@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A stored response's head and the times around it, with RFC 9111's rules for what images need:
@@ -63,21 +64,28 @@ public struct CachedResponse: Codable, Sendable, Equatable {
         return true
     }
 
-    /// The request's values of the headers named by the response's `Vary`.
+    /// The request's values of the headers named by the response's `Vary`, each as a digest
+    /// (`varyDigest`): a `Vary: Authorization, Cookie` must not write bearer tokens and session
+    /// cookies into a folder several workers share.
     public static func varyValues(responseHeaders: [(String, String)], requestHeaders: [(String, String)]) -> [String: String?] {
         guard let vary = joined(responseHeaders, "Vary") else { return [:] }
         var values: [String: String?] = [:]
         for name in vary.split(separator: ",") {
             let key = name.trimmingCharacters(in: .whitespaces).lowercased()
             guard !key.isEmpty else { continue }
-            values[key] = .some(joined(requestHeaders, key))
+            values[key] = .some(joined(requestHeaders, key).map(varyDigest))
         }
         return values
     }
 
+    /// What an entry keeps of a request header's value: its SHA-256, never the value.
+    static func varyDigest(_ value: String) -> String {
+        "sha256:" + SHA256.hash(data: Data(value.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// Whether this response may answer a request with these headers (its `Vary` headers match).
     public func matches(requestHeaders: [(String, String)]) -> Bool {
-        vary.allSatisfy { name, value in CachedResponse.joined(requestHeaders, name) == value }
+        vary.allSatisfy { name, value in CachedResponse.joined(requestHeaders, name).map(CachedResponse.varyDigest) == value }
     }
 
     // MARK: Freshness (RFC 9111 §4.2)

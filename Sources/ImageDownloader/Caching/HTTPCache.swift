@@ -10,6 +10,14 @@ import Synchronization
 /// a reader keeps its open file even when another writer replaces or evicts it. Several workers
 /// may share one directory: the file system is the only index, and every change is a rename or
 /// an unlink. Eviction is least recently used first (a hit sets the file's mtime), by size.
+///
+/// The folder is untrusted (anyone who can write a shared cache folder can plant things in it):
+/// below the directory the user named, nothing is followed. Every file operation goes through a
+/// descriptor of its directory, each directory opened with `O_NOFOLLOW` from its parent's;
+/// entries are opened `O_NOFOLLOW | O_NONBLOCK` and used only when they are regular files (a
+/// FIFO or a device is removed as damaged, never waited on); eviction and the start-up cleanup
+/// unlink names relative to their directory (a planted link is removed, never followed). An
+/// entry larger than the whole cache is not stored.
 public final class HTTPCache: Sendable {
     public let directory: String
     private let entries: String
@@ -35,14 +43,58 @@ public final class HTTPCache: Sendable {
         self.temporary = directory + "/v1/tmp"
         self.logger = logger
         self.state = Mutex(State(maxBytes: maxBytes))
-        try FileManager.default.createDirectory(atPath: entries, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        // The folder the user named may be a link; below it, `v1`, `entries` and `tmp` must be
+        // directories of their own (made when missing, never through a link).
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for path in [["v1", "entries"], ["v1", "tmp"]] {
+            let fd = openDirectory(path, create: true)
+            guard fd >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: directory + "/" + path.joined(separator: "/")]) }
+            close(fd)
+        }
         removeStaleTemporaryFiles()
         let total = scan().reduce(0) { $0 + $1.bytes }
         state.withLock { $0.knownBytes = total }
     }
 
     public var maxBytes: Int64 { state.withLock { $0.maxBytes } }
+
+    // MARK: Directories, never through a link
+
+    /// `components` below the cache's directory, opened one at a time with `O_NOFOLLOW`
+    /// (`create`: made when missing); -1 when any is missing or not a real directory.
+    private func openDirectory(_ components: [String], create: Bool = false) -> Int32 {
+        var fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        for name in components {
+            guard fd >= 0 else { return -1 }
+            if create { mkdirat(fd, name, 0o755) }
+            let next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(fd)
+            fd = next
+        }
+        return fd
+    }
+
+    /// The names in the directory `fd` (not `.` and `..`), read through a duplicate of it.
+    static func names(in fd: Int32) -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(cString: raw.bindMemory(to: CChar.self).baseAddress!) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// An entry's shard folder and file name.
+    private func location(for url: String) -> (shard: String, name: String) {
+        let digest = SHA256.hash(data: Data(url.utf8)).map { String(format: "%02x", $0) }.joined()
+        return (String(digest.prefix(2)), digest)
+    }
 
     public func setMaxBytes(_ value: Int64) {
         let over = state.withLock { s -> Bool in
@@ -96,14 +148,24 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    /// The stored response for `url`, opened; nil when there is none (or it is damaged: removed).
+    /// The stored response for `url`, opened; nil when there is none (or it is damaged, or not a
+    /// regular file: removed).
     public func lookup(_ url: String) -> Entry? {
         let path = path(for: url)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        let (shard, name) = location(for: url)
+        let shardFD = openDirectory(["v1", "entries", shard])
+        guard shardFD >= 0 else { return nil }
+        defer { close(shardFD) }
+        let fd = openat(shardFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            // A link or a FIFO planted under the entry's name: removed, never followed or waited on.
+            if errno == ELOOP { unlinkat(shardFD, name, 0) }
+            return nil
+        }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size >= HTTPCache.trailerBytes else {
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= HTTPCache.trailerBytes else {
             close(fd)
+            if info.st_mode & S_IFMT != S_IFREG { unlinkat(shardFD, name, 0) }
             return nil
         }
         let size = Int64(info.st_size)
@@ -123,7 +185,7 @@ public final class HTTPCache: Sendable {
         } catch {
             close(fd)
             logger.warning("removing a damaged cache entry", metadata: ["url": "\(url)"])
-            unlink(path)
+            unlinkat(shardFD, name, 0)
             return nil
         }
     }
@@ -154,7 +216,7 @@ public final class HTTPCache: Sendable {
 
         deinit {
             close(fd)
-            unlink(path)  // harmless after a rename: the name is gone
+            cache.removeTemporary(path)  // harmless after a rename: the name is gone
         }
 
         public var bytesWritten: Int64 { progress.withLock { $0.written } }
@@ -163,6 +225,12 @@ public final class HTTPCache: Sendable {
         /// download.
         public func append(_ bytes: ByteBuffer) {
             guard !progress.withLock({ $0.failed }) else { return }
+            // Larger than the whole cache: it could only be stored by evicting everything, then
+            // itself. Not written on (and not stored).
+            if progress.withLock({ $0.written }) + Int64(bytes.readableBytes) > cache.maxBytes {
+                progress.withLock { $0.failed = true }
+                return
+            }
             let ok = bytes.withUnsafeReadableBytes { raw in HTTPCache.writeAll(fd, raw) }
             progress.withLock { ok ? ($0.written += Int64(bytes.readableBytes)) : ($0.failed = true) }
         }
@@ -185,8 +253,11 @@ public final class HTTPCache: Sendable {
 
     /// Starts storing a response for `url`; nil when the temporary file cannot be made.
     public func beginStore() -> Writer? {
-        let name = "\(temporary)/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).part"
-        let fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let base = "\(getpid())-\(UInt64.random(in: 0...UInt64.max)).part"
+        let name = "\(temporary)/\(base)"
+        let tmpFD = openDirectory(["v1", "tmp"])
+        let fd = tmpFD >= 0 ? openat(tmpFD, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) : -1
+        if tmpFD >= 0 { close(tmpFD) }
         guard fd >= 0 else {
             logger.warning("cannot write to the cache", metadata: ["directory": "\(directory)", "errno": "\(errno)"])
             return nil
@@ -242,14 +313,35 @@ public final class HTTPCache: Sendable {
     }
 
     public func remove(_ url: String) {
-        unlink(path(for: url))
+        let (shard, name) = location(for: url)
+        let shardFD = openDirectory(["v1", "entries", shard])
+        guard shardFD >= 0 else { return }
+        unlinkat(shardFD, name, 0)
+        close(shardFD)
+    }
+
+    /// Unlinks a temporary file of this cache (by its name under `v1/tmp`).
+    fileprivate func removeTemporary(_ temporaryPath: String) {
+        let tmpFD = openDirectory(["v1", "tmp"])
+        guard tmpFD >= 0 else { return }
+        unlinkat(tmpFD, (temporaryPath as NSString).lastPathComponent, 0)
+        close(tmpFD)
     }
 
     fileprivate func install(_ temporaryPath: String, for url: String, bytes: Int64) -> Bool {
-        let target = path(for: url)
-        let directory = (target as NSString).deletingLastPathComponent
-        mkdir(directory, 0o755)
-        guard rename(temporaryPath, target) == 0 else {
+        // What would not fit even alone is not stored: storing it would evict every other entry.
+        guard bytes <= maxBytes else {
+            logger.debug("not stored: larger than the cache", metadata: ["url": "\(url)", "bytes": "\(bytes)"])
+            return false
+        }
+        let (shard, name) = location(for: url)
+        let tmpFD = openDirectory(["v1", "tmp"])
+        let shardFD = openDirectory(["v1", "entries", shard], create: true)
+        defer {
+            if tmpFD >= 0 { close(tmpFD) }
+            if shardFD >= 0 { close(shardFD) }
+        }
+        guard tmpFD >= 0, shardFD >= 0, renameat(tmpFD, (temporaryPath as NSString).lastPathComponent, shardFD, name) == 0 else {
             logger.warning("cannot store a cache entry", metadata: ["url": "\(url)", "errno": "\(errno)"])
             return false
         }
@@ -275,21 +367,28 @@ public final class HTTPCache: Sendable {
     // MARK: Eviction
 
     private struct Found {
-        var path: String
+        var shard: String
+        var name: String
         var bytes: Int64
         var used: Double
     }
 
+    /// The regular files under `entries/`'s real shard folders (a planted link to a folder is
+    /// not a shard: it is not read, and nothing through it is ever removed).
     private func scan() -> [Found] {
         var found: [Found] = []
-        guard let shards = try? FileManager.default.contentsOfDirectory(atPath: entries) else { return [] }
-        for shard in shards {
-            let folder = "\(entries)/\(shard)"
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+        let entriesFD = openDirectory(["v1", "entries"])
+        guard entriesFD >= 0 else { return [] }
+        defer { close(entriesFD) }
+        for shard in HTTPCache.names(in: entriesFD) {
+            let shardFD = openat(entriesFD, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard shardFD >= 0 else { continue }
+            defer { close(shardFD) }
+            for name in HTTPCache.names(in: shardFD) {
                 var info = stat()
-                let path = "\(folder)/\(name)"
-                guard stat(path, &info) == 0 else { continue }
-                found.append(Found(path: path, bytes: Int64(info.st_size), used: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9))
+                guard fstatat(shardFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+                found.append(
+                    Found(shard: shard, name: name, bytes: Int64(info.st_size), used: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9))
             }
         }
         return found
@@ -304,23 +403,35 @@ public final class HTTPCache: Sendable {
             all.sort { $0.used < $1.used }
             var removed = 0
             for entry in all where total > limit {
-                if unlink(entry.path) == 0 || errno == ENOENT {
+                let shardFD = openDirectory(["v1", "entries", entry.shard])
+                guard shardFD >= 0 else { continue }
+                if unlinkat(shardFD, entry.name, 0) == 0 || errno == ENOENT {
                     total -= entry.bytes
                     removed += 1
                 }
+                close(shardFD)
             }
             logger.debug("cache eviction", metadata: ["removed": "\(removed)", "bytes": "\(total)"])
         }
         state.withLock { $0.knownBytes = total }
     }
 
+    /// Temporary files of workers that died, removed at start: only regular files directly in a
+    /// real `v1/tmp` (a `tmp` that is a link is not followed: nothing is removed).
     private func removeStaleTemporaryFiles() {
         let now = Date().timeIntervalSince1970
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] {
+        let tmpFD = openDirectory(["v1", "tmp"])
+        guard tmpFD >= 0 else {
+            logger.warning("the cache's tmp folder is not a directory of its own: not cleaned", metadata: ["directory": "\(directory)"])
+            return
+        }
+        defer { close(tmpFD) }
+        for name in HTTPCache.names(in: tmpFD) {
             var info = stat()
-            let path = "\(temporary)/\(name)"
-            guard stat(path, &info) == 0, now - Double(info.st_mtim.tv_sec) > HTTPCache.staleTemporarySeconds else { continue }
-            unlink(path)
+            guard fstatat(tmpFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
+                now - Double(info.st_mtim.tv_sec) > HTTPCache.staleTemporarySeconds
+            else { continue }
+            unlinkat(tmpFD, name, 0)
         }
     }
 }

@@ -69,7 +69,11 @@ public struct HTTPLoader: ResourceLoader {
             }
             let cacheKey = cache == nil ? "" : FetchKey.canonical(url)
             var stored: HTTPCache.Entry? = nil
-            if let cache, request.cachePolicy != .reload, let entry = cache.lookup(cacheKey), entry.response.matches(requestHeaders: sent) {
+            // Not for a request that skips certificate checks: it would refresh stored entries
+            // from an unverified server.
+            if let cache, request.cachePolicy != .reload, !request.allowInvalidCertificates, let entry = cache.lookup(cacheKey),
+                entry.response.matches(requestHeaders: sent)
+            {
                 let now = Date().timeIntervalSince1970
                 if request.cachePolicy != .default || entry.response.isFresh(now: now, requestHeaders: sent) {
                     cache.touch(entry)
@@ -152,7 +156,7 @@ public struct HTTPLoader: ResourceLoader {
                 guard visited.insert(next.absoluteString).inserted else {
                     throw DownloadFailure.network(.redirect, "redirect loop at \(next.absoluteString)")
                 }
-                logger.debug("redirect", metadata: ["status": "\(status)", "to": "\(next.absoluteString)"])
+                logger.debug("redirect", metadata: ["status": "\(status)", "to": "\(DownloadURL.redacted(next.absoluteString))"])
                 try await HTTPLoader.discard(response.body)
                 url = next
                 continue
@@ -160,7 +164,9 @@ public struct HTTPLoader: ResourceLoader {
             let head = LoadedHead(
                 status: status, headers: received, finalURL: url, httpVersion: version, connection: connection, redirects: redirects)
             var writer: HTTPCache.Parked? = nil
-            if let cache,
+            // A response fetched without checking the server's certificate is never stored: it
+            // would answer requests that do check.
+            if let cache, !request.allowInvalidCertificates,
                 CachedResponse.isStorable(status: status, responseHeaders: received, requestHeaders: sent, hasCredentials: request.credentials != nil),
                 let file = cache.beginStore()
             {
