@@ -12,7 +12,7 @@ venv="$(mktemp -d)/venv"
 trap 'rm -rf "$(dirname "$venv")"' EXIT
 python3 -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/clients/python"
-for module in pytest jsonschema mypy pyarrow; do
+for module in pytest jsonschema mypy pyarrow numpy; do
     "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check "$module"
 done
 echo "clients: mypy --strict"

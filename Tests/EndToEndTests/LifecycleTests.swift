@@ -51,6 +51,31 @@ import TestSupport
         #expect(worker.events("queued").map { $0["params"]?["outcome"] } == ["cancelled"])
     }
 
+    /// `shutdown` is bounded: a download that never ends is cancelled after `timeoutMs` (5 s by
+    /// default), its terminal event first, then the answer (an editor closing must not hang).
+    @Test func shutdownCancelsWhatOutlivesItsTimeout() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?gate=never-opened")), "token": "hung"])
+        _ = try await worker.response(1)
+        try await worker.waitFor("started") { $0["method"] == .string(WorkerEvent.started) }
+        let asked = ContinuousClock.now
+        worker.request(2, "shutdown", ["timeoutMs": 300])
+        let answer = try await worker.response(2, timeout: .seconds(20))
+        #expect(answer["result"] != nil, "\(answer)")
+        #expect(ContinuousClock.now - asked < .seconds(10))
+        let order = worker.received.compactMap { m -> String? in
+            if m["id"] == 2 { return "response" }
+            return m["method"] == .string(WorkerEvent.completed) ? "completed" : nil
+        }
+        #expect(order == ["completed", "response"], "the terminal event first")
+        #expect(try await worker.completion("hung")["params"]?["outcome"] == "cancelled")
+        worker.notify("exit")
+        #expect(try await worker.waitForExit() == 0)
+        server.openGate("never-opened")
+    }
+
     @Test func eofDrainsByDefault() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

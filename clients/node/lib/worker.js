@@ -204,7 +204,8 @@ export class Worker extends EventEmitter {
       let timer;
       try {
         await Promise.race([
-          this.#call('shutdown', { cancelPending }),
+          // The worker's own bound: what has not finished then is cancelled, with its events.
+          this.#call('shutdown', { cancelPending, timeoutMs: Math.max(0, timeoutMs - 1000) }),
           new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), timeoutMs); }),
         ]);
         this.#closing = true;

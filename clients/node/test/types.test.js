@@ -20,7 +20,8 @@ test('index.d.ts type-checks with tsc --strict alone (no @types/node)', { skip: 
 test('configure() is typed with every setting the protocol defines', () => {
   const schema = JSON.parse(readFileSync(join(REPO, 'protocol', 'schema', 'requests', 'configure.schema.json'), 'utf8'));
   const params = schema.properties.params;
-  const wire = Object.keys((params.oneOf ?? params.anyOf ?? [params]).find((p) => p.properties)?.properties ?? {}).sort();
+  const wire = Object.keys((params.oneOf ?? params.anyOf ?? [params]).find((p) => p.properties)?.properties ?? {})
+    .filter((k) => k !== '_meta').sort();
   const dts = readFileSync(join(here, '..', 'index.d.ts'), 'utf8');
   const block = dts.match(/export interface Settings \{([\s\S]*?)\n\}/)[1];
   const declared = [...block.matchAll(/^\s+(\w+)\?:/gm)].map((m) => m[1]).sort();

@@ -208,7 +208,8 @@ def test_requests_the_client_builds_are_valid() -> None:
     schema_params = _params_schema("requests/download.schema.json")["properties"]
     quiet = download_params("u", 5, {"quiet": True, "dir": "/tmp/x"})
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": quiet}, "requests/download.schema.json")
-    assert set(params) | set(quiet) == set(schema_params), "quiet excludes progressive: set apart"
+    # (_meta is the caller's, not an option: accepted and ignored on every method.)
+    assert set(params) | set(quiet) == set(schema_params) - {"_meta"}, "quiet excludes progressive: set apart"
     jpeg = download_params("u", 3, dict(format="jpeg", quality=75, chroma_subsampling="4:4:4"))
     webp = download_params("u", 4, dict(format="webp", quality=60, lossless=True, inline=True))
     for encoded in (jpeg, webp):
@@ -259,7 +260,7 @@ def test_the_clients_option_checks_are_the_schemas() -> None:
         schema = params["output"]["properties"][rule.wire] if rule.output else params[rule.wire]
         assert not _rule_matches(rule, schema), f"{option}: {_rule_matches(rule, schema)}"
     settings = _params_schema("requests/configure.schema.json")["properties"]
-    assert set(settings) == {rule.wire for rule in SETTING_RULES.values()}
+    assert set(settings) - {"_meta"} == {rule.wire for rule in SETTING_RULES.values()}
     for option, rule in SETTING_RULES.items():
         assert not _rule_matches(rule, settings[rule.wire]), f"{option}: {_rule_matches(rule, settings[rule.wire])}"
 

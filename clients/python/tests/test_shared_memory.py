@@ -17,7 +17,6 @@ import pytest
 import image_worker
 from loopback import LoopbackServer
 
-numpy = pytest.importorskip("numpy")
 ROOTS = [r for r in ("/dev/shm", "/tmp") if os.path.isdir(r)]
 
 
@@ -37,6 +36,7 @@ def gone(pid: int, timeout: float = 20.0) -> bool:
 
 
 def test_iter_downloads_hands_over_numpy_arrays_of_the_pixels(binary: str, server: LoopbackServer) -> None:
+    numpy = pytest.importorskip("numpy")
     urls = [server.url(f"/files/testimgp.jpg?n={i}") for i in range(6)] + [server.url("/files/basn2c08.png")]
     with image_worker.Worker(binary) as worker:
         reference = worker.download(urls[0], format="rgba", inline=True).result()

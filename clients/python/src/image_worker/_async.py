@@ -289,7 +289,9 @@ class AsyncWorker:
             return self._process.returncode if self._process is not None else None
         if self._router.failure is None and not self._closing:
             try:
-                await asyncio.wait_for(self._call("shutdown", {"cancelPending": cancel_pending}), timeout)
+                # The worker's own bound: what has not finished then is cancelled, with its events.
+                await asyncio.wait_for(
+                    self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": max(0, int(timeout * 1000) - 1000)}), timeout)
                 self._closing = True
                 await self._write(Router.notification("exit"))
             except (ImageWorkerError, asyncio.TimeoutError, OSError):

@@ -357,7 +357,9 @@ class Worker:
             usable = self._router.failure is None and not self._closing
         if usable:
             try:
-                self._call("shutdown", {"cancelPending": cancel_pending}, timeout=timeout)
+                # The worker's own bound: what has not finished then is cancelled, with its events.
+                self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": max(0, int(timeout * 1000) - 1000)},
+                           timeout=timeout)
                 with self._lock:
                     self._closing = True
                     self._send(Router.notification("exit"))
