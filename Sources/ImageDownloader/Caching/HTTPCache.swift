@@ -74,22 +74,6 @@ public final class HTTPCache: Sendable {
         return fd
     }
 
-    /// The names in the directory `fd` (not `.` and `..`), read through a duplicate of it.
-    static func names(in fd: Int32) -> [String] {
-        let copy = dup(fd)
-        guard copy >= 0, let dir = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return []
-        }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in String(cString: raw.bindMemory(to: CChar.self).baseAddress!) }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
-    }
-
     /// An entry's shard folder and file name.
     private func location(for url: String) -> (shard: String, name: String) {
         let digest = SHA256.hash(data: Data(url.utf8)).map { String(format: "%02x", $0) }.joined()
@@ -380,11 +364,11 @@ public final class HTTPCache: Sendable {
         let entriesFD = openDirectory(["v1", "entries"])
         guard entriesFD >= 0 else { return [] }
         defer { close(entriesFD) }
-        for shard in HTTPCache.names(in: entriesFD) {
+        for shard in DirectoryListing.names(in: entriesFD) {
             let shardFD = openat(entriesFD, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard shardFD >= 0 else { continue }
             defer { close(shardFD) }
-            for name in HTTPCache.names(in: shardFD) {
+            for name in DirectoryListing.names(in: shardFD) {
                 var info = stat()
                 guard fstatat(shardFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
                 found.append(
@@ -426,7 +410,7 @@ public final class HTTPCache: Sendable {
             return
         }
         defer { close(tmpFD) }
-        for name in HTTPCache.names(in: tmpFD) {
+        for name in DirectoryListing.names(in: tmpFD) {
             var info = stat()
             guard fstatat(tmpFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
                 now - Double(info.st_mtim.tv_sec) > HTTPCache.staleTemporarySeconds

@@ -1,4 +1,5 @@
 import Foundation
+import ImageDownloader
 
 /// `delivery: "shared"`: each payload is written to a file of its own in the worker's private
 /// folder in `/dev/shm` (memory, not disk), and its event names the file; the client takes it
@@ -207,7 +208,7 @@ final class SharedOutput: Sendable {
         let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard rootFD >= 0 else { return }
         defer { close(rootFD) }
-        for name in entries(rootFD) where name.hasPrefix(prefix) {
+        for name in DirectoryListing.names(in: rootFD) where name.hasPrefix(prefix) {
             var info = stat()
             guard fstatat(rootFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid() else {
                 continue
@@ -224,30 +225,12 @@ final class SharedOutput: Sendable {
                 orphaned = errno == ENOENT && time(nil) - info.st_mtim.tv_sec > 60
             }
             guard orphaned else { continue }
-            for file in entries(fd) {
+            for file in DirectoryListing.names(in: fd) {
                 var fileInfo = stat()
                 guard fstatat(fd, file, &fileInfo, AT_SYMLINK_NOFOLLOW) == 0, fileInfo.st_mode & S_IFMT != S_IFDIR else { continue }
                 unlinkat(fd, file, 0)
             }
             unlinkat(rootFD, name, AT_REMOVEDIR)
         }
-    }
-
-    /// The names in a directory (not `.` and `..`), read through a duplicate of `fd`.
-    private static func entries(_ fd: Int32) -> [String] {
-        let copy = dup(fd)
-        guard copy >= 0, let dir = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return []
-        }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { names.append(name) }
-        }
-        return names
     }
 }
