@@ -44,9 +44,9 @@ struct ParamReader {
     }
 
     /// A download token: a non-empty string or an integer; nil when absent (or null).
-    func token() throws(RPCError) -> DownloadToken? {
-        guard let value = object["token"], value != .null else { return nil }
-        guard let token = DownloadToken(json: value) else { throw .invalidParams("\"token\" must be a non-empty string or an integer") }
+    func token(_ key: String = "token") throws(RPCError) -> DownloadToken? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let token = DownloadToken(json: value) else { throw .invalidParams("\"\(key)\" must be a non-empty string or an integer") }
         return token
     }
 

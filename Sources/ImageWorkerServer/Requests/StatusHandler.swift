@@ -3,10 +3,20 @@ import ImageWorkerProtocol
 
 /// `status`: counts, live tokens, configuration.
 extension WorkerServer {
+    /// Live tokens in one answer at most, unless `limit` says otherwise: a status line stays far
+    /// below 64 KiB however many downloads are queued (100,000 made one line of 13.7 MB).
+    static let defaultStatusLimit = 200
+
     func status(_ request: RPCRequest) async throws -> RPCReply {
-        _ = try ParamReader(request, allowed: [])
+        let p = try ParamReader(request, allowed: ["limit", "after"])
+        let limit = Int(try p.integer("limit", in: 0...100_000) ?? Int64(Self.defaultStatusLimit))
+        let after = try p.token("after")
         let s = await downloader.status()
-        let live: [JSONValue] = s.liveTokens.map { t in
+        // Live tokens are sorted by token: a page is the `limit` after the cursor.
+        var page = s.liveTokens[...]
+        if let after { page = page.drop { !(after.description < $0.token.description) } }
+        let shown = page.prefix(limit)
+        let live: [JSONValue] = shown.map { t in
             [
                 "token": t.token.json, "url": .string(t.url), "priority": .string(t.priority.name), "state": .string(t.state.rawValue),
                 "receivedBytes": .int(t.receivedBytes), "expectedBytes": t.expectedBytes.map { .int($0) } ?? .null,
@@ -37,6 +47,9 @@ extension WorkerServer {
                 "reusedConnections": JSONValue(s.totals.reusedConnections), "http2": JSONValue(s.totals.http2),
             ],
             "liveTokens": .array(live),
+            "liveTokensTotal": JSONValue(s.liveTokens.count),
+            // The cursor of the next page (pass it as `after`), when there is one.
+            "nextAfter": shown.count < page.count ? (shown.last?.token.json ?? .null) : .null,
             "configuration": ConfigurationParams.json(s.configuration, decodeSettings.withLock { $0 }),
             "framing": .string(framing.rawValue),
             "shuttingDown": .bool(shuttingDown),
