@@ -95,8 +95,8 @@ public final class HTTPCache: Sendable {
     }
 
     func path(for url: String) -> String {
-        let digest = SHA256.hash(data: Data(url.utf8)).map { String(format: "%02x", $0) }.joined()
-        return "\(entries)/\(digest.prefix(2))/\(digest)"
+        let (shard, name) = location(for: url)
+        return "\(entries)/\(shard)/\(name)"
     }
 
     // MARK: Reading
@@ -135,8 +135,8 @@ public final class HTTPCache: Sendable {
     /// The stored response for `url`, opened; nil when there is none (or it is damaged, or not a
     /// regular file: removed).
     public func lookup(_ url: String) -> Entry? {
-        let path = path(for: url)
         let (shard, name) = location(for: url)
+        let path = "\(entries)/\(shard)/\(name)"
         let shardFD = openDirectory(["v1", "entries", shard])
         guard shardFD >= 0 else { return nil }
         defer { close(shardFD) }

@@ -47,37 +47,34 @@ final class DecodeSlots: Sendable {
                 if let now { continuation.resume(returning: now) }
             }
         } onCancel: {
-            let (waiter, woken) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
-                guard let waiter = s.continuations.removeValue(forKey: ticket) else {
+            var waiter: CheckedContinuation<Bool, Never>?
+            wake { s in
+                guard let queued = s.continuations.removeValue(forKey: ticket) else {
                     // Not queued yet (or already running: then nothing to do).
                     if s.admission.running[ticket] == nil { s.cancelledEarly.insert(ticket) }
-                    return (nil, [])
+                    return []
                 }
-                return (waiter, Self.take(s.admission.cancel(ticket), from: &s))
+                waiter = queued
+                return s.admission.cancel(ticket)
             }
             waiter?.resume(returning: false)
-            for continuation in woken { continuation.resume(returning: true) }
         }
-        if admitted { state.withLock { s in _ = s.cancelledEarly.remove(ticket) } }
         return admitted ? Slot(ticket: ticket) : nil
     }
 
     /// Gives a slot back: to the waiters it lets in, if any.
     func release(_ slot: Slot) {
-        let woken = state.withLock { s in Self.take(s.admission.release(slot.ticket), from: &s) }
-        for continuation in woken { continuation.resume(returning: true) }
+        wake { $0.admission.release(slot.ticket) }
     }
 
     /// A token's priority changed (`setPriority`): its waiting decodes move with it.
     func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {
-        let woken = state.withLock { s in Self.take(s.admission.setPriority(token, priority), from: &s) }
-        for continuation in woken { continuation.resume(returning: true) }
+        wake { $0.admission.setPriority(token, priority) }
     }
 
     /// `configure`'s `decodeConcurrency` and `decodeMemoryBytes`.
     func setLimits(concurrency: Int, memoryBytes: Int) {
-        let woken = state.withLock { s in Self.take(s.admission.setLimits(limit: concurrency, budget: memoryBytes), from: &s) }
-        for continuation in woken { continuation.resume(returning: true) }
+        wake { $0.admission.setLimits(limit: concurrency, budget: memoryBytes) }
     }
 
     /// Decodes running and waiting now (for `status`).
@@ -85,7 +82,9 @@ final class DecodeSlots: Sendable {
         state.withLock { s in (s.admission.running.count, s.admission.waiting.count, s.admission.bytesInFlight) }
     }
 
-    private static func take(_ tickets: [DecodeAdmission.Ticket], from s: inout State) -> [CheckedContinuation<Bool, Never>] {
-        tickets.compactMap { s.continuations.removeValue(forKey: $0) }
+    /// Applies `change` under the lock, then wakes (outside it) the waiters it admitted.
+    private func wake(_ change: (inout State) -> [DecodeAdmission.Ticket]) {
+        let woken = state.withLock { s in change(&s).compactMap { s.continuations.removeValue(forKey: $0) } }
+        for continuation in woken { continuation.resume(returning: true) }
     }
 }

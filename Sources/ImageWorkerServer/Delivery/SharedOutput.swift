@@ -68,29 +68,7 @@ final class SharedOutput: Sendable {
 
     /// Writes `payload` to a new file (waiting while the limits are reached); its path.
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
-        let size = payload.count
-        var name: String?
-        var folder: Folder?
-        while name == nil {
-            let attempt = state.withLock { s -> Result<(String, Folder)?, DeliveryFailure> in
-                guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
-                let folder: Folder
-                do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
-                if !fits(size, s) { reap(&s, folder) }
-                guard fits(size, s) else { return .success(nil) }
-                s.next += 1
-                let name = "\(s.next).\(fileExtension)"
-                s.outstanding.append((name, size))
-                s.bytes += size
-                return .success((name, folder))
-            }
-            if let reserved = try attempt.get() {
-                (name, folder) = (reserved.0, reserved.1)
-            } else {
-                do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
-            }
-        }
-        guard let name, let folder else { throw .output("no shared-memory file", path: nil) }
+        let (name, folder) = try await reserve(payload.count, fileExtension: fileExtension)
         let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         var ok = fd >= 0
         let reason: String
@@ -103,10 +81,31 @@ final class SharedOutput: Sendable {
         }
         guard ok else {
             unlinkat(folder.fd, name, 0)
-            forget(name)
+            state.withLock { s in _ = Self.forget(name, in: &s) }
             throw .output("cannot write to shared memory (\(folder.path)): \(reason)", path: nil)
         }
         return folder.path + "/" + name
+    }
+
+    /// A new file's name, counted against the limits: waits (polling what the client took) while
+    /// they are reached.
+    private func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> (String, Folder) {
+        while true {
+            let attempt = state.withLock { s -> Result<(String, Folder)?, DeliveryFailure> in
+                guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
+                let folder: Folder
+                do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
+                if !fits(size, s) { reap(&s, folder) }
+                guard fits(size, s) else { return .success(nil) }
+                s.next += 1
+                let name = "\(s.next).\(fileExtension)"
+                s.outstanding.append((name, size))
+                s.bytes += size
+                return .success((name, folder))
+            }
+            if let reserved = try attempt.get() { return reserved }
+            do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
+        }
     }
 
     /// Removes a file this worker wrote whose event was never sent (its token ended first).
@@ -114,10 +113,8 @@ final class SharedOutput: Sendable {
         state.withLock { s in
             guard let folder = s.folder, path.hasPrefix(folder.path + "/") else { return }
             let name = String(path.dropFirst(folder.path.count + 1))
-            guard let index = s.outstanding.firstIndex(where: { $0.name == name }) else { return }
+            guard Self.forget(name, in: &s) else { return }
             unlinkat(folder.fd, name, 0)
-            s.bytes -= s.outstanding[index].bytes
-            s.outstanding.remove(at: index)
         }
     }
 
@@ -164,13 +161,12 @@ final class SharedOutput: Sendable {
         }
     }
 
-    private func forget(_ name: String) {
-        state.withLock { s in
-            if let index = s.outstanding.firstIndex(where: { $0.name == name }) {
-                s.bytes -= s.outstanding[index].bytes
-                s.outstanding.remove(at: index)
-            }
-        }
+    /// Takes `name` off the files not yet taken; whether it was one.
+    private static func forget(_ name: String, in s: inout State) -> Bool {
+        guard let index = s.outstanding.firstIndex(where: { $0.name == name }) else { return false }
+        s.bytes -= s.outstanding[index].bytes
+        s.outstanding.remove(at: index)
+        return true
     }
 
     private func openFolder(_ s: inout State) throws(DeliveryFailure) -> Folder {

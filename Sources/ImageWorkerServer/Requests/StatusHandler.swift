@@ -12,6 +12,7 @@ extension WorkerServer {
         let limit = Int(try p.integer("limit", in: 0...100_000) ?? Int64(Self.defaultStatusLimit))
         let after = try p.token("after")
         let s = await downloader.status()
+        let (stage, pending) = (slots.counts, shared.pending)
         // Live tokens are sorted by token: a page is the `limit` after the cursor.
         var page = s.liveTokens[...]
         if let after { page = page.drop { !(after.description < $0.token.description) } }
@@ -34,10 +35,9 @@ extension WorkerServer {
             "cancelled": JSONValue(s.cancelled),
             "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches), "delivering": JSONValue(s.deliveringFetches)],
             "decodeStage": [
-                "running": JSONValue(slots.counts.running), "waiting": JSONValue(slots.counts.waiting),
-                "bitmapBytes": JSONValue(slots.counts.bytesInFlight),
+                "running": JSONValue(stage.running), "waiting": JSONValue(stage.waiting), "bitmapBytes": JSONValue(stage.bytesInFlight),
             ],
-            "shared": ["files": JSONValue(shared.pending.files), "bytes": JSONValue(shared.pending.bytes)],
+            "shared": ["files": JSONValue(pending.files), "bytes": JSONValue(pending.bytes)],
             "blockedURLs": JSONValue(s.blockedURLs),
             "decodes": JSONValue(decodesStarted),
             "totals": [
