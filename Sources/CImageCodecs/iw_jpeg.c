@@ -455,10 +455,14 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         if (!d->multi) {
             if (read_rows(d) > 0) events |= IW_PIXELS;
             if (c->output_scanline == c->output_height) {
-                /* A file that ends right after its last row, without EOI, is taken whole. */
-                if (jpeg_finish_decompress(c) || d->last) {
+                /* Complete at its EOI marker. Without it the file is truncated, as for the whole
+                 * decoders (TurboJPEG's "Premature end"), even when every row happened to decode. */
+                if (jpeg_finish_decompress(c)) {
                     d->stage = STAGE_COMPLETE;
                     events |= IW_COMPLETE;
+                } else if (d->last) {
+                    fail(d, IW_ERR_TRUNCATED, "the JPEG data ends before its end-of-image marker");
+                    return events ? events : IW_FAILED;
                 }
             }
         } else {
