@@ -125,6 +125,52 @@ import Testing
         #expect(kinds(items + byByte.finish()) == expected)
     }
 
+    /// A wrong Content-Length costs at most its own message: too long, the body runs into the next
+    /// header block, which is read again; too short, the body's tail and the next header are read
+    /// as one block, and the header is found inside it. Whole, and a byte at a time.
+    @Test(arguments: [24, 7, -5, -30])
+    func aWrongContentLengthLosesNoOtherMessage(_ error: Int) {
+        let bodies = [#"{"jsonrpc":"2.0","id":1,"method":"status"}"#, #"{"jsonrpc":"2.0","id":2,"method":"status"}"#, "[3]"]
+        var wire = ""
+        for (i, body) in bodies.enumerated() {
+            wire += "Content-Length: \(body.utf8.count + (i == 0 ? error : 0))\r\n\r\n" + body
+        }
+        func messages(_ items: [InputFramer.Item]) -> [String] {
+            items.compactMap { if case .message(let m) = $0 { return String(decoding: m, as: UTF8.self) } else { return nil } }
+        }
+        func errors(_ items: [InputFramer.Item]) -> Int { items.filter { if case .badHeader = $0 { true } else { false } }.count }
+        var whole = InputFramer()
+        let items = whole.append(Array(wire.utf8)) + whole.finish()
+        var byByte = InputFramer()
+        var bytewise: [InputFramer.Item] = []
+        for byte in Array(wire.utf8) { bytewise += byByte.append([byte]) }
+        bytewise += byByte.finish()
+        for got in [items, bytewise] {
+            let texts = messages(got)
+            #expect(Array(texts.suffix(2)) == Array(bodies.suffix(2)), "\(got)")
+            #expect(errors(got) >= 1, "\(got)")
+            if error > 0 { #expect(texts == bodies, "too long: the first message is read up to its end") }
+        }
+    }
+
+    /// A client that sends one message with too long a Content-Length and waits for its answer is
+    /// answered: a complete object can only be followed by blanks.
+    @Test func aTooLongContentLengthIsAnsweredWithoutWaitingForBytesThatNeverCome() {
+        var framer = InputFramer()
+        let body = #"{"jsonrpc":"2.0","id":1,"method":"status"}"#
+        let items = framer.append(Array("Content-Length: \(body.utf8.count + 24)\r\n\r\n\(body)".utf8))
+        #expect(items.count == 2)
+        if case .badHeader(let reason) = items.first { #expect(reason.contains("longer than its message")) } else { Issue.record("\(items)") }
+        #expect(items.last == .message(Array(body.utf8)))
+        // A body that is not yet whole keeps waiting; one that says Content-Length inside a string is kept whole.
+        var partial = InputFramer()
+        #expect(partial.append(Array("Content-Length: 15\r\n\r\n{\"a\":[1]".utf8)) == [])
+        #expect(partial.append(Array(",\"b\":2}".utf8)) == [.message(Array(#"{"a":[1],"b":2}"#.utf8))])
+        let quoted = #"{"h":"x\r\nContent-Length: 3","y":1}"#
+        var inString = InputFramer()
+        #expect(inString.append(Array("Content-Length: \(quoted.utf8.count)\r\n\r\n\(quoted)".utf8)) == [.message(Array(quoted.utf8))])
+    }
+
     @Test func aMessageCutOffByTheEndOfInputIsReported() {
         var framer = InputFramer()
         #expect(framer.append(Array("Content-Length: 2\r\n\r\n{}Content-Length: 10\r\n\r\n{\"a\"".utf8)) == [.message(Array("{}".utf8))])

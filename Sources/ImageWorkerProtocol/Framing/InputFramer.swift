@@ -155,10 +155,31 @@ public struct InputFramer: Sendable {
                 if bytesToSkip > 0 { return }
             }
             if let length = expectedBody {
-                guard buffer.count - start >= length else { return }
-                items.append(.message(Array(buffer[start..<start + length])))
-                start += length
+                guard buffer.count - start >= length else {
+                    if let end = completeValueEnd(start..<buffer.count) {
+                        // A complete object or array can only be followed by blanks, and none
+                        // came: the header declared too much. Answer now, not when bytes the
+                        // client may never send (it may wait for this answer) have come.
+                        items.append(.badHeader("Content-Length \(length) is longer than its message (\(end - start) bytes)"))
+                        items.append(.message(Array(buffer[start..<end])))
+                        start = end
+                        expectedBody = nil
+                        continue
+                    }
+                    return
+                }
+                let body = start..<start + length
                 expectedBody = nil
+                if let next = overrun(in: body) {
+                    // The declared length ran into the next message's header block: that block is
+                    // read again, so the message after a bad length is not lost.
+                    items.append(.badHeader("Content-Length \(length) runs into the next message's header"))
+                    items.append(.message(Array(buffer[start..<next])))
+                    start = next
+                    continue
+                }
+                items.append(.message(Array(buffer[body])))
+                start += length
                 continue
             }
             if resynchronising {
@@ -177,6 +198,7 @@ public struct InputFramer: Sendable {
                 return
             }
             let headerText = String(decoding: buffer[start..<headerEnd], as: UTF8.self)
+            let blockStart = start
             start = bodyStart
             var length: Int?
             for line in headerText.split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }) {
@@ -190,6 +212,9 @@ public struct InputFramer: Sendable {
                 // What follows may be this block's body, of unknown length: skip to the next
                 // header block rather than read the body as one.
                 items.append(.badHeader("missing or invalid Content-Length header"))
+                // The block may be the tail of a body whose length was declared too short, with
+                // the next message's header at its end: look for it from inside the block.
+                start = blockStart + 1
                 resynchronising = true
                 continue
             }
@@ -222,6 +247,56 @@ public struct InputFramer: Sendable {
         }
         start = max(start, buffer.count - (needle.count - 1))
         return false
+    }
+
+    /// When `body` does not end as a JSON object or array does but begins with one that is
+    /// complete and valid, where that one ends: the declared length took in bytes of what
+    /// follows (the next header block), which are read again. A body that ends with `}` or `]`
+    /// is taken as it is, without a scan.
+    private func overrun(in body: Range<Int>) -> Int? {
+        var last = body.upperBound
+        while last > body.lowerBound, isBlank(buffer[last - 1]) { last -= 1 }
+        guard last > body.lowerBound, buffer[last - 1] != UInt8(ascii: "}"), buffer[last - 1] != UInt8(ascii: "]"),
+            let end = firstValueEnd(body), end < last, (try? JSONParser.parse(buffer[body.lowerBound..<end])) != nil
+        else { return nil }
+        return end
+    }
+
+    /// The end of the object or array that `range` starts with (brackets matched outside strings),
+    /// or nil when it does not start with one or does not close it.
+    private func firstValueEnd(_ range: Range<Int>) -> Int? {
+        guard let first = range.first, buffer[first] == UInt8(ascii: "{") || buffer[first] == UInt8(ascii: "[") else { return nil }
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for i in range {
+            let byte = buffer[i]
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                if depth == 0 { return i + 1 }
+            default: break
+            }
+        }
+        return nil
+    }
+
+    /// The end of the complete JSON object or array that `range` holds, when its last non-blank
+    /// byte closes one and it parses.
+    private func completeValueEnd(_ range: Range<Int>) -> Int? {
+        var end = range.upperBound
+        while end > range.lowerBound, isBlank(buffer[end - 1]) { end -= 1 }
+        guard end > range.lowerBound, buffer[end - 1] == UInt8(ascii: "}") || buffer[end - 1] == UInt8(ascii: "]"),
+            buffer[range.lowerBound] == UInt8(ascii: "{") || buffer[range.lowerBound] == UInt8(ascii: "["),
+            (try? JSONParser.parse(buffer[range.lowerBound..<end])) != nil
+        else { return nil }
+        return end
     }
 
     private func asciiLowercased(_ byte: UInt8) -> UInt8 {
