@@ -186,7 +186,7 @@ struct Get: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return RedactingLogHandler(handler)
         }
         BitmapMemory.retainFreedMemory()
         var entries: [GetEntry] = []

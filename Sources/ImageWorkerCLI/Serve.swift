@@ -77,7 +77,7 @@ struct Serve: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return RedactingLogHandler(handler)
         }
         let logger = Logger(label: "image-worker")
         BitmapMemory.retainFreedMemory()

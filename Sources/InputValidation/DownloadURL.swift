@@ -38,7 +38,7 @@ public struct DownloadURL: Sendable, Equatable {
     /// `file` URLs pass (the `FileURLPolicy` decides about them); `fileURLsEnabled` only says
     /// whether an unsupported scheme's message lists them.
     public static func parse(_ string: String, fileURLsEnabled: Bool) throws(Invalid) -> DownloadURL {
-        let trimmed = hasEdgeSpace(string) ? string.trimmingCharacters(in: .whitespaces) : string
+        let trimmed = whatwgSeparators(hasEdgeSpace(string) ? string.trimmingCharacters(in: .whitespaces) : string)
         guard !trimmed.isEmpty else { throw Invalid(reason: "the URL is empty") }
         guard let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased() else {
             throw Invalid(reason: "cannot parse \"\(redacted(string))\"")
@@ -70,12 +70,66 @@ public struct DownloadURL: Sendable, Equatable {
         return DownloadURL(url: stripped, userInfo: userInfo)
     }
 
+    /// For `http` and `https` (the URL standard's special schemes), what the standard reads the
+    /// way RFC 3986 does not: a backslash before the query is a slash (`http://h:1\@evil/` names
+    /// host `h`, as a browser or an allow-list in front of the worker reads it, not `evil`), and
+    /// tabs and line breaks are removed. Other schemes, and a relative reference (a redirect's
+    /// `Location`, `base` its URL's scheme), are returned as they are unless `base` is special.
+    public static func whatwgSeparators(_ string: String, base: String? = nil) -> String {
+        let scheme: Substring
+        if let colon = string.firstIndex(of: ":"), string[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+            !string[..<colon].isEmpty
+        {
+            scheme = string[..<colon]
+        } else {
+            scheme = Substring(base ?? "")
+        }
+        guard ["http", "https"].contains(scheme.lowercased()) else { return string }
+        guard string.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return string }
+        var out = ""
+        var inQuery = false
+        for character in string.unicodeScalars {
+            switch character {
+            case "\t", "\n", "\r": continue
+            case "?", "#": inQuery = true
+            case "\\" where !inQuery:
+                out.unicodeScalars.append("/")
+                continue
+            default: break
+            }
+            out.unicodeScalars.append(character)
+        }
+        return out
+    }
+
+    /// `text` (a log line, a header dump) with the user information of every `scheme://` URL in it
+    /// removed: what a library logs about a redirect's `Location` must not carry its password.
+    public static func redactedText(_ text: String) -> String {
+        guard text.contains("@"), text.contains("://") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let schemeEnd = rest.range(of: "://") {
+            out += rest[..<schemeEnd.upperBound]
+            let after = rest[schemeEnd.upperBound...]
+            // Where the authority ends: characters a URL cannot hold unencoded (a password may hold
+            // `,;()'` and the other sub-delimiters).
+            let authorityEnd = after.firstIndex { "/?#\\ \t\n\r\"<>`{}|^".contains($0) } ?? after.endIndex
+            if let at = after[..<authorityEnd].lastIndex(of: "@") {
+                rest = after[after.index(after: at)...]
+            } else {
+                rest = after
+            }
+        }
+        return out + rest
+    }
+
     /// `string` with any user information in its authority removed, and nothing else changed.
     public static func redacted(_ string: String) -> String {
         guard let schemeEnd = string.range(of: "://") else { return string }
         let authorityStart = schemeEnd.upperBound
         let rest = string[authorityStart...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? string.endIndex
+        // A backslash ends it too: http URLs read it as a slash (see `whatwgSeparators`).
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0 == "\\" } ?? string.endIndex
         guard let at = string[authorityStart..<authorityEnd].lastIndex(of: "@") else { return string }
         return String(string[..<authorityStart]) + String(string[string.index(after: at)...])
     }

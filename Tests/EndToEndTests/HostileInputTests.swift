@@ -311,6 +311,51 @@ import TestSupport
         #expect(worker.events("a").first?["params"]?["url"] == .string(server.url("/auth/testorig.jpg")))
     }
 
+    /// At `trace`, AsyncHTTPClient logs each response head: a redirect's `Location` with a
+    /// password in it, and `Set-Cookie` values. Neither reaches stderr.
+    @Test func traceLogsCarryNoPasswordOfARedirectTargetAndNoCookie() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("t.jpg", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg"))))
+        let worker = try WorkerProcess(arguments: ["--log-level", "trace"])
+        let target = server.url("/set-cookie/t.jpg").replacingOccurrences(of: "http://", with: "http://alice:S3cretPW@")
+        let location = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        worker.request(1, "download", ["url": .string(server.url("/redirect-to?url=\(location)")), "token": "r"])
+        #expect(try await worker.completion("r")["params"]?["outcome"] == "success")
+        worker.closeStdin()
+        _ = try await worker.waitForExit()
+        #expect(worker.stderr.contains("Location"), "AsyncHTTPClient's trace lines are there")
+        #expect(!worker.stderr.contains("S3cretPW"), "the redirect target's password")
+        #expect(!worker.stderr.contains("session=abc"), "the cookie's value")
+    }
+
+    /// `http://a:b@127.0.0.1:P\@evil/` names 127.0.0.1 for a browser (the URL standard reads `\`
+    /// as `/` in http URLs), and for the worker: an allow-list in front of it sees the same host.
+    @Test func aBackslashInTheAuthorityIsASlashAsInTheURLStandard() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("w.jpg", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg"))))
+        let worker = try WorkerProcess()
+        let base = server.url("")
+        let authority = base.replacingOccurrences(of: "http://", with: "http://user:pass@")
+        worker.request(1, "download", ["url": .string(authority + "\\@evil.invalid/"), "token": "at"])
+        let at = try await worker.completion("at")
+        // Reached the loopback server (which has no file there), not evil.invalid.
+        #expect(at["params"]?["error"]?["data"]?["statusCode"] == 404, "\(at)")
+        #expect(at["params"]?["url"] == .string(base + "\\@evil.invalid/"), "the URL as sent, without its password")
+        worker.request(2, "download", ["url": .string(base + "\\files\\w.jpg"), "token": "path"])
+        let path = try await worker.completion("path")
+        #expect(path["params"]?["outcome"] == "success", "\(path)")
+        #expect(path["params"]?["finalUrl"] == .string(base + "/files/w.jpg"))
+        // A redirect to `\\host/...` is scheme-relative, as a browser follows it.
+        let away = "\\\\" + base.dropFirst("http://".count) + "/files/w.jpg"
+        worker.request(3, "download", [
+            "url": .string(server.url("/redirect-to?url=\(away.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")), "token": "redirect",
+        ])
+        let redirected = try await worker.completion("redirect")
+        #expect(redirected["params"]?["finalUrl"] == .string(base + "/files/w.jpg"), "\(redirected)")
+    }
+
     // MARK: Wrong results
 
     @Test func aFileDeliveredIntoADirectoryIsNamedForItsBytesNotTheServer() async throws {

@@ -41,6 +41,28 @@ import Testing
         }
     }
 
+    @Test func backslashesAreSlashesInHTTPURLsAsInTheURLStandard() throws {
+        let parsed = try DownloadURL.parse("http://a:b@127.0.0.1:81\\@evil/x", fileURLsEnabled: false)
+        #expect(parsed.url.host == "127.0.0.1")
+        #expect(parsed.url.port == 81)
+        #expect(parsed.url.path == "/@evil/x")
+        #expect(parsed.userInfo == DownloadURL.UserInfo(user: "a", password: "b"))
+        let slashes = try DownloadURL.parse("https:\\\\h\\a\\b?q=\\#\\", fileURLsEnabled: false).url
+        #expect(slashes.host == "h")
+        #expect(slashes.path == "/a/b")
+        #expect(DownloadURL.redacted("http://u:p@h\\@evil/") == "http://h\\@evil/")
+        #expect(try DownloadURL.parse("http://h/a\tb\nc", fileURLsEnabled: false).url.absoluteString == "http://h/abc")
+        #expect(DownloadURL.whatwgSeparators("\\\\h\\x", base: "http") == "//h/x")
+        #expect(DownloadURL.whatwgSeparators("x\\y", base: "ftp") == "x\\y")
+        #expect(DownloadURL.whatwgSeparators("file:///a\\b") == "file:///a\\b")
+    }
+
+    @Test func redactionInFreeTextRemovesEveryURLsUserInformation() {
+        let line = #"head: [("Location", "http://alice:pw,x@h:1/p?u=a@b"), ("X", "https://bob@k")] ftp://c:d@e"#
+        #expect(DownloadURL.redactedText(line) == #"head: [("Location", "http://h:1/p?u=a@b"), ("X", "https://k")] ftp://e"#)
+        #expect(DownloadURL.redactedText("no url @ here") == "no url @ here")
+    }
+
     @Test func redactionRemovesUserInformationAndNothingElse() {
         #expect(DownloadURL.redacted("http://u:p@h/x@y?z=@") == "http://h/x@y?z=@")
         #expect(DownloadURL.redacted("https://a@b@h:1/") == "https://h:1/")

@@ -141,7 +141,7 @@ public struct HTTPLoader: ResourceLoader {
                 return
             }
             if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
-                guard let resolved = URL(string: location, relativeTo: url)?.absoluteURL,
+                guard let resolved = URL(string: DownloadURL.whatwgSeparators(location, base: url.scheme), relativeTo: url)?.absoluteURL,
                     let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
                 else {
                     throw DownloadFailure.network(.redirect, "redirect to an unusable location: \(DownloadURL.redacted(location))")
