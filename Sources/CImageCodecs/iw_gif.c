@@ -11,7 +11,8 @@
 
 static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 
-int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height) {
+int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height, uint32_t *frame_width_out,
+                  uint32_t *frame_height_out) {
     if (length < 6) return 1;
     if (memcmp(data, "GIF87a", 6) != 0 && memcmp(data, "GIF89a", 6) != 0) return IW_FAILED;
     if (length < 13) return 1;
@@ -28,6 +29,8 @@ int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t 
             if (frame_width == 0 || frame_height == 0) return IW_FAILED;
             *width = screen_width > left + frame_width ? screen_width : left + frame_width;
             *height = screen_height > top + frame_height ? screen_height : top + frame_height;
+            if (frame_width_out) *frame_width_out = frame_width;
+            if (frame_height_out) *frame_height_out = frame_height;
             return 0;
         } else if (block == 0x21) { /* extension: label, then sub-blocks up to an empty one */
             at += 2;

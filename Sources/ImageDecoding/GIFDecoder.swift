@@ -82,15 +82,31 @@ public final class GIFDecoder: IncrementalImageDecoder {
         }
         var width: UInt32 = 0
         var height: UInt32 = 0
-        let status = data.withUnsafeBufferPointer { iw_gif_canvas($0.baseAddress, $0.count, &width, &height) }
+        var frameWidth: UInt32 = 0
+        var frameHeight: UInt32 = 0
+        let status = data.withUnsafeBufferPointer { iw_gif_canvas($0.baseAddress, $0.count, &width, &height, &frameWidth, &frameHeight) }
         if status == 1 {
             guard complete else { return nil }
             throw .truncated("the data ends before the GIF's first image descriptor")
         }
         guard status == 0 else { throw .corrupt("not a GIF with an image: no image descriptor before the trailer, or one of 0 pixels") }
         try ImageDecoders.checkPixelLimit((Int(width), Int(height)), options)
+        let (canvas, frame) = (Int(width) * Int(height), Int(frameWidth) * Int(frameHeight))
+        if canvas > sparseCanvasFloor, canvas / sparseCanvasRatio > frame {
+            // Only the first frame is shown: the rest of such a canvas is transparent, bitmap memory
+            // a few bytes of header would make the worker allocate (a decompression bomb).
+            throw .limit(
+                "the GIF's canvas of \(width)x\(height) pixels is more than \(sparseCanvasRatio) times its first frame "
+                    + "(\(frameWidth)x\(frameHeight)): refused as a decompression bomb",
+                width: Int(width), height: Int(height))
+        }
         return (Int(width), Int(height))
     }
+
+    /// A canvas above this many pixels (2048 x 2048) may not exceed its first frame more than
+    /// `sparseCanvasRatio` times.
+    static let sparseCanvasFloor = 2048 * 2048
+    static let sparseCanvasRatio = 64
 
     static func error(_ found: iw_gif_result, width: Int, height: Int) -> DecodeError {
         DecodeError(

@@ -105,7 +105,7 @@ public enum ImageDecoders {
             // The canvas the first frame is shown on (the logical screen, enlarged to hold it).
             var w: UInt32 = 0
             var h: UInt32 = 0
-            let ok = data.withUnsafeBufferPointer { iw_gif_canvas($0.baseAddress, $0.count, &w, &h) } == 0
+            let ok = data.withUnsafeBufferPointer { iw_gif_canvas($0.baseAddress, $0.count, &w, &h, nil, nil) } == 0
             return ok ? (Int(w), Int(h)) : nil
         case .webp?:
             return ImageHeader.webp(data)

@@ -78,7 +78,7 @@ public final class WorkerServer: Sendable {
         let session = self.session
         let settings = LockedState(DecodeSettings())
         self.decodeSettings = settings
-        let progressive = ProgressiveDecodes(writer: writer, settings: settings)
+        let progressive = ProgressiveDecodes(writer: writer, settings: settings, slots: slots)
         self.progressive = progressive
         let shared = SharedOutput()
         self.shared = shared

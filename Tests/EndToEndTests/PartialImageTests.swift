@@ -207,6 +207,58 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// A progressive decode holds its bitmap for as long as its body arrives: it counts against
+    /// `decodeMemoryBytes`. With the budget taken by one, a second progressive fetch sends no
+    /// partial images and is decoded whole, under the budget, once its body is in.
+    @Test func progressiveDecodesCountAgainstTheDecodeMemoryBudget() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let png = try await offThePool { () throws -> [UInt8] in
+            let (w, h) = (700, 700)  // 1.9 MB of RGBA: more than the 1 MiB budget
+            var pixels = [UInt8](repeating: 0, count: w * h * 3)
+            for i in stride(from: 0, to: pixels.count, by: 3) { pixels[i] = UInt8(truncatingIfNeeded: i / 2100) }
+            return try ImageDecoders.encodePNG(DecodedImage(width: w, height: h, layout: .rgb, pixels: pixels, format: .png))
+        }
+        server.setFile("first.png", png)
+        server.setFile("second.png", png)
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["decodeMemoryBytes": 1_048_576])
+        _ = try await worker.response(1)
+        for name in ["first", "second"] {
+            worker.request(2, "download", [
+                "url": .string(server.url("/files/\(name).png?chunk=500&pauseAt=\(png.count / 2)&gate=\(name)")), "token": .string(name),
+                "progressive": true, "output": ["format": "rgba", "delivery": "none", "partialIntervalMs": 0],
+            ])
+        }
+        try await worker.waitFor("the first one's partial image") {
+            $0["method"] == .string(WorkerEvent.partialImage) && $0["params"]?["token"] == "first"
+        }
+        // Both bodies are held half-way: one progressive decode holds memory, the other declined.
+        var stage: JSONValue?
+        for attempt in 0..<100 {
+            worker.request(100 + attempt, "status", ["limit": 0])
+            stage = try await worker.response(100 + attempt)["result"]?["decodeStage"]
+            let received = worker.events("second").compactMap { $0["params"]?["receivedBytes"]?.integerValue }.max() ?? 0
+            if received >= png.count / 2 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(stage?["progressive"] == 1, "\(String(describing: stage))")
+        #expect((stage?["bitmapBytes"]?.integerValue ?? 0) >= 700 * 700 * 4)
+        server.openGate("first")
+        server.openGate("second")
+        for name in ["first", "second"] {
+            let completed = try await worker.completion(.string(name))
+            #expect(completed["params"]?["outcome"] == "success", "\(completed)")
+            #expect(completed["params"]?["width"] == 700)
+        }
+        #expect(worker.events("second").allSatisfy { $0["method"] != .string(WorkerEvent.partialImage) })
+        worker.request(3, "status", ["limit": 0])
+        let after = try await worker.response(3)["result"]?["decodeStage"]
+        #expect(after?["progressive"] == 0 && after?["bitmapBytes"] == 0, "\(String(describing: after))")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func progressiveNeedsADecodedFormat() async throws {
         let worker = try WorkerProcess()
         worker.request(1, "download", ["url": "http://127.0.0.1:9/x.jpg", "progressive": true])

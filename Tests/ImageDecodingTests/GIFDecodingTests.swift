@@ -137,6 +137,41 @@ import TestSupport
     }
 
     /// A first frame reaching beyond its screen enlarges the canvas (as browsers and Pillow do).
+    /// A logical screen of 10000 x 10000 (at the default pixel limit) around a 1 x 1 frame is 400 MB
+    /// of transparent canvas from a few dozen bytes: refused, whole and incrementally, before any
+    /// canvas is allocated. A large canvas its first frame fills, or a sparse one of modest size,
+    /// still decodes.
+    @Test func aCanvasFarLargerThanItsFirstFrameIsRefusedAsABomb() throws {
+        let bomb = GIFBuilder(screen: (10000, 10000), palette: [(1, 2, 3)]).frame(at: (0, 0), size: (1, 1), pixels: [0]).finished
+        #expect(bomb.count < 60)
+        func refused(_ error: DecodeError) -> Bool {
+            if case .limit(let message, let width, let height) = error {
+                return message.contains("more than 64 times its first frame") && (width, height) == (10000, 10000)
+            }
+            return false
+        }
+        #expect(throws: DecodeError.self) { try ImageDecoders.decode(bomb) }
+        do {
+            _ = try ImageDecoders.decode(bomb)
+        } catch {
+            #expect(refused(error), "\(error)")
+        }
+        let incremental = try ImageDecoders.makeIncremental(for: .gif, options: DecodeOptions())
+        do {
+            _ = try incremental.feed(Array(bomb.prefix(40)), isLast: false)
+            Issue.record("the canvas was accepted")
+        } catch {
+            #expect(refused(error), "\(error)")
+        }
+        // 2048 x 2048 around a 1 x 1 frame: at the floor, decoded (16 MB).
+        let modest = GIFBuilder(screen: (2048, 2048), palette: [(1, 2, 3)]).frame(at: (0, 0), size: (1, 1), pixels: [0]).finished
+        #expect(try ImageDecoders.decode(modest).width == 2048)
+        // 2100 x 2100 around a 300 x 300 frame: 49 times it, decoded.
+        let framed = GIFBuilder(screen: (2100, 2100), palette: [(1, 2, 3)])
+            .frame(at: (10, 10), size: (300, 300), pixels: [UInt8](repeating: 0, count: 90_000)).finished
+        #expect(try ImageDecoders.decode(framed).height == 2100)
+    }
+
     @Test func aFirstFrameBeyondItsScreenEnlargesTheCanvas() throws {
         let gif = GIFBuilder(screen: (1, 1), palette: [(10, 20, 30), (40, 50, 60)])
             .frame(at: (1, 0), size: (2, 2), pixels: [0, 1, 1, 0])
@@ -188,7 +223,12 @@ struct GIFBuilder {
             }
         }
         if bits > 0 { packed.append(UInt8(accumulator & 0xFF)) }
-        out.bytes += [2, UInt8(packed.count)] + packed + [0]
+        out.bytes += [2]
+        for start in stride(from: 0, to: packed.count, by: 255) {
+            let block = packed[start..<min(packed.count, start + 255)]
+            out.bytes += [UInt8(block.count)] + block
+        }
+        out.bytes += [0]
         return out
     }
 

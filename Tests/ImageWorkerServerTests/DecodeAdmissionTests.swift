@@ -60,6 +60,21 @@ import Testing
         #expect(a.release(4) == [5])
     }
 
+    @Test func progressiveDecodesHoldBudgetWithoutASlotAndNeverJumpTheQueue() {
+        var a = DecodeAdmission(limit: 1, budget: 100)
+        #expect(a.reserve(10, cost: 500) == true, "alone, larger than the budget: held")
+        #expect(a.reserve(11, cost: 1) == false, "nothing joins an oversized one")
+        #expect(a.request(waiter(1, cost: 10)) == false, "a whole decode waits for the memory too")
+        #expect(a.release(10) == [1])
+        #expect(a.reserve(12, cost: 80) == true, "held beside a running decode: no slot taken")
+        #expect(a.bytesInFlight == 90)
+        #expect(a.request(waiter(2, cost: 30)) == false)
+        #expect(a.reserve(13, cost: 1) == false, "not ahead of a waiter")
+        #expect(a.release(1) == [], "the held 80 and 30 are over the budget")
+        #expect(a.release(12) == [2])
+        #expect(a.held.isEmpty && a.bytesInFlight == 30)
+    }
+
     @Test func aCancelledWaiterLeavesAndThoseBehindMayRun() {
         var a = DecodeAdmission(limit: 2, budget: 100)
         #expect(a.request(waiter(1, cost: 50)) == true)

@@ -20,8 +20,10 @@ typedef struct {
 /* The canvas a GIF's first frame is shown on: its logical screen, enlarged to hold the first frame
  * where that frame reaches beyond it (as browsers and Pillow do), read by walking the blocks up to
  * the first image descriptor without decoding. 0, 1 when more bytes are needed, or IW_FAILED
- * (not a GIF, a zero-sized first frame, or no image before the trailer). */
-int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height);
+ * (not a GIF, a zero-sized first frame, or no image before the trailer). The first frame's own
+ * size goes to frame_width and frame_height when they are not NULL. */
+int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height, uint32_t *frame_width,
+                  uint32_t *frame_height);
 
 /* Decodes a GIF's first frame with giflib into `canvas` (RGBA, canvas_width x canvas_height from
  * iw_gif_canvas, zeroed by the caller: what the frame does not paint stays transparent),

@@ -8,6 +8,10 @@ import ImageDownloader
 /// then in arrival order, strictly from the head: a large image waiting for the budget is not
 /// overtaken by smaller ones behind it, so it cannot starve. One decode larger than the whole
 /// budget runs when nothing else does.
+///
+/// A progressive decode (fed while its body arrives, for as long as the download lasts) holds
+/// memory without a slot: `reserve` takes its bytes from the same budget at once or not at all
+/// (never ahead of a waiter), and the caller then decodes the image whole, as a waiter, instead.
 struct DecodeAdmission: Sendable {
     typealias Ticket = UInt64
 
@@ -21,6 +25,8 @@ struct DecodeAdmission: Sendable {
     private(set) var limit: Int
     private(set) var budget: Int
     private(set) var running: [Ticket: Int] = [:]
+    /// Memory held by progressive decodes (`reserve`), counted in `bytesInFlight`.
+    private(set) var held: [Ticket: Int] = [:]
     private(set) var bytesInFlight = 0
     /// In service order: highest priority first, then first come.
     private(set) var waiting: [Waiter] = []
@@ -40,9 +46,19 @@ struct DecodeAdmission: Sendable {
         return false
     }
 
-    /// A running decode is over (or gave its place back early): the waiters it lets in.
+    /// A progressive decode asks for `cost` bytes of the budget, now: true when nobody waits and
+    /// they fit (or nothing at all runs or is held), and they are then held until `release`.
+    mutating func reserve(_ ticket: Ticket, cost: Int) -> Bool {
+        guard waiting.isEmpty, (running.isEmpty && held.isEmpty) || bytesInFlight + cost <= budget else { return false }
+        held[ticket] = cost
+        bytesInFlight += cost
+        return true
+    }
+
+    /// A running decode is over (or gave its place back early), or a progressive decode gave its
+    /// memory back: the waiters it lets in.
     mutating func release(_ ticket: Ticket) -> [Ticket] {
-        guard let cost = running.removeValue(forKey: ticket) else { return [] }
+        guard let cost = running.removeValue(forKey: ticket) ?? held.removeValue(forKey: ticket) else { return [] }
         bytesInFlight -= cost
         return admitFromHead()
     }
@@ -73,7 +89,7 @@ struct DecodeAdmission: Sendable {
     }
 
     private func fits(_ cost: Int) -> Bool {
-        running.count < limit && (running.isEmpty || bytesInFlight + cost <= budget)
+        running.count < limit && ((running.isEmpty && held.isEmpty) || bytesInFlight + cost <= budget)
     }
 
     private mutating func admit(_ waiter: Waiter) {

@@ -67,6 +67,15 @@ final class DecodeSlots: Sendable {
         wake { $0.admission.release(slot.ticket) }
     }
 
+    /// Memory of the budget for a progressive decode, without waiting: nil when it is taken (the
+    /// image is then decoded whole, through `acquire`). Give it back with `release`.
+    func reserve(cost: Int) -> Slot? {
+        state.withLock { s -> Slot? in
+            s.nextTicket += 1
+            return s.admission.reserve(s.nextTicket, cost: max(0, cost)) ? Slot(ticket: s.nextTicket) : nil
+        }
+    }
+
     /// A token's priority changed (`setPriority`): its waiting decodes move with it.
     func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {
         wake { $0.admission.setPriority(token, priority) }
@@ -78,8 +87,8 @@ final class DecodeSlots: Sendable {
     }
 
     /// Decodes running and waiting now (for `status`).
-    var counts: (running: Int, waiting: Int, bytesInFlight: Int) {
-        state.withLock { s in (s.admission.running.count, s.admission.waiting.count, s.admission.bytesInFlight) }
+    var counts: (running: Int, waiting: Int, bytesInFlight: Int, progressive: Int) {
+        state.withLock { s in (s.admission.running.count, s.admission.waiting.count, s.admission.bytesInFlight, s.admission.held.count) }
     }
 
     /// Applies `change` under the lock, then wakes (outside it) the waiters it admitted.

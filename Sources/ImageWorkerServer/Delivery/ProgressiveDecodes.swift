@@ -43,10 +43,13 @@ final class ProgressiveDecodes: Sendable {
     var openSessions: Int { sessions.withLock { $0.count } }
     private let writer: WireWriter
     private let settings: LockedState<DecodeSettings>
+    /// The delivery stage's memory budget, which a progressive decode's bitmap counts against.
+    fileprivate let slots: DecodeSlots
 
-    init(writer: WireWriter, settings: LockedState<DecodeSettings>) {
+    init(writer: WireWriter, settings: LockedState<DecodeSettings>, slots: DecodeSlots) {
         self.writer = writer
         self.settings = settings
+        self.slots = slots
     }
 
     /// A progressive download was accepted for `token`.
@@ -86,7 +89,7 @@ final class ProgressiveDecodes: Sendable {
             session.queue.async { session.end(owner: self) }
         case .abort(let fetchID):
             guard let session = sessions.withLock({ $0.removeValue(forKey: fetchID) }) else { return }
-            session.queue.async { session.abandon() }
+            session.queue.async { session.abandon(owner: self) }
         }
     }
 
@@ -102,7 +105,8 @@ final class ProgressiveDecodes: Sendable {
     /// Every token of the fetch has finished its delivery (its `DeliverySession` was released):
     /// the decoder and its frame go.
     func release(_ fetchID: Int) {
-        sessions.withLock { _ = $0.removeValue(forKey: fetchID) }
+        guard let session = sessions.withLock({ $0.removeValue(forKey: fetchID) }) else { return }
+        session.queue.async { session.giveMemoryBack(owner: self) }
     }
 
     /// The progressive tokens among `tokens` whose next partial image is due at `now` (their first,
@@ -293,6 +297,11 @@ final class ProgressiveDecodes: Sendable {
         private var settings = DecodeSettings()
         private var tokens: [DownloadToken] = []
         private(set) var result: Result<Frame, DecodeError>?
+        /// The memory of the decode budget the decoder's bitmap holds.
+        private var memory: DecodeSlots.Slot?
+        /// The budget was taken when the decoder would have started: no partial images; the
+        /// image is decoded whole, under the budget, when its body is in (`result` stays nil).
+        private var declined = false
         /// How far to look for an image's size (a JPEG's frame header may follow large metadata, a
         /// GIF's first image descriptor long extensions) before decoding at full size without it.
         static let headerSearchLimit = 1 << 20
@@ -303,7 +312,7 @@ final class ProgressiveDecodes: Sendable {
         }
 
         func feed(offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken], settings: DecodeSettings, owner: ProgressiveDecodes) {
-            guard result == nil else { return }
+            guard result == nil, !declined else { return }
             // A late joiner's catch-up overlaps what was fed: skip what is already in.
             var chunk = Array(bytes.readableBytesView)
             if offset < received {
@@ -362,8 +371,13 @@ final class ProgressiveDecodes: Sendable {
                     try ImageDecoders.checkPixelLimit((width, height), options)
                     let plan = owner.decodePlan(for: tokens, source: (width, height))
                     options.layout = plan.layout
+                    // A GIF is decoded onto its whole canvas, whatever the target.
+                    let held = format == .gif ? (width, height) : plan.target
+                    guard reserve(held.0.multipliedReportingOverflow(by: held.1).partialValue &* 4, owner: owner) else { return nil }
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
                 } else {
+                    // No size within the header search: as a whole decode of such a body is counted.
+                    guard reserve(pending.count &* 16, owner: owner) else { return nil }
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options)
                 }
                 return decoder
@@ -373,14 +387,34 @@ final class ProgressiveDecodes: Sendable {
             }
         }
 
+        /// Takes the decoder's memory from the budget; when it is taken, declines (and forgets
+        /// the bytes kept so far: the whole decode reads the body).
+        private func reserve(_ cost: Int, owner: ProgressiveDecodes) -> Bool {
+            if let memory = owner.slots.reserve(cost: cost) {
+                self.memory = memory
+                return true
+            }
+            declined = true
+            pending = []
+            return false
+        }
+
+        /// The decode is over (its frame, if any, is the delivery's now, counted by its slot), or
+        /// the fetch is gone: its memory goes back to the budget.
+        func giveMemoryBack(owner: ProgressiveDecodes) {
+            if let memory { owner.slots.release(memory) }
+            memory = nil
+        }
+
         func end(owner: ProgressiveDecodes) {
-            guard result == nil else { return }
+            defer { giveMemoryBack(owner: owner) }
+            guard result == nil, !declined else { return }
             let active: any IncrementalImageDecoder
             if let decoder {
                 active = decoder
             } else {
                 guard !pending.isEmpty, let started = start(source: ImageDecoders.probeSize(pending), owner: owner) else {
-                    if result == nil { result = .failure(.corrupt("no image data")) }
+                    if result == nil, !declined { result = .failure(.corrupt("no image data")) }
                     return
                 }
                 active = started
@@ -402,9 +436,10 @@ final class ProgressiveDecodes: Sendable {
             decoder = nil  // the pixels live on in `result`
         }
 
-        func abandon() {
+        func abandon(owner: ProgressiveDecodes) {
             decoder = nil
             result = .failure(.corrupt("abandoned"))
+            giveMemoryBack(owner: owner)
         }
 
     }

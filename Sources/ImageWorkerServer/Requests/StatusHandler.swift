@@ -36,6 +36,7 @@ extension WorkerServer {
             "fetches": ["queued": JSONValue(s.queuedFetches), "running": JSONValue(s.runningFetches), "delivering": JSONValue(s.deliveringFetches)],
             "decodeStage": [
                 "running": JSONValue(stage.running), "waiting": JSONValue(stage.waiting), "bitmapBytes": JSONValue(stage.bytesInFlight),
+                "progressive": JSONValue(stage.progressive),
             ],
             "shared": ["files": JSONValue(pending.files), "bytes": JSONValue(pending.bytes)],
             "blockedURLs": JSONValue(s.blockedURLs),
