@@ -83,10 +83,12 @@ public enum GetRunner {
             }
             if first { server.requestTermination() }
         }
-        let requests = entries.map { options.downloadRequest($0) }
+        // Each request made as the pipe takes it: past `maxLiveDownloads` the worker stops
+        // reading, and the list waits here as entries, not as JSON.
+        let pending = entries
         let feeder = Thread {
-            for request in requests {
-                var line = JSONWriter.encode(request)
+            for entry in pending {
+                var line = JSONWriter.encode(options.downloadRequest(entry))
                 line.append(UInt8(ascii: "\n"))
                 guard FileDescriptorOutput.writeAll(inputWrite, line) else { break }
             }

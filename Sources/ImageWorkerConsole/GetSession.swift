@@ -34,8 +34,37 @@ public struct GetSession: Sendable {
         /// Cancelled while it waited: it never started.
         public var cancelledWaiting = false
         public var outcome: Outcome?
-        /// Its `download/completed` event's `metrics`.
-        public var metrics: JSONValue?
+        /// Its `download/completed` event's timings (the few numbers the summary needs, not the
+        /// event's JSON: a run of a million URLs keeps one per URL).
+        public var timing: Timing?
+    }
+
+    /// What `timingSummary` takes of a download's `metrics`.
+    public struct Timing: Sendable, Equatable {
+        /// queued, connect, ttfb, transfer, decode, write (ms; NaN: the phase did not happen).
+        var phases: (Float, Float, Float, Float, Float, Float)
+        var attempts: Int32
+        var fromCache: Bool
+        var http2: Bool
+
+        static let keys = ["queuedMs", "connectMs", "ttfbMs", "transferMs", "decodeMs", "writeMs"]
+
+        init(_ metrics: JSONValue) {
+            func ms(_ key: String) -> Float { metrics[key]?.numberValue.map(Float.init) ?? .nan }
+            phases = (ms("queuedMs"), ms("connectMs"), ms("ttfbMs"), ms("transferMs"), ms("decodeMs"), ms("writeMs"))
+            attempts = Int32(clamping: metrics["attempts"]?.integerValue ?? 0)
+            fromCache = metrics["fromCache"]?.boolValue == true
+            http2 = metrics["httpVersion"]?.stringValue == "2"
+        }
+
+        func phase(_ i: Int) -> Float? {
+            let value = [phases.0, phases.1, phases.2, phases.3, phases.4, phases.5][i]
+            return value.isNaN ? nil : value
+        }
+
+        public static func == (a: Timing, b: Timing) -> Bool {
+            (0..<6).allSatisfy { a.phase($0) == b.phase($0) } && a.attempts == b.attempts && a.fromCache == b.fromCache && a.http2 == b.http2
+        }
     }
 
     /// What the caller should do after a message.
@@ -128,7 +157,7 @@ public struct GetSession: Sendable {
         case WorkerEvent.partialImage:
             items[i].partialImages = Int(params["sequence"]?.integerValue ?? Int64(items[i].partialImages + 1))
         case WorkerEvent.completed:
-            items[i].metrics = params["metrics"]
+            items[i].timing = params["metrics"].map(Timing.init)
             var outputs = end(i, Self.outcome(params))
             if let recordFormat {
                 let ms = now.flatMap { now in items[i].startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
@@ -200,27 +229,26 @@ public struct GetSession: Sendable {
     /// when no download has metrics.
     public func timingSummary() -> String? {
         // The downloads that reached the network or the cache (not those cancelled in the queue).
-        let all = items.compactMap(\.metrics).filter { ($0["attempts"]?.integerValue ?? 0) > 0 || $0["fromCache"]?.boolValue == true }
+        let all = items.compactMap(\.timing).filter { $0.attempts > 0 || $0.fromCache }
         guard !all.isEmpty else { return nil }
-        func median(_ key: String) -> (Double, Int)? {
-            let values = all.compactMap { $0[key]?.numberValue }.sorted()
+        func median(_ phase: Int) -> (Double, Int)? {
+            let values = all.compactMap { $0.phase(phase).map(Double.init) }.sorted()
             guard !values.isEmpty else { return nil }
             let mid = values.count / 2
             return (values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2, values.count)
         }
         var parts: [String] = []
-        for (key, label) in [("queuedMs", "queued"), ("connectMs", "connect"), ("ttfbMs", "ttfb"), ("transferMs", "transfer"),
-                             ("decodeMs", "decode"), ("writeMs", "write")] {
-            guard let (value, n) = median(key) else { continue }
-            let extra = key == "connectMs" ? " (\(n) new connection\(n == 1 ? "" : "s"))" : ""
+        for (phase, label) in ["queued", "connect", "ttfb", "transfer", "decode", "write"].enumerated() {
+            guard let (value, n) = median(phase) else { continue }
+            let extra = label == "connect" ? " (\(n) new connection\(n == 1 ? "" : "s"))" : ""
             parts.append("\(label) \(String(format: "%.1f", value)) ms\(extra)")
         }
         var tail: [String] = []
-        let cached = all.count { $0["fromCache"]?.boolValue == true }
+        let cached = all.count { $0.fromCache }
         if cached > 0 { tail.append("\(cached) from the cache") }
-        let h2 = all.count { $0["httpVersion"]?.stringValue == "2" }
+        let h2 = all.count { $0.http2 }
         if h2 > 0 { tail.append("\(h2) over HTTP/2") }
-        let retried = all.count { ($0["attempts"]?.integerValue ?? 0) > 1 }
+        let retried = all.count { $0.attempts > 1 }
         if retried > 0 { tail.append("\(retried) retried") }
         return "timings (median of \(all.count)): " + parts.joined(separator: ", ") + (tail.isEmpty ? "" : "; " + tail.joined(separator: ", "))
     }

@@ -37,6 +37,8 @@ public final class WorkerServer: Sendable {
     let decodeSettings: LockedState<DecodeSettings>
     let decodes = SharedDecodes()
     let slots = DecodeSlots()
+    /// Live downloads against `maxLiveDownloads`: the input loop waits for room.
+    let backlog = DownloadBacklog()
     /// `delivery: "shared"`: the worker's folder in /dev/shm.
     let shared: SharedOutput
     let progressive: ProgressiveDecodes
@@ -76,6 +78,8 @@ public final class WorkerServer: Sendable {
             self.httpClients = clients
         }
         let session = self.session
+        let backlog = self.backlog
+        backlog.setLimit(DecodeSettings().maxLiveDownloads, suspended: options.configuration.suspended)
         let settings = LockedState(DecodeSettings())
         self.decodeSettings = settings
         let progressive = ProgressiveDecodes(writer: writer, settings: settings, slots: slots)
@@ -102,6 +106,7 @@ public final class WorkerServer: Sendable {
                 }
                 // Atomically with the end of the token's partial images.
                 progressive.finish(token) { writer.send(message) }
+                backlog.ended()
                 session.withLock { s in
                     if let id = s.requestByToken.removeValue(forKey: token) { s.tokenByRequest[id] = nil }
                 }
@@ -198,6 +203,9 @@ public final class WorkerServer: Sendable {
                 writer.framing = framing
                 writer.send(RPCResponse.failure(id: .null, error: .parseError(reason)))
             }
+            if let plan = session.withLock({ $0.exitPlan }) { return await flush(plan) }
+            // Past `maxLiveDownloads`, the next message is read once a download has ended.
+            await backlog.waitForRoom()
             input.itemHandled()
             if let plan = session.withLock({ $0.exitPlan }) { return await flush(plan) }
         }

@@ -135,6 +135,43 @@ import TestSupport
         #expect(try await worker.waitForExit(timeout: .seconds(20)) == 0)
     }
 
+    /// Past `maxLiveDownloads` the worker reads no more input until a download ends: the caller
+    /// is held back by the pipe, not the worker's memory. Suspended, nothing would end: a download
+    /// past the limit is refused (-32001) and the `configure` that resumes is still read.
+    @Test func pastMaxLiveDownloadsTheInputWaitsAndASuspendedQueueRefuses() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("a.jpg", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg"))))
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["maxLiveDownloads": 2])
+        #expect(try await worker.response(1)["result"]?["configuration"]?["maxLiveDownloads"] == 2)
+        for i in 0..<3 {
+            worker.request(10 + i, "download", ["url": .string(server.url("/files/a.jpg?gate=held&n=\(i)")), "token": .int(Int64(i))])
+        }
+        worker.request(20, "status", ["limit": 0])
+        _ = try await worker.waitFor("the second download's start") { $0["method"] == "download/started" && $0["params"]?["token"] == 1 }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(worker.received.allSatisfy { $0["id"] != 12 && $0["id"] != 20 }, "nothing read past the second download")
+        server.openGate("held")
+        #expect(try await worker.response(12)["result"]?["token"] == 2)
+        #expect(try await worker.response(20)["result"]?["liveTokensTotal"] != nil)
+        for i in 0..<3 { #expect(try await worker.completion(.int(Int64(i)))["params"]?["outcome"] == "success") }
+
+        worker.request(30, "configure", ["suspended": true])
+        _ = try await worker.response(30)
+        for i in 0..<3 { worker.request(40 + i, "download", ["url": .string(server.url("/files/a.jpg?s=\(i)")), "token": .string("s\(i)")]) }
+        #expect(try await worker.response(41)["result"]?["token"] == "s1")
+        let refused = try await worker.response(42)
+        #expect(refused["error"]?["code"] == -32001, "\(refused)")
+        #expect(refused["error"]?["data"]?["maxLiveDownloads"] == 2)
+        worker.request(50, "configure", ["suspended": false])
+        _ = try await worker.response(50)
+        for i in 0..<2 { #expect(try await worker.completion(.string("s\(i)"))["params"]?["outcome"] == "success") }
+        #expect(worker.events("s2").isEmpty, "a refused download has no token and no event")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func aSlowReaderLosesNoResponseOrTerminalEventAndGetsCoalescedProgress() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

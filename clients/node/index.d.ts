@@ -421,6 +421,8 @@ export interface Settings {
   sharedMaxImages?: number;
   /** … and in bytes (default 256 MiB). */
   sharedMaxBytes?: number;
+  /** Downloads live at once (default 10,000): past it the worker reads no more requests until one ends (writes to it wait); while suspended it refuses downloads (-32001). */
+  maxLiveDownloads?: number;
   /** The HTTP cache's size on disk (`--cache-dir`), least recently used entries removed past it (default 1 GiB). */
   cacheMaxBytes?: number;
   /**

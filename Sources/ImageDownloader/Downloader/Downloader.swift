@@ -46,7 +46,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     final class Fetch {
         var machine: FetchOperation
         let key: FetchKey
-        let request: LoadRequest
+        /// The URL and headers as the request gave them (the key holds them compared, not sent).
+        let url: URL
+        let headers: [(String, String)]
         let isFile: Bool
         /// The request's own idle timeout (else the configuration's, read when it applies).
         let timeoutMs: Int64?
@@ -65,9 +67,19 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         var resume: ResumePoint?
         var metrics = FetchMetrics()
 
-        init(machine: FetchOperation, key: FetchKey, request: LoadRequest, isFile: Bool, timeoutMs: Int64?, streamsBody: Bool) {
-            (self.machine, self.key, self.request, self.isFile, self.timeoutMs, self.streamsBody) =
-                (machine, key, request, isFile, timeoutMs, streamsBody)
+        init(machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
+            (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs, self.streamsBody) =
+                (machine, key, url, headers, url.isFileURL, timeoutMs, streamsBody)
+        }
+
+        /// What the loader is asked, made when an attempt starts (a queued fetch holds no copy):
+        /// timeouts, redirects, proxies and resume are the attempt's to set.
+        var request: LoadRequest {
+            var request = LoadRequest(
+                url: url, headers: headers, credentials: key.credentials, allowInvalidCertificates: key.allowInvalidCertificates,
+                handleCookies: key.handleCookies, maxRedirects: 0, timeoutMs: 0)
+            request.cachePolicy = key.cachePolicy
+            return request
         }
     }
 
@@ -187,14 +199,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         }
         let id = nextFetchID
         nextFetchID += 1
-        var loadRequest = LoadRequest(
-            url: url, headers: headers, credentials: credentials,
-            allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
-            maxRedirects: configuration.maxRedirects, timeoutMs: request.timeoutMs ?? configuration.timeoutMs)
-        loadRequest.cachePolicy = request.cachePolicy
         fetches[id] = Fetch(
-            machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, request: loadRequest,
-            isFile: url.isFileURL, timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
+            machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, url: url, headers: headers,
+            timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetchByKey[key] = id
         tokens.attach(token, to: id, processor: processor, now: clock())
         startFetches(queue.enqueue(id, priority: record.priority, host: Downloader.hostKey(url), now: clock()))

@@ -25,6 +25,9 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let invalidParamsCode = -32602
     public static let internalErrorCode = -32603
     public static let requestCancelledCode = -32800
+    /// The worker's own (JSON-RPC's server-error range): a `download` past `maxLiveDownloads`
+    /// while the queue is suspended.
+    public static let queueFullCode = -32001
 
     public static func parseError(_ detail: String? = nil) -> RPCError {
         RPCError(code: parseErrorCode, message: "Parse error", data: detail.map { ["reason": .string($0)] })

@@ -22,6 +22,10 @@ public struct DecodeSettings: Sendable, Equatable {
     public var sharedMaxImages = 64
     public var sharedMaxBytes = 256 << 20
 
+    /// Downloads live at once (queued, running or delivering): past it the worker reads no more
+    /// input until one ends (`DownloadBacklog`).
+    public var maxLiveDownloads = DownloadBacklog.defaultLimit
+
     /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): two per decode.
     var deliveringFetches: Int { max(4, 2 * decodeConcurrency) }
 

@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
+        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "maxLiveDownloads", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -25,6 +25,7 @@ enum ConfigurationParams {
         if let v = try p.integer("decodeMemoryBytes", in: (1 << 20)...(1 << 40)) { d.decodeMemoryBytes = Int(v) }
         if let v = try p.integer("sharedMaxImages", in: 1...1_000_000) { d.sharedMaxImages = Int(v) }
         if let v = try p.integer("sharedMaxBytes", in: (1 << 20)...(1 << 40)) { d.sharedMaxBytes = Int(v) }
+        if let v = try p.integer("maxLiveDownloads", in: 1...10_000_000) { d.maxLiveDownloads = Int(v) }
         c.maxDeliveringFetches = d.deliveringFetches
         if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
         if let v = try p.integer("maxConcurrentPerHost", in: 1...1024) { c.maxConcurrentPerHost = Int(v) }
@@ -99,6 +100,7 @@ enum ConfigurationParams {
             "decodeMemoryBytes": JSONValue(d.decodeMemoryBytes),
             "sharedMaxImages": JSONValue(d.sharedMaxImages),
             "sharedMaxBytes": JSONValue(d.sharedMaxBytes),
+            "maxLiveDownloads": JSONValue(d.maxLiveDownloads),
             "cacheMaxBytes": .int(c.cacheMaxBytes),
             // Shown without passwords.
             "httpProxy": c.proxies.httpProxy.map { .string($0.description) } ?? .null,

@@ -12,6 +12,7 @@ extension WorkerServer {
         decodeSettings.withLock { $0 = decoding }
         slots.setLimits(concurrency: decoding.decodeConcurrency, memoryBytes: decoding.decodeMemoryBytes)
         shared.setLimits(.init(maxImages: decoding.sharedMaxImages, maxBytes: decoding.sharedMaxBytes))
+        backlog.setLimit(decoding.maxLiveDownloads, suspended: configuration.suspended)
         if clear { await downloader.clearFailedURLs() }
         return RPCReply(["configuration": ConfigurationParams.json(configuration, decoding)])
     }

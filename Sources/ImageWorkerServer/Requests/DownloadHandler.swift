@@ -8,11 +8,22 @@ extension WorkerServer {
     func download(_ request: RPCRequest) async throws -> RPCReply {
         let params = try DownloadParams(request)
         let token = params.request.token
+        if backlog.refusesWhileSuspended {
+            let (live, limit) = backlog.counts
+            throw RPCError(
+                code: RPCError.queueFullCode, message: "Queue full",
+                data: [
+                    "reason": .string(
+                        "the queue is suspended with \(live) live downloads (maxLiveDownloads \(limit)): resume it (configure suspended: false) or raise maxLiveDownloads"),
+                    "maxLiveDownloads": JSONValue(limit),
+                ])
+        }
         do {
             try await downloader.reserve(token, url: params.request.url, priority: params.request.priority)
         } catch {
             throw RPCError.invalidParams("token \(token.json) is already in use by a live download")
         }
+        backlog.accepted()
         if let id = request.id {
             session.withLock { s in
                 s.tokenByRequest[id] = token

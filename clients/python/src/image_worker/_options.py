@@ -135,6 +135,9 @@ class Settings(TypedDict, total=False):
     shared_max_images: int
     #: … and in bytes (default 256 MiB)
     shared_max_bytes: int
+    #: downloads live at once (default 10,000): past it the worker reads no more requests until one
+    #: ends (writes to it wait); while suspended it refuses downloads (-32001)
+    max_live_downloads: int
     #: the HTTP cache's size on disk (``--cache-dir``); least recently used entries go past it (1 GiB)
     cache_max_bytes: int
     #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
@@ -223,6 +226,7 @@ SETTING_RULES: Dict[str, Rule] = {
     "decode_memory_bytes": Rule("decodeMemoryBytes", "int", 1 << 20, 1 << 40),
     "shared_max_images": Rule("sharedMaxImages", "int", 1, 1_000_000),
     "shared_max_bytes": Rule("sharedMaxBytes", "int", 1 << 20, 1 << 40),
+    "max_live_downloads": Rule("maxLiveDownloads", "int", 1, 10_000_000),
     "cache_max_bytes": Rule("cacheMaxBytes", "int", 0, 1 << 50),
     "proxy": Rule("proxy", "text"),
     "http_proxy": Rule("httpProxy", "text"),
