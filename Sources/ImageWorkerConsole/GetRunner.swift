@@ -26,22 +26,26 @@ public enum GetRunner {
         var doneBefore = 0
         if let path = options.manifest {
             do {
-                var kept: [JSONObject] = []
+                let writer = try ManifestWriter(path: path)
                 if options.resume, FileManager.default.fileExists(atPath: path) {
-                    let done = Manifest.done(try Manifest.read(path))
+                    // Read a line at a time; each done record is copied into the new manifest as
+                    // its input line is met, never held.
+                    let done = try ManifestIndex(path: path)
+                    defer { done.close() }
                     entries = []
                     for entry in options.entries {
-                        if let record = Manifest.take(done, url: entry.url, name: entry.name, index: entry.index) {
-                            kept.append(record)
+                        if let (_, line) = done.take(url: entry.url, name: entry.name, index: entry.index) {
+                            try writer.carry(line)
+                            doneBefore += 1
                         } else {
                             entries.append(entry)
                         }
                     }
                 }
-                manifest = try ManifestWriter(path: path, kept: kept)
-                doneBefore = kept.count
-                if !kept.isEmpty && !options.json {
-                    TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(kept.count) of \(options.entries.count) URLs already done (\(path))\n")
+                try writer.commit()
+                manifest = writer
+                if doneBefore > 0 && !options.json {
+                    TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(doneBefore) of \(options.entries.count) URLs already done (\(path))\n")
                 }
             } catch {
                 TerminalDisplay.write(STDERR_FILENO, "image-worker get: manifest \(path): \(error)\n")

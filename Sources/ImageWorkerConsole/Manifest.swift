@@ -51,46 +51,11 @@ public enum Manifest {
         return .object(summary)
     }
 
-    /// The records of a manifest file; lines that do not parse (one cut by a kill) are left out.
-    public static func read(_ path: String) throws -> [JSONObject] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return data.split(separator: UInt8(ascii: "\n")).compactMap { line in
-            guard case .object(let record)? = try? JSONParser.parse(Array(line)), record["url"]?.stringValue != nil else { return nil }
-            return record
-        }
-    }
-
     /// The key of an input line: its URL as recorded (without user information), and its own
     /// name when it gave one.
     public static func key(url: String, name: String?) -> String {
         let shown = DownloadURL.redacted(url)
         return name.map { shown + "\t" + $0 } ?? shown
-    }
-
-    /// The records that show their URL as done: `ok` or `skipped`, with the file still there (or
-    /// no file asked), by `key`; a key has one per index (an input may list a URL twice), a later
-    /// record of a key and index replacing an earlier one.
-    public static func done(_ records: [JSONObject]) -> [String: [JSONObject]] {
-        var done: [String: [JSONObject]] = [:]
-        for record in records {
-            guard let url = record["url"]?.stringValue else { continue }
-            let key = key(url: url, name: record["name"]?.stringValue)
-            var kept = (done[key] ?? []).filter { $0["index"] != record["index"] }
-            let outcome = record["outcome"]?.stringValue
-            let fileThere = record["path"]?.stringValue.map { FileManager.default.fileExists(atPath: $0) } ?? true
-            if outcome == "ok" || outcome == "skipped", fileThere { kept.append(record) }
-            done[key] = kept.isEmpty ? nil : kept
-        }
-        return done
-    }
-
-    /// The done record for an input line: the one of its index, else another of its URL (the list
-    /// changed), under this index.
-    public static func take(_ done: [String: [JSONObject]], url: String, name: String?, index: Int) -> JSONObject? {
-        guard let records = done[key(url: url, name: name)], var record = records.first else { return nil }
-        if let same = records.first(where: { $0["index"]?.integerValue == Int64(index) }) { return same }
-        record["index"] = JSONValue(index)
-        return record
     }
 
     /// One line of the file.
@@ -104,21 +69,33 @@ public enum Manifest {
 /// Appends records to a manifest file as URLs end (each line written whole, at once).
 public final class ManifestWriter: Sendable {
     private let fd: Int32
+    private let path: String
+    private let temporary: String
 
-    /// Opens `path`: emptied, then `kept` written first (the records `--continue` carries over),
-    /// through a temporary file renamed into place so a crash never leaves half of them.
-    public init(path: String, kept: [JSONObject]) throws {
-        let temp = path + ".tmp-\(getpid())"
-        var bytes: [UInt8] = []
-        for record in kept { bytes += Manifest.line(record) }
-        try Data(bytes).write(to: URL(fileURLWithPath: temp))
-        guard rename(temp, path) == 0 else {
+    /// Starts the new manifest in a temporary file beside `path`: the records `--continue`
+    /// carries over go in first (`carry`), then `commit` renames it into place, so a crash never
+    /// leaves half of them, and the earlier manifest is read while this one is written.
+    public init(path: String) throws {
+        self.path = path
+        temporary = path + ".tmp-\(getpid())"
+        fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ManifestError(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// A record carried over, as its line (ending in a newline).
+    public func carry(_ line: [UInt8]) throws {
+        guard FileDescriptorOutput.writeAll(fd, line) else {
+            throw ManifestError(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The carried records are all in: the file takes the manifest's name.
+    public func commit() throws {
+        guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
-            unlink(temp)
+            unlink(temporary)
             throw ManifestError(message: "cannot write \(path): \(reason)")
         }
-        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard fd >= 0 else { throw ManifestError(message: "cannot open \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// False when the write failed (a full disk).

@@ -149,19 +149,46 @@ import Testing
             ["index": 4, "url": "u4", "outcome": "ok"],
             ["index": 4, "url": "u4", "outcome": "cancelled"],
         ]
-        let writer = try ManifestWriter(path: file, kept: Array(records.prefix(3)))
+        let writer = try ManifestWriter(path: file)
+        for record in records.prefix(3) { try writer.carry(Manifest.line(record)) }
+        try writer.commit()
         for record in records.dropFirst(3) { #expect(writer.append(record)) }
         let cut = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
         cut.seekToEndOfFile()
         cut.write(Data("{\"index\": 5, \"url\": \"u5\", \"outc".utf8))  // a line cut by a kill
         try cut.close()
-        let read = try Manifest.read(file)
-        #expect(read.count == 6)
-        let done = Manifest.done(read)
-        #expect(Set(done.keys) == ["u0", Manifest.key(url: "u3", name: "n3")], "failed, missing files and later failures are not done")
-        #expect(Manifest.take(done, url: "u0", name: nil, index: 0)?["index"] == 0)
-        #expect(Manifest.take(done, url: "u0", name: nil, index: 9)?["index"] == 9, "the same URL elsewhere in the list")
-        #expect(Manifest.take(done, url: "u3", name: nil, index: 3) == nil, "its own name is part of the key")
+        let done = try ManifestIndex(path: file)
+        defer { done.close() }
+        #expect(done.records == 6)
+        #expect(done.doneCount == 2, "failed, missing files and later failures are not done")
+        #expect(done.take(url: "u0", name: nil, index: 0)?.record["index"] == 0)
+        #expect(done.take(url: "u0", name: nil, index: 0)?.line == Manifest.line(records[0]), "carried over byte for byte")
+        let moved = done.take(url: "u0", name: nil, index: 9)
+        #expect(moved?.record["index"] == 9, "the same URL elsewhere in the list")
+        #expect(moved?.line == Manifest.line(moved!.record))
+        #expect(done.take(url: "u3", name: "n3", index: 3)?.record["outcome"] == "skipped")
+        #expect(done.take(url: "u3", name: nil, index: 3) == nil, "its own name is part of the key")
+        #expect(done.take(url: "u4", name: nil, index: 4) == nil, "a later record of the index replaces the earlier")
+        #expect(done.take(url: "u1", name: nil, index: 1) == nil)
+        #expect(done.take(url: "u2", name: nil, index: 2) == nil)
+    }
+
+    /// A manifest is read a line at a time, in pieces that cut lines anywhere: every record of a
+    /// file much larger than one read is found.
+    @Test func aLargeManifestIsReadAcrossItsReads() throws {
+        let file = NSTemporaryDirectory() + "manifest-\(UUID().uuidString).jsonl"
+        defer { unlink(file) }
+        var text = ""
+        for i in 0..<20_000 {
+            text += #"{"index":\#(i),"url":"https://example.org/images/a-fairly-long-path/photo-\#(i).jpg","outcome":"ok","bytes":123456,"format":"jpeg","width":1024,"height":768,"sha256":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","ms":12}"# + "\n"
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        let done = try ManifestIndex(path: file)
+        defer { done.close() }
+        #expect(done.records == 20_000 && done.doneCount == 20_000)
+        for i in [0, 4_321, 19_999] {
+            #expect(done.take(url: "https://example.org/images/a-fairly-long-path/photo-\(i).jpg", name: nil, index: i)?.record["index"] == .int(Int64(i)))
+        }
     }
 
     @Test func byteCounts() {
