@@ -8,7 +8,11 @@
 A loopback HTTP server answers each request as its URL asks: a real image (samples/ and
 ../shared/corpora), chunked or trickled, or a stall, a reset, a truncated body, 5xx/429/404,
 redirects (to another answer, in a loop, to a port out of range), garbage, a JPEG or PNG whose
-header claims billions of pixels or a chunk of 2 GiB, a body over the size limit. A driver sends
+header claims billions of pixels or a chunk of 2 GiB, a body over the size limit; a resumable
+body cut part-way whose `Range` retry is answered wrongly (a 206 with bytes beyond its
+Content-Range, another start, another total or validator, a 200, or rightly), and a 206 to a
+request that asked no range. Half the workers share a `--cache-dir` that a vandal thread keeps
+planting links (to a folder of decoys outside it), FIFOs, garbage and sparse giants into. A driver sends
 mixed downloads (every delivery and format, scaled, progressive), cancels, priority changes,
 configure changes and status requests, pauses reading stdout (a slow reader), and ends each worker
 by EOF, `shutdown`/`exit`, SIGTERM or SIGINT before starting the next.
@@ -16,7 +20,9 @@ by EOF, `shutdown`/`exit`, SIGTERM or SIGINT before starting the next.
 Checked, and printed at the end: every token ends with exactly one terminal event and nothing of it
 follows; every worker exits 0 (1 for an `exit` without `shutdown`); peak RSS (VmHWM) stays under
 --max-rss-mb; open descriptors do not grow from one idle point to the next; nothing is written
-outside the output directory, and no temporary file is left in it. Exit status 0 when all held.
+outside the output directory, and no temporary file is left in it; every original file a token
+wrote equals the image it asked for, byte for byte (no body mixed from two answers, no cut one
+taken whole); the decoys outside the cache are untouched. Exit status 0 when all held.
 Standard library only; network traffic stays on 127.0.0.1.
 """
 import argparse
@@ -102,7 +108,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def mode_ok(self, body, params, rng):
-        self.head(200, len(body))
+        # Storable: the shared cache keeps it (the driver asks some URLs again).
+        self.head(200, len(body), [("Cache-Control", "max-age=600"), ("ETag", '"%08x"' % zlib.crc32(body))])
         self.wfile.write(body)
 
     def mode_chunked(self, body, params, rng):
@@ -161,6 +168,44 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.head(200, len(data))
         self.wfile.write(data)
 
+    def mode_resume(self, body, params, rng):
+        # Resumable (strong ETag, Accept-Ranges): the first answer is cut; the Range retry is
+        # answered as `how` says.
+        how = params.get("how", "good")
+        asked = self.headers.get("Range")
+        tag = '"v1"'
+        if not asked or not asked.startswith("bytes="):
+            self.head(200, len(body), [("Accept-Ranges", "bytes"), ("ETag", tag)])
+            self.wfile.write(body[:max(1, len(body) // 2)])
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        start = int(asked[6:].split("-")[0] or "0")
+        rest, total = body[start:], len(body)
+        if how == "full200":
+            self.head(200, len(body), [("ETag", tag)])
+            self.wfile.write(body)
+            return
+        first, sent = start, rest
+        if how == "extra":
+            sent = rest + b"\0" * 37
+        elif how == "wrongstart":
+            first = max(0, start - 10)
+        elif how == "total":
+            total += 100
+        elif how == "othertag":
+            tag = '"v2"'
+        self.head(206, len(sent), [("Content-Range", f"bytes {first}-{first + len(rest) - 1}/{total}"), ("ETag", tag)])
+        self.wfile.write(sent)
+
+    def mode_partial206(self, body, params, rng):
+        # A 206 whatever was asked: the first bytes, with a Content-Range that says so.
+        n = max(1, len(body) // 3)
+        self.head(206, n, [("Content-Range", f"bytes 0-{n - 1}/{len(body)}")])
+        self.wfile.write(body[:n])
+
     def mode_huge(self, body, params, rng):
         self.head(200, 10**12)
         self.wfile.write(b"\xff\xd8\xff" + b"\0" * 1000)
@@ -183,6 +228,7 @@ class Worker:
             [binary] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
         self.lock = threading.Lock()
         self.events = {}        # token -> list of methods
+        self.completed = {}     # token -> its download/completed params
         self.outcomes = {}      # outcome or error name -> count
         self.problems = []
         self.responses = {}
@@ -215,6 +261,7 @@ class Worker:
                     error = (params.get("error") or {}).get("data", {}).get("name")
                     key = error or params.get("outcome")
                     self.outcomes[key] = self.outcomes.get(key, 0) + 1
+                    self.completed[token] = params
 
     def read_stderr(self):
         for line in self.proc.stderr:
@@ -242,6 +289,55 @@ class Worker:
             return [t for t in tokens if (self.events.get(json.dumps(t)) or [None])[-1] != "download/completed"]
 
 
+# MARK: the vandal of a shared cache folder
+
+def vandalise(cache, decoys, rng, stop):
+    # What anyone who can write a shared cache folder could plant, while workers use it: links to
+    # a folder outside (whose files eviction must never delete), FIFOs where entries are (never to
+    # be waited on), garbage and cut entries, a sparse giant that makes the cache look full, and
+    # `tmp` itself replaced by a link.
+    entries = os.path.join(cache, "v1", "entries")
+    while not stop.is_set():
+        try:
+            shards = [os.path.join(entries, d) for d in os.listdir(entries)] if os.path.isdir(entries) else []
+            shard = rng.choice(shards) if shards else os.path.join(entries, "%02x" % rng.randrange(256))
+            os.makedirs(shard, exist_ok=True)
+            files = [f for f in os.listdir(shard) if not f.startswith(".")]
+            what = rng.choice(["link-dir", "link-file", "fifo", "garbage", "cut", "sparse", "tmp-link"])
+            target = os.path.join(shard, rng.choice(files) if files and what in ("fifo", "garbage", "cut") else "x%06d" % rng.randrange(10**6))
+            if what in ("fifo", "garbage", "cut") and os.path.lexists(target):
+                if what == "cut":
+                    with open(target, "r+b") as f:
+                        f.truncate(max(0, os.path.getsize(target) // 2))
+                    continue
+                os.unlink(target)
+            if what == "link-dir":
+                os.symlink(decoys, target)
+            elif what == "link-file":
+                os.symlink(os.path.join(decoys, "keep-0"), target)
+            elif what == "fifo":
+                os.mkfifo(target)
+            elif what == "garbage":
+                with open(target, "wb") as f:
+                    f.write(bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 3000))))
+            elif what == "sparse":
+                with open(target, "wb") as f:
+                    f.truncate(rng.choice([64 << 20, 4 << 30]))
+            elif what == "tmp-link":
+                # In turn: `tmp` moved away and a link put there, then the link taken away again.
+                tmp = os.path.join(cache, "v1", "tmp")
+                if os.path.islink(tmp):
+                    os.unlink(tmp)
+                    os.makedirs(tmp, exist_ok=True)
+                else:
+                    if os.path.isdir(tmp):
+                        os.rename(tmp, tmp + ".moved-%d" % rng.randrange(10**6))
+                    os.symlink(decoys, tmp)
+        except OSError:
+            pass
+        stop.wait(rng.uniform(0.05, 0.4))
+
+
 # MARK: the driver
 
 def run(args):
@@ -262,17 +358,32 @@ def run(args):
     totals = {"workers": 0, "tokens": 0, "peak_rss_mb": 0, "problems": [], "outcomes": {}}
     modes = [("ok", 30), ("chunked", 8), ("slow", 6), ("stall", 3), ("reset", 5), ("truncated", 4),
              ("status-500", 3), ("status-503", 3), ("status-429", 2), ("status-404", 3), ("redirect-ok", 4),
-             ("redirect-loop", 2), ("redirect-badport", 2), ("garbage", 4), ("huge", 2), ("bomb-jpeg", 2), ("bomb-png", 2)]
+             ("redirect-loop", 2), ("redirect-badport", 2), ("garbage", 4), ("huge", 2), ("bomb-jpeg", 2), ("bomb-png", 2),
+             ("resume-good", 2), ("resume-extra", 2), ("resume-wrongstart", 2), ("resume-total", 2), ("resume-othertag", 2),
+             ("resume-full200", 2), ("partial206", 2)]
     population = [m for m, w in modes for _ in range(w)]
     serial = 0
     fd_idle = []
+    # The shared cache folder, its vandal, and the decoys outside it that must survive.
+    cache = os.path.join(sandbox, "cache")
+    decoys = tempfile.mkdtemp(prefix="image-worker-soak-decoys-")
+    for i in range(8):
+        with open(os.path.join(decoys, f"keep-{i}"), "wb") as f:
+            f.write(b"decoy %d\n" % i)
+        os.utime(os.path.join(decoys, f"keep-{i}"), (0, 0))  # old: what a tmp cleanup would take
+    stop_vandal = threading.Event()
+    threading.Thread(target=vandalise, args=(cache, decoys, random.Random(args.seed + 1), stop_vandal), daemon=True).start()
 
     while time.monotonic() < deadline:
         totals["workers"] += 1
-        worker = Worker(binary, sandbox, ["--max-concurrent-downloads", str(rng.choice([2, 4, 6])), "--timeout-ms", "2000"])
+        cached = rng.random() < 0.5
+        worker = Worker(binary, sandbox, ["--max-concurrent-downloads", str(rng.choice([2, 4, 6])), "--timeout-ms", "2000"]
+                        + (["--cache-dir", cache] if cached else []))
         worker.send({"jsonrpc": "2.0", "id": "cfg", "method": "configure",
-                     "params": {"maxRetries": 1, "retryBaseDelayMs": 50, "maxBodyBytes": 8 << 20}})
+                     "params": {"maxRetries": 1, "retryBaseDelayMs": 50, "maxBodyBytes": 8 << 20,
+                                "cacheMaxBytes": rng.choice([1 << 20, 32 << 20])}})
         tokens = []
+        expected_files = {}  # token -> the image its original file must equal
         epoch_end = min(deadline, time.monotonic() + rng.uniform(10, 30))
         while time.monotonic() < epoch_end:
             serial += 1
@@ -281,9 +392,12 @@ def run(args):
                 token = f"t{serial}"
                 tokens.append(token)
                 mode = rng.choice(population)
-                name = "bomb-jpeg" if mode == "bomb-jpeg" else "bomb-png" if mode == "bomb-png" else rng.choice(names)
-                query = f"r={serial}"
-                if mode.startswith("status-"):
+                name = "bomb-jpeg" if mode == "bomb-jpeg" else "bomb-png" if mode == "bomb-png" else rng.choice(names[:12] if mode == "ok" else names)
+                # Plain answers of a few URLs come again (hits in the shared cache).
+                query = f"r={serial % 4 if mode == 'ok' else serial}"
+                if mode.startswith("resume-"):
+                    query += f"&mode=resume&how={mode[7:]}"
+                elif mode.startswith("status-"):
                     query += f"&mode=status&code={mode[7:]}"
                 elif mode.startswith("redirect-"):
                     query += f"&mode=redirect&to={mode[9:]}"
@@ -307,6 +421,11 @@ def run(args):
                     output["partialIntervalMs"] = rng.choice([0, 50, 200])
                 if rng.random() < 0.3:
                     params["retryFailed"] = True
+                if fmt == "original" and output.get("path") and not mode.startswith(("bomb", "garbage", "huge")):
+                    expected_files[token] = bodies[name]
+                if mode.startswith("resume-") or mode == "partial206":
+                    params["maxRetries"] = 2
+                    params["retryDelayMs"] = 10
                 worker.send({"jsonrpc": "2.0", "id": serial, "method": "download", "params": params})
             elif roll < 0.80 and tokens:
                 worker.send({"jsonrpc": "2.0", "id": serial, "method": "cancel", "params": {"token": rng.choice(tokens)}})
@@ -371,7 +490,21 @@ def run(args):
             terminals = seen.count("download/completed")
             if terminals != 1:
                 worker.problems.append(f"token {token}: {terminals} terminal events ({seen[-5:]})")
+        # An original file written by a token that succeeded is the image it asked for, whole.
+        for token, image in expected_files.items():
+            done = worker.completed.get(token) or {}
+            if done.get("outcome") != "success" or done.get("skipped"):
+                continue
+            try:
+                with open(done.get("path", ""), "rb") as f:
+                    written = f.read()
+            except OSError:
+                continue  # replaced since by a later token of the same path
+            if written != image:
+                worker.problems.append(f"token {token}: wrote {len(written)} bytes where the image has {len(image)}")
         totals["tokens"] += len(tokens)
+        totals["from_cache"] = totals.get("from_cache", 0) + sum(
+            1 for p in worker.completed.values() if (p.get("metrics") or {}).get("fromCache"))
         for key, count in worker.outcomes.items():
             totals["outcomes"][key] = totals["outcomes"].get(key, 0) + count
         totals["peak_rss_mb"] = max(totals["peak_rss_mb"], worker.peak_rss_mb)
@@ -380,12 +513,19 @@ def run(args):
         if worker.problems:
             worker.problems.append("worker stderr (last lines):\n" + "".join(worker.stderr_tail))
         totals["problems"] += worker.problems
-        print(f"soak: worker {totals['workers']}: {len(tokens)} tokens, ended by {ending} -> {code}, "
+        print(f"soak: worker {totals['workers']}{' (shared cache)' if cached else ''}: {len(tokens)} tokens, ended by {ending} -> {code}, "
               f"peak {worker.peak_rss_mb} MB, problems {len(worker.problems)}", file=sys.stderr, flush=True)
 
     server.shutdown()
-    # Nothing outside the output directory, no temporary file left in it.
+    stop_vandal.set()
+    time.sleep(0.5)
+    for i in range(8):
+        if not os.path.isfile(os.path.join(decoys, f"keep-{i}")):
+            totals["problems"].append(f"a decoy outside the cache folder was deleted: keep-{i}")
+    # Nothing outside the output directory (and the cache), no temporary file left in it.
     for dirpath, dirs, files in os.walk(sandbox):
+        if dirpath == cache or dirpath.startswith(cache + os.sep):
+            continue
         for name in files:
             path = os.path.join(dirpath, name)
             if not path.startswith(out + os.sep):
@@ -396,6 +536,7 @@ def run(args):
         totals["problems"].append(f"open descriptors grew at idle points: {fd_idle}")
     print(f"soak: {args.seconds} s, seed {args.seed}: {totals['workers']} workers, {totals['tokens']} tokens, "
           f"peak RSS {totals['peak_rss_mb']} MB, descriptors at idle points {fd_idle[:3]}…{fd_idle[-3:]}", flush=True)
+    print(f"soak: {totals.get('from_cache', 0)} answered from the shared cache", flush=True)
     print("soak: outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(totals["outcomes"].items(), key=lambda kv: -kv[1])), flush=True)
     for problem in totals["problems"][:50]:
         print("soak: PROBLEM: " + problem, flush=True)

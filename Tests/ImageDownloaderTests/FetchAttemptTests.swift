@@ -1,4 +1,5 @@
 @testable import ImageDownloader
+import InputValidation
 import Testing
 
 /// `FetchAttempt` without I/O: each event's decision, from a clock the test sets.
@@ -149,9 +150,12 @@ import Testing
             }
             #expect(failure.isTransient, "\(status) \(range)")
         }
-        #expect(FetchAttempt.parseContentRange("bytes 0-9/*")! == (0, 9, nil))
-        #expect(FetchAttempt.parseContentRange("bytes 5-4/10") == nil)
-        #expect(FetchAttempt.parseContentRange("bytes 0-10/10") == nil)
+        #expect(ContentRange.parse("bytes 0-9/*") == ContentRange(first: 0, last: 9, total: nil))
+        #expect(ContentRange.parse(" Bytes 3-9/10 ") == ContentRange(first: 3, last: 9, total: 10))
+        #expect(ContentRange.parse("bytes 5-4/10") == nil)
+        #expect(ContentRange.parse("bytes 0-10/10") == nil)
+        #expect(ContentRange.parse("bytes +1-9/10") == nil, "digits only: no sign")
+        #expect(ContentRange.parse("bytes 1-9/99999999999999999999") == nil, "a total past Int64")
     }
 
     /// A `206` answers a `Range`: the worker's resume or the caller's own header. To a request

@@ -1,4 +1,5 @@
 import Foundation
+import InputValidation
 
 /// Where a resumed attempt continues: the bytes already received, the validator that must still
 /// hold (`If-Range`), and the body's whole length when known.
@@ -118,17 +119,12 @@ struct FetchAttempt: Sendable, Equatable {
     ) -> Result<Head, DownloadFailure>? {
         guard case .awaitingHead = state else { return nil }
         if let resume, status == 206 || status == 416 {
-            guard status == 206, let range = FetchAttempt.parseContentRange(contentRange), range.first == resume.offset,
-                resume.total == nil || range.total == nil || range.total == resume.total
-            else {
-                return .failure(.network(.truncated, "the server did not resume at byte \(resume.offset) (\(status) \(contentRange ?? "no Content-Range"))"))
-            }
-            let total = range.total ?? resume.total
-            if let total, range.last != total - 1 {
-                return .failure(.network(.truncated, "the server resumed with bytes \(range.first)-\(range.last) of \(total), not the rest"))
-            }
-            if let contentLength, contentLength != range.last - range.first + 1 {
-                return .failure(.network(.truncated, "a 206 of \(contentLength) bytes for the range \(range.first)-\(range.last)"))
+            let total: Int64?
+            switch ContentRange.continuation(
+                status: status, contentRange: contentRange, contentLength: contentLength, offset: resume.offset, total: resume.total)
+            {
+            case .success(let whole): total = whole
+            case .failure(let refusal): return .failure(.network(.truncated, refusal.reason))
             }
             if let total, total > maxBodyBytes { return .failure(.limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: total)) }
             state = .receiving(lastActivity: now, received: resume.offset, expected: total)
@@ -150,21 +146,6 @@ struct FetchAttempt: Sendable, Equatable {
         }
         state = .receiving(lastActivity: now, received: 0, expected: contentLength)
         return .success(.whole)
-    }
-
-    /// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
-    static func parseContentRange(_ value: String?) -> (first: Int64, last: Int64, total: Int64?)? {
-        guard let value else { return nil }
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        let halves = spec.split(separator: "/", maxSplits: 1)
-        guard halves.count == 2 else { return nil }
-        let ends = halves[0].split(separator: "-", maxSplits: 1)
-        guard ends.count == 2, let first = Int64(ends[0]), let last = Int64(ends[1]), first <= last else { return nil }
-        if halves[1] == "*" { return (first, last, nil) }
-        guard let total = Int64(halves[1]), last < total else { return nil }
-        return (first, last, total)
     }
 
     /// Bytes arrived; `total` is the body's size so far. Past the limit, the attempt fails.
