@@ -170,17 +170,6 @@ struct Get: AsyncParsableCommand {
         }
     }
 
-    /// The text of a URL list: a file, or stdin for `-`.
-    static func readList(_ path: String) throws -> String {
-        if path == "-" {
-            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read \(path): \(String(cString: strerror(errno)))")
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel)!
         LoggingSystem.bootstrap { label in
@@ -189,21 +178,39 @@ struct Get: AsyncParsableCommand {
             return RedactingLogHandler(handler)
         }
         BitmapMemory.retainFreedMemory()
-        var entries: [GetEntry] = []
+        // The URLs are read as they are fed, never all held: a list file is walked (here, to check
+        // its names, then when counted and fed), stdin's list kept as its bytes.
+        var sources: [GetInput.Source] = []
         for url in urls {
             if url == "-" {
-                entries += GetEntry.parse(lines: try Self.readList("-"), firstIndex: entries.count)
+                sources.append(.text(Array(FileHandle.standardInput.readDataToEndOfFile())))
             } else {
-                entries.append(GetEntry(url: url, index: entries.count))
+                sources.append(.url(url))
             }
         }
-        if let input { entries += GetEntry.parse(lines: try Self.readList(input), firstIndex: entries.count) }
-        for entry in entries {
-            if let name = entry.name, let problem = OutputSpec.nameProblem(name, fixed: true) {
-                throw ValidationError("\(entry.url): the name \"\(name)\": \(problem.replacingOccurrences(of: "output.name ", with: ""))")
+        if let input {
+            if input == "-" {
+                sources.append(.text(Array(FileHandle.standardInput.readDataToEndOfFile())))
+            } else {
+                guard access(input, R_OK) == 0 else { throw ValidationError("cannot read \(input): \(String(cString: strerror(errno)))") }
+                sources.append(.file(input))
             }
         }
-        var options = GetOptions(entries: entries, directory: output)
+        let list = GetInput(sources)
+        var problem: String?
+        do {
+            try list.forEach { entry in
+                if let name = entry.name, let reason = OutputSpec.nameProblem(name, fixed: true) {
+                    problem = "\(entry.url): the name \"\(name)\": \(reason.replacingOccurrences(of: "output.name ", with: ""))"
+                    return false
+                }
+                return true
+            }
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        if let problem { throw ValidationError(problem) }
+        var options = GetOptions(input: list, directory: output)
         options.format = format ?? (progressive ? "png" : "original")
         options.progressive = progressive
         options.priority = priority

@@ -20,23 +20,28 @@ public struct GetEntry: Sendable, Equatable {
     public static func parse(lines text: String, firstIndex: Int) -> [GetEntry] {
         var entries: [GetEntry] = []
         for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            var line = Substring(raw)
-            if line.hasSuffix("\r") { line = line.dropLast() }
-            let trimmed = line.drop { $0 == " " }
-            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            let fields = trimmed.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
-            let url = String(fields[0]).trimmingCharacters(in: .whitespaces)
-            let name = fields.count > 1 ? String(fields[1]).trimmingCharacters(in: .whitespaces) : ""
-            entries.append(GetEntry(url: url, index: firstIndex + entries.count, name: name.isEmpty ? nil : name))
+            if let entry = parse(line: String(raw), index: firstIndex + entries.count) { entries.append(entry) }
         }
         return entries
+    }
+
+    /// One line of a list (without its `\n`), or nil for a blank or `#` line.
+    public static func parse(line raw: String, index: Int) -> GetEntry? {
+        var line = Substring(raw)
+        if line.hasSuffix("\r") { line = line.dropLast() }
+        let trimmed = line.drop { $0 == " " }
+        if trimmed.isEmpty || trimmed.hasPrefix("#") { return nil }
+        let fields = trimmed.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+        let url = String(fields[0]).trimmingCharacters(in: .whitespaces)
+        let name = fields.count > 1 ? String(fields[1]).trimmingCharacters(in: .whitespaces) : ""
+        return GetEntry(url: url, index: index, name: name.isEmpty ? nil : name)
     }
 }
 
 /// What `image-worker get` was asked to do.
 public struct GetOptions: Sendable {
-    public var entries: [GetEntry]
-    public var urls: [String] { entries.map(\.url) }
+    /// The URLs, read as they are fed (a list of millions is never held).
+    public var input: GetInput
     /// Where the files go (created when missing).
     public var directory: String
     /// `original` (the bytes as downloaded), `png`, `rgba`, `rgb` or `gray`.
@@ -87,11 +92,11 @@ public struct GetOptions: Sendable {
     public var progressInterval = Duration.seconds(5)
 
     public init(urls: [String], directory: String) {
-        self.init(entries: urls.enumerated().map { GetEntry(url: $1, index: $0) }, directory: directory)
+        self.init(input: GetInput(urls.map { .url($0) }), directory: directory)
     }
 
-    public init(entries: [GetEntry], directory: String) {
-        self.entries = entries
+    public init(input: GetInput, directory: String) {
+        self.input = input
         self.directory = directory
     }
 

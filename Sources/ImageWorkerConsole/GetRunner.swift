@@ -21,37 +21,45 @@ public enum GetRunner {
             return 2
         }
         // A manifest: with `resume`, the URLs it shows as done are carried over, not fetched.
-        var entries = options.entries
+        let input = options.input
         var manifest: ManifestWriter?
+        var done: ManifestIndex?
         var doneBefore = 0
-        if let path = options.manifest {
-            do {
+        let total: Int
+        do {
+            var count = 0
+            if let path = options.manifest {
                 let writer = try ManifestWriter(path: path)
                 if options.resume, FileManager.default.fileExists(atPath: path) {
                     // Read a line at a time; each done record is copied into the new manifest as
-                    // its input line is met, never held.
-                    let done = try ManifestIndex(path: path)
-                    defer { done.close() }
-                    entries = []
-                    for entry in options.entries {
-                        if let (_, line) = done.take(url: entry.url, name: entry.name, index: entry.index) {
+                    // its input line is met (the list is walked again when fed), never held.
+                    let index = try ManifestIndex(path: path)
+                    try input.forEach { entry in
+                        count += 1
+                        if let (_, line) = index.take(url: entry.url, name: entry.name, index: entry.index) {
                             try writer.carry(line)
                             doneBefore += 1
-                        } else {
-                            entries.append(entry)
                         }
+                        return true
                     }
+                    done = index
+                } else {
+                    count = try input.count()
                 }
                 try writer.commit()
                 manifest = writer
                 if doneBefore > 0 && !options.json {
-                    TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(doneBefore) of \(options.entries.count) URLs already done (\(path))\n")
+                    TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(doneBefore) of \(count) URLs already done (\(path))\n")
                 }
-            } catch {
-                TerminalDisplay.write(STDERR_FILENO, "image-worker get: manifest \(path): \(error)\n")
-                return 2
+            } else {
+                count = try input.count()
             }
+            total = count - doneBefore
+        } catch {
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(options.manifest.map { "manifest \($0)" } ?? "input"): \(error)\n")
+            return 2
         }
+        defer { done?.close() }
         guard let (inputRead, inputWrite) = makePipe(), let (outputRead, outputWrite) = makePipe() else {
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create pipes: \(String(cString: strerror(errno)))\n")
             return 2
@@ -75,11 +83,15 @@ public enum GetRunner {
 
         let started = ContinuousClock.now
         let outputClosed = Mutex(false)
-        var initial = GetSession(entries: entries)
+        var initial = GetSession()
+        initial.total = total
         if manifest != nil { initial.recordFormat = options.format }
+        // Entries fed and not yet taken by the reader: registered before their request is written,
+        // so no message of a token comes before its entry.
+        let fed = FedEntries()
         let reader = EventReader(
-            fd: outputRead, session: initial, json: options.json, bars: options.progressBars, lines: options.progressLines && !options.json,
-            lineInterval: options.progressInterval, manifest: manifest
+            fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,
+            lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest
         ) {
             let first = outputClosed.withLock { closed in
                 defer { closed = true }
@@ -87,14 +99,16 @@ public enum GetRunner {
             }
             if first { server.requestTermination() }
         }
-        // Each request made as the pipe takes it: past `maxLiveDownloads` the worker stops
-        // reading, and the list waits here as entries, not as JSON.
-        let pending = entries
+        // The list is walked again, each request made as the pipe takes it: past
+        // `maxLiveDownloads` the worker stops reading, and the rest of the list waits unread.
+        let carried = done
         let feeder = Thread {
-            for entry in pending {
+            try? input.forEach { entry in
+                if let carried, carried.take(url: entry.url, name: entry.name, index: entry.index) != nil { return true }
+                fed.add(entry)
                 var line = JSONWriter.encode(options.downloadRequest(entry))
                 line.append(UInt8(ascii: "\n"))
-                guard FileDescriptorOutput.writeAll(inputWrite, line) else { break }
+                return FileDescriptorOutput.writeAll(inputWrite, line)
             }
             close(inputWrite)  // stdin's end: the worker finishes what it has, then returns
         }
@@ -139,8 +153,8 @@ final class EventReader: Sendable {
     /// a progress line every few seconds on stderr instead of bars. `manifest`: each URL's record
     /// is appended as it ends.
     init(
-        fd: Int32, session start: GetSession, json: Bool, bars: Bool, lines: Bool, lineInterval: Duration, manifest: ManifestWriter?,
-        onOutputClosed: @escaping @Sendable () -> Void
+        fd: Int32, session start: GetSession, fed: FedEntries, json: Bool, bars: Bool, lines: Bool, lineInterval: Duration,
+        manifest: ManifestWriter?, onOutputClosed: @escaping @Sendable () -> Void
     ) {
         let thread = Thread { [self] in
             var session = start
@@ -150,6 +164,7 @@ final class EventReader: Sendable {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func take(_ line: ArraySlice<UInt8>) {
                 guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
+                for entry in fed.take() { session.register(entry) }
                 if json, message["method"] != nil || message["error"] != nil,
                     !TerminalDisplay.write(
                         STDOUT_FILENO, (session.withURL(message).map { String(decoding: JSONWriter.encode($0), as: UTF8.self) }
@@ -214,6 +229,22 @@ final class EventReader: Sendable {
                 return nil
             }
             if let done { continuation.resume(returning: done) }
+        }
+    }
+}
+
+/// The entries the feeder has written requests for and the event reader has not yet registered.
+final class FedEntries: Sendable {
+    private let entries = Mutex<[GetEntry]>([])
+
+    func add(_ entry: GetEntry) {
+        entries.withLock { $0.append(entry) }
+    }
+
+    func take() -> [GetEntry] {
+        entries.withLock { taken in
+            defer { taken.removeAll(keepingCapacity: true) }
+            return taken
         }
     }
 }

@@ -31,15 +31,11 @@ public struct GetSession: Sendable {
         public var receivedBytes: Int64 = 0
         public var expectedBytes: Int64?
         public var partialImages = 0
-        /// Cancelled while it waited: it never started.
-        public var cancelledWaiting = false
         public var outcome: Outcome?
-        /// Its `download/completed` event's timings (the few numbers the summary needs, not the
-        /// event's JSON: a run of a million URLs keeps one per URL).
-        public var timing: Timing?
     }
 
-    /// What `timingSummary` takes of a download's `metrics`.
+    /// What `timingSummary` takes of a download's `metrics`: a few numbers, not the event's JSON
+    /// (a run of a million URLs keeps one per URL).
     public struct Timing: Sendable, Equatable {
         /// queued, connect, ttfb, transfer, decode, write (ms; NaN: the phase did not happen).
         var phases: (Float, Float, Float, Float, Float, Float)
@@ -77,9 +73,22 @@ public struct GetSession: Sendable {
         case record(JSONObject)
     }
 
-    public private(set) var items: [Item]
-    /// Item positions by token number (`index + 1`, also the request id).
-    private let positions: [Int: Int]
+    /// The URLs fed and not ended, by token number (`index + 1`, also the request id). An ended
+    /// URL leaves only its counts and timing: a run of millions holds what is under way.
+    private var live: [Int: Item] = [:]
+    /// URLs fed so far, and ended so far.
+    public private(set) var registered = 0
+    public private(set) var ended = 0
+    /// How many URLs the run has, once known (nil: still being read).
+    public var total: Int?
+    public private(set) var succeeded = 0
+    public private(set) var kept = 0
+    public private(set) var failed = 0
+    public private(set) var cancelled = 0
+    /// Of `cancelled`: those cancelled before they started.
+    public private(set) var cancelledWaiting = 0
+    private var endedBytes: Int64 = 0
+    private var timings: [Timing] = []
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
     public var recordFormat: String?
 
@@ -90,26 +99,37 @@ public struct GetSession: Sendable {
 
     /// Items for these input lines (tokens from their indexes: a resumed run keeps them).
     public init(entries: [GetEntry]) {
-        items = entries.map { Item(url: $0.url, index: $0.index, name: $0.name) }
-        positions = Dictionary(entries.enumerated().map { ($1.index + 1, $0) }, uniquingKeysWith: { first, _ in first })
+        for entry in entries { register(entry) }
+        total = entries.count
     }
 
-    public var allEnded: Bool { items.allSatisfy { $0.phase == .ended } }
-    public var succeeded: Int { count { if case .success = $0 { true } else { false } } }
-    public var kept: Int { count { if case .kept = $0 { true } else { false } } }
-    public var failed: Int { count { if case .failed = $0 { true } else { false } } }
-    public var cancelled: Int { count { $0 == .cancelled } }
-    public var receivedBytes: Int64 { items.reduce(0) { $0 + $1.receivedBytes } }
-    /// Every URL downloaded or kept.
-    public var allDone: Bool { succeeded + kept == items.count }
+    /// No URL yet: they come with `register` as they are fed.
+    public init() {}
 
-    private func count(_ matches: (Outcome) -> Bool) -> Int { items.filter { $0.outcome.map(matches) ?? false }.count }
+    /// A URL about to be requested (before any message of its token can arrive).
+    public mutating func register(_ entry: GetEntry) {
+        guard live[entry.index + 1] == nil else { return }
+        live[entry.index + 1] = Item(url: entry.url, index: entry.index, name: entry.name)
+        registered += 1
+    }
+
+    /// The URLs under way or waiting, in input order.
+    public var items: [Item] { live.values.sorted { $0.index < $1.index } }
+    /// The URLs of the run: all of them when known, else those fed so far.
+    public var count: Int { total ?? registered }
+    /// Under way: started and not ended.
+    public var running: Int { live.values.count { $0.phase != .waiting } }
+
+    public var allEnded: Bool { live.isEmpty && ended == count }
+    public var receivedBytes: Int64 { live.values.reduce(endedBytes) { $0 + $1.receivedBytes } }
+    /// Every URL downloaded or kept.
+    public var allDone: Bool { succeeded + kept == count && live.isEmpty }
 
     /// For `--json`: a refused `download`'s error response with the request's URL added to its
     /// `data` (so that every failure names its URL); nil for any other message (written as is).
     public func withURL(_ message: JSONValue) -> JSONValue? {
         guard case .object(var response) = message, case .object(var error)? = response["error"],
-            let id = response["id"]?.integerValue, let position = positions[Int(id)]
+            let id = response["id"]?.integerValue, let item = live[Int(id)]
         else { return nil }
         var data: JSONObject
         switch error["data"] {
@@ -117,52 +137,55 @@ public struct GetSession: Sendable {
         case .object(let object)?: data = object
         default: return nil
         }
-        data["url"] = .string(DownloadURL.redacted(items[position].url))
+        data["url"] = .string(DownloadURL.redacted(item.url))
         error["data"] = .object(data)
         response["error"] = .object(error)
         return .object(response)
     }
 
-    private func position(of token: JSONValue?) -> Int? {
-        guard let text = token?.stringValue, let n = Int(text) else { return nil }
-        return positions[n]
+    private func number(of token: JSONValue?) -> Int? {
+        guard let text = token?.stringValue, let n = Int(text), live[n] != nil else { return nil }
+        return n
     }
 
     /// Takes one message from the worker; `now`: seconds on any clock, for the manifest's `ms`.
     public mutating func handle(_ message: JSONValue, now: Double? = nil) -> [Output] {
         if let id = message["id"], let error = message["error"] {
             // A refused `download` request (the URL's token never existed).
-            guard let n = id.integerValue, let i = positions[Int(n)], items[i].phase != .ended else { return [] }
-            var outputs = end(i, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
+            guard let n = id.integerValue.map(Int.init), let item = live[n] else { return [] }
+            var outputs = end(n, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
             if recordFormat != nil {
-                outputs.append(.record(Manifest.refused(index: items[i].index, url: items[i].url, name: items[i].name, error: error)))
+                outputs.append(.record(Manifest.refused(index: item.index, url: item.url, name: item.name, error: error)))
             }
             return outputs
         }
-        guard let method = message["method"]?.stringValue, let params = message["params"],
-            let i = position(of: params["token"]), items[i].phase != .ended
-        else { return [] }
+        guard let method = message["method"]?.stringValue, let params = message["params"], let n = number(of: params["token"]) else { return [] }
         switch method {
         case WorkerEvent.started:
-            items[i].phase = .connecting
-            items[i].startedAt = now
+            live[n]!.phase = .connecting
+            live[n]!.startedAt = now
         case WorkerEvent.response:
-            items[i].phase = .receiving
-            items[i].expectedBytes = params["expectedBytes"]?.integerValue
+            live[n]!.phase = .receiving
+            live[n]!.expectedBytes = params["expectedBytes"]?.integerValue
         case WorkerEvent.progress:
-            items[i].phase = .receiving
-            items[i].receivedBytes = params["receivedBytes"]?.integerValue ?? items[i].receivedBytes
-            if let expected = params["expectedBytes"]?.integerValue { items[i].expectedBytes = expected }
-            if let expected = items[i].expectedBytes, items[i].receivedBytes >= expected { items[i].phase = .finishing }
+            live[n]!.phase = .receiving
+            live[n]!.receivedBytes = params["receivedBytes"]?.integerValue ?? live[n]!.receivedBytes
+            if let expected = params["expectedBytes"]?.integerValue { live[n]!.expectedBytes = expected }
+            if let expected = live[n]!.expectedBytes, live[n]!.receivedBytes >= expected { live[n]!.phase = .finishing }
         case WorkerEvent.partialImage:
-            items[i].partialImages = Int(params["sequence"]?.integerValue ?? Int64(items[i].partialImages + 1))
+            live[n]!.partialImages = Int(params["sequence"]?.integerValue ?? Int64(live[n]!.partialImages + 1))
         case WorkerEvent.completed:
-            items[i].timing = params["metrics"].map(Timing.init)
-            var outputs = end(i, Self.outcome(params))
+            let item = live[n]!
+            if let metrics = params["metrics"] {
+                let timing = Timing(metrics)
+                // The downloads that reached the network or the cache (not those cancelled in the queue).
+                if timing.attempts > 0 || timing.fromCache { timings.append(timing) }
+            }
+            var outputs = end(n, Self.outcome(params))
             if let recordFormat {
-                let ms = now.flatMap { now in items[i].startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
+                let ms = now.flatMap { now in item.startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
                 outputs.append(
-                    .record(Manifest.record(index: items[i].index, url: items[i].url, name: items[i].name, completed: params, format: recordFormat, ms: ms)))
+                    .record(Manifest.record(index: item.index, url: item.url, name: item.name, completed: params, format: recordFormat, ms: ms)))
             }
             return outputs
         default:
@@ -171,17 +194,28 @@ public struct GetSession: Sendable {
         return [.redraw]
     }
 
-    private mutating func end(_ i: Int, _ outcome: Outcome) -> [Output] {
-        let started = items[i].phase != .waiting
-        items[i].phase = .ended
-        items[i].outcome = outcome
-        // Cancelled before it started (Ctrl-C with hundreds queued): counted in the summary, not
-        // a line each.
-        if outcome == .cancelled, !started {
-            items[i].cancelledWaiting = true
-            return [.redraw]
+    /// The URL of token `n` ended: counted, and no longer held.
+    private mutating func end(_ n: Int, _ outcome: Outcome) -> [Output] {
+        guard var item = live.removeValue(forKey: n) else { return [] }
+        let started = item.phase != .waiting
+        item.phase = .ended
+        item.outcome = outcome
+        ended += 1
+        endedBytes += item.receivedBytes
+        switch outcome {
+        case .success: succeeded += 1
+        case .kept: kept += 1
+        case .failed: failed += 1
+        case .cancelled:
+            cancelled += 1
+            // Cancelled before it started (Ctrl-C with hundreds queued): counted in the summary,
+            // not a line each.
+            if !started {
+                cancelledWaiting += 1
+                return [.redraw]
+            }
         }
-        return [.result(Self.resultLine(items[i])), .redraw]
+        return [.result(Self.resultLine(item)), .redraw]
     }
 
     static func outcome(_ params: JSONValue) -> Outcome {
@@ -228,8 +262,7 @@ public struct GetSession: Sendable {
     /// transfer 40.2 ms, decode 5.1 ms, write 1.0 ms; 1 from the cache, 4 over HTTP/2`; nil
     /// when no download has metrics.
     public func timingSummary() -> String? {
-        // The downloads that reached the network or the cache (not those cancelled in the queue).
-        let all = items.compactMap(\.timing).filter { $0.attempts > 0 || $0.fromCache }
+        let all = timings
         guard !all.isEmpty else { return nil }
         func median(_ phase: Int) -> (Double, Int)? {
             let values = all.compactMap { $0.phase(phase).map(Double.init) }.sorted()
@@ -259,10 +292,9 @@ public struct GetSession: Sendable {
         if kept > 0 { text += ", \(kept) kept" }
         if failed > 0 { text += ", \(failed) failed" }
         if cancelled > 0 {
-            let waiting = items.count { $0.cancelledWaiting }
-            text += ", \(cancelled) cancelled" + (waiting > 0 ? " (\(waiting) before they started)" : "")
+            text += ", \(cancelled) cancelled" + (cancelledWaiting > 0 ? " (\(cancelledWaiting) before they started)" : "")
         }
-        let pending = items.count - succeeded - kept - failed - cancelled
+        let pending = count - succeeded - kept - failed - cancelled
         if pending > 0 { text += ", \(pending) unfinished" }
         return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"
     }

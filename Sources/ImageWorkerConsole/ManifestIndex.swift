@@ -6,7 +6,7 @@ import ImageWorkerProtocol
 /// its index and where its line is. About 32 bytes a record in the table, whatever its size: the record itself
 /// is read again from the file when it is carried over (2,000,000 records held as parsed JSON took
 /// 1.5 GB). Later records of a key and index replace earlier ones, as in `Manifest.done`.
-public struct ManifestIndex {
+public struct ManifestIndex: Sendable {
     struct Digest: Hashable {
         var high: UInt64
         var low: UInt64

@@ -8,9 +8,8 @@ public enum ProgressBoard {
         let width = max(width, 20)
         let active = session.items.filter { $0.phase != .waiting && $0.phase != .ended }
         var lines = active.prefix(max(maxBars, 0)).map { bar($0, width: width) }
-        let waiting = session.items.filter { $0.phase == .waiting }.count
-        let ended = session.items.count - waiting - active.count
-        var totals = "\(ended)/\(session.items.count) done"
+        let waiting = session.count - session.ended - active.count
+        var totals = "\(session.ended)/\(session.count) done"
         if session.failed > 0 { totals += ", \(session.failed) failed" }
         if active.count > lines.count { totals += ", \(active.count - lines.count) more running" }
         if waiting > 0 { totals += ", \(waiting) waiting" }
@@ -22,9 +21,8 @@ public enum ProgressBoard {
     /// `40/100 done, 2 failed, 1 cancelled, 6 running, 12.3 MB, 10 s`: the progress line written
     /// every few seconds when stderr is not a terminal.
     public static func statusLine(_ session: GetSession, seconds: Double) -> String {
-        let ended = session.items.filter { $0.phase == .ended }.count
-        let running = session.items.filter { $0.phase != .waiting && $0.phase != .ended }.count
-        var text = "\(ended)/\(session.items.count) done"
+        let running = session.running
+        var text = "\(session.ended)/\(session.count) done"
         if session.kept > 0 { text += ", \(session.kept) kept" }
         if session.failed > 0 { text += ", \(session.failed) failed" }
         if session.cancelled > 0 { text += ", \(session.cancelled) cancelled" }

@@ -126,6 +126,52 @@ import Testing
         #expect(ProgressBoard.statusLine(session, seconds: 3) == "2/2 done, 1 kept, 1 failed, 0 B, 3 s")
     }
 
+    /// A list is read as it is fed: a file in pieces (lines cut across reads, CRLF, comments, a
+    /// last line without its newline), stdin's text, arguments; numbered in that order; a walk
+    /// can stop early.
+    @Test func inputIsReadAsItIsWalked() throws {
+        let file = NSTemporaryDirectory() + "list-\(UUID().uuidString).txt"
+        defer { unlink(file) }
+        var text = "# urls\r\n\r\n"
+        for i in 0..<30_000 { text += "http://h/\(i).jpg" + (i % 7 == 0 ? "\tn\(i).jpg" : "") + (i % 3 == 0 ? "\r\n" : "\n") }
+        text += "http://h/last.jpg"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        let input = GetInput([.url("http://h/arg.jpg"), .file(file), .text(Array("http://h/stdin.jpg\n\n".utf8))])
+        var seen: [GetEntry] = []
+        try input.forEach { seen.append($0); return true }
+        #expect(seen.count == 30_003)
+        #expect(try input.count() == 30_003)
+        #expect(seen[0] == GetEntry(url: "http://h/arg.jpg", index: 0))
+        #expect(seen[1] == GetEntry(url: "http://h/0.jpg", index: 1, name: "n0.jpg"))
+        #expect(seen[25_001] == GetEntry(url: "http://h/25000.jpg", index: 25_001))
+        #expect(seen[30_001] == GetEntry(url: "http://h/last.jpg", index: 30_001))
+        #expect(seen[30_002] == GetEntry(url: "http://h/stdin.jpg", index: 30_002))
+        #expect(seen.allSatisfy { !$0.url.contains("\r") && !$0.url.contains("\n") })
+        var first: [GetEntry] = []
+        try input.forEach { first.append($0); return first.count < 3 }
+        #expect(first.map(\.index) == [0, 1, 2])
+        #expect(throws: GetInputError.self) { try GetInput([.file("/nonexistent/list.txt")]).count() }
+    }
+
+    /// The session holds only what is under way: a URL is registered as it is fed and forgotten
+    /// (but counted) once it ends.
+    @Test func aStreamedSessionHoldsOnlyWhatIsUnderWay() {
+        var session = GetSession()
+        session.total = 3
+        session.register(GetEntry(url: "http://h/a", index: 0))
+        session.register(GetEntry(url: "http://h/b", index: 1))
+        _ = session.handle(Self.event("download/started", ["token": "1"]))
+        #expect(session.items.map(\.index) == [0, 1] && session.running == 1)
+        _ = session.handle(Self.event("download/completed", ["token": "1", "outcome": "success", "byteLength": 5, "path": "/o/a"]))
+        #expect(session.items.map(\.index) == [1] && session.ended == 1 && !session.allEnded)
+        #expect(session.handle(Self.event("download/started", ["token": "3"])).isEmpty, "not fed yet: unknown")
+        session.register(GetEntry(url: "http://h/c", index: 2))
+        _ = session.handle(Self.event("download/completed", ["token": "2", "outcome": "cancelled"]))
+        _ = session.handle(Self.event("download/completed", ["token": "3", "outcome": "success", "path": "/o/c"]))
+        #expect(session.items.isEmpty && session.allEnded && session.succeeded == 2 && session.cancelledWaiting == 1)
+        #expect(ProgressBoard.statusLine(session, seconds: 1) == "3/3 done, 1 cancelled, 0 B, 1 s")
+    }
+
     @Test func inputListsAndIndexPlaceholders() {
         let text = "http://h/a.jpg\n\n# a comment\n  http://h/b.jpg\tb name.jpg\r\nhttp://h/c.jpg\t\n"
         #expect(GetEntry.parse(lines: text, firstIndex: 2) == [
