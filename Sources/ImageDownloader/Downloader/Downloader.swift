@@ -52,20 +52,57 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         let isFile: Bool
         /// The request's own idle timeout (else the configuration's, read when it applies).
         let timeoutMs: Int64?
-        /// The current attempt (nil before the first).
-        var attempt: FetchAttempt?
         var tasks = FetchTasks()
         var body = ByteBuffer()
-        var resource: FetchedResource?
         /// A token asked for the body as it arrives.
         var streamsBody = false
+        /// What exists once the fetch runs, apart: a queued fetch holds none of it.
+        private var transfer: Transfer?
+
+        final class Transfer {
+            var attempt: FetchAttempt?
+            var resource: FetchedResource?
+            var validator: String?
+            var expectedTotal: Int64?
+            var resume: ResumePoint?
+            var metrics = FetchMetrics()
+        }
+
+        private var running: Transfer {
+            if let transfer { return transfer }
+            let made = Transfer()
+            transfer = made
+            return made
+        }
+
+        /// The current attempt (nil before the first).
+        var attempt: FetchAttempt? {
+            get { transfer?.attempt }
+            set { running.attempt = newValue }
+        }
+        var resource: FetchedResource? {
+            get { transfer?.resource }
+            set { running.resource = newValue }
+        }
         /// The response's `If-Range` validator, when it allows resuming (`Accept-Ranges: bytes`).
-        var validator: String?
+        var validator: String? {
+            get { transfer?.validator }
+            set { running.validator = newValue }
+        }
         /// The body's whole length, from the first response.
-        var expectedTotal: Int64?
+        var expectedTotal: Int64? {
+            get { transfer?.expectedTotal }
+            set { running.expectedTotal = newValue }
+        }
         /// Where the next attempt resumes; nil: it fetches the whole body.
-        var resume: ResumePoint?
-        var metrics = FetchMetrics()
+        var resume: ResumePoint? {
+            get { transfer?.resume }
+            set { running.resume = newValue }
+        }
+        var metrics: FetchMetrics {
+            get { transfer?.metrics ?? FetchMetrics() }
+            set { running.metrics = newValue }
+        }
 
         init(machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
             (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs, self.streamsBody) =
@@ -84,6 +121,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     }
 
     public private(set) var configuration: DownloaderConfiguration
+    /// The default headers merged (and in their key form) for the configuration they were made
+    /// for: shared by every request without headers of its own, not copied per queued download.
+    private var defaultHeaders: (userAgent: String, configured: [String: String], merged: [(String, String)], keyForm: [String])?
     let httpLoader: any ResourceLoader
     let fileLoader: FileLoader
     let sink: EventSink
@@ -186,9 +226,21 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             finishToken(token, .failure(.blocked(since: entry.reason)))
             return
         }
-        let headers = effectiveHeaders(request.headers)
+        let headers: [(String, String)]
+        let keyHeaders: [String]
+        if request.headers.isEmpty {
+            // The usual case: every such request shares one copy of the defaults and their key form.
+            if defaultHeaders?.userAgent != configuration.userAgent || defaultHeaders?.configured != configuration.headers {
+                let merged = effectiveHeaders([])
+                defaultHeaders = (configuration.userAgent, configuration.headers, merged, FetchKey.keyForm(merged))
+            }
+            (headers, keyHeaders) = (defaultHeaders!.merged, defaultHeaders!.keyForm)
+        } else {
+            headers = effectiveHeaders(request.headers)
+            keyHeaders = FetchKey.keyForm(headers)
+        }
         let key = FetchKey(
-            url: url, headers: headers, credentials: credentials,
+            url: url, keyHeaders: keyHeaders, credentials: credentials,
             allowInvalidCertificates: request.allowInvalidCertificates, handleCookies: request.handleCookies,
             cachePolicy: request.cachePolicy)
         let limits = FetchOperation.TokenLimits(maxRetries: request.maxRetries, retryDelayMs: request.retryDelayMs)

@@ -17,12 +17,27 @@ public struct FetchKey: Hashable, Sendable {
         url: URL, headers: [(String, String)], credentials: Credentials?, allowInvalidCertificates: Bool, handleCookies: Bool,
         cachePolicy: CachePolicy = .default
     ) {
+        self.init(
+            url: url, keyHeaders: FetchKey.keyForm(headers), credentials: credentials, allowInvalidCertificates: allowInvalidCertificates,
+            handleCookies: handleCookies, cachePolicy: cachePolicy)
+    }
+
+    /// With the headers already in `keyForm` (shared by requests that use the defaults).
+    init(
+        url: URL, keyHeaders: [String], credentials: Credentials?, allowInvalidCertificates: Bool, handleCookies: Bool,
+        cachePolicy: CachePolicy = .default
+    ) {
         self.url = FetchKey.canonical(url)
-        self.headers = headers.map { "\($0.0.lowercased()):\($0.1)" }.sorted()
+        self.headers = keyHeaders
         self.credentials = credentials
         self.allowInvalidCertificates = allowInvalidCertificates
         self.handleCookies = handleCookies
         self.cachePolicy = cachePolicy
+    }
+
+    /// Headers as the key compares them: `name:value`, names lowercased, sorted.
+    static func keyForm(_ headers: [(String, String)]) -> [String] {
+        headers.map { "\($0.0.lowercased()):\($0.1)" }.sorted()
     }
 
     static func canonical(_ url: URL) -> String {
