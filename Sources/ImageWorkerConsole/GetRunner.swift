@@ -36,7 +36,7 @@ public enum GetRunner {
                     let index = try ManifestIndex(path: path)
                     try input.forEach { entry in
                         count += 1
-                        if let (_, line) = index.take(url: entry.url, name: entry.name, index: entry.index) {
+                        if let line = index.take(url: entry.url, name: entry.name, index: entry.index) {
                             try writer.carry(line)
                             doneBefore += 1
                         }
@@ -104,7 +104,7 @@ public enum GetRunner {
         let carried = done
         let feeder = Thread {
             try? input.forEach { entry in
-                if let carried, carried.take(url: entry.url, name: entry.name, index: entry.index) != nil { return true }
+                if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
                 fed.add(entry)
                 var line = JSONWriter.encode(options.downloadRequest(entry))
                 line.append(UInt8(ascii: "\n"))

@@ -3,11 +3,12 @@ import ImageWorkerProtocol
 
 /// What `--continue` needs of an earlier manifest, read a line at a time: for each record that
 /// shows its URL as done (`ok` or `skipped`, its file still there), a 128-bit digest of its key,
-/// its index and where its line is. About 32 bytes a record in the table, whatever its size: the record itself
-/// is read again from the file when it is carried over (2,000,000 records held as parsed JSON took
-/// 1.5 GB). Later records of a key and index replace earlier ones, as in `Manifest.done`.
+/// its index and where its line is, 32 bytes in a sorted array whatever the record's size. A
+/// record is read again from the file only when it is carried over (2,000,000 records held as
+/// parsed JSON took 1.5 GB). Later records of a key and index replace earlier ones, as in the
+/// manifest's own rules.
 public struct ManifestIndex: Sendable {
-    struct Digest: Hashable {
+    struct Digest: Hashable, Comparable {
         var high: UInt64
         var low: UInt64
 
@@ -22,33 +23,54 @@ public struct ManifestIndex: Sendable {
             }
             (high, low) = (a, b)
         }
+
+        static func < (x: Digest, y: Digest) -> Bool { (x.high, x.low) < (y.high, y.low) }
     }
 
-    struct Ref: Equatable {
+    struct Entry {
+        var digest: Digest
         var offset: Int64
         var index: Int32
+        /// The line's length; negative while reading: a record that does not show its URL done.
         var length: Int32
     }
 
     private let fd: Int32
-    /// The refs of a key: one for most keys; more when the list named the URL more than once.
-    private var single: [Digest: Ref] = [:]
-    private var several: [Digest: [Ref]] = [:]
+    /// Done records, by digest then index.
+    private let entries: [Entry]
     /// Records read, and those that show their URL as done.
-    public private(set) var records = 0
-    public var doneCount: Int { single.count + several.values.reduce(0) { $0 + $1.count } }
+    public let records: Int
+    public var doneCount: Int { entries.count }
 
     /// Reads `path` through. Lines that do not parse (one cut by a kill) are left out.
     public init(path: String) throws {
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ManifestError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
+        do {
+            (entries, records) = try Self.read(fd)
+        } catch {
+            _ = Foundation.close(fd)
+            throw ManifestError(message: "cannot read \(path): \(error)")
+        }
+    }
+
+    /// Every record's entry, then the done ones, the last record of each key and index deciding.
+    private static func read(_ fd: Int32) throws -> (entries: [Entry], records: Int) {
+        var all: [Entry] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var pending: [UInt8] = []
         var offset: Int64 = 0  // of pending's first byte
+        func take(_ line: ArraySlice<UInt8>, at offset: Int64) {
+            guard line.count < Int32.max, let fields = fields(line), let index = Int32(exactly: fields.index) else { return }
+            let fileThere = fields.path.map { FileManager.default.fileExists(atPath: $0) } ?? true
+            let done = (fields.outcome == "ok" || fields.outcome == "skipped") && fileThere
+            let length = Int32(line.count)
+            all.append(Entry(digest: Digest(Manifest.key(url: fields.url, name: fields.name)), offset: offset, index: index, length: done ? length : -length - 1))
+        }
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw ManifestError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n < 0 { throw ManifestError(message: String(cString: strerror(errno))) }
             if n == 0 { break }
             pending += buffer[0..<n]
             var start = 0
@@ -60,51 +82,161 @@ public struct ManifestIndex: Sendable {
             offset += Int64(start)
         }
         if !pending.isEmpty { take(pending[...], at: offset) }
-    }
-
-    private mutating func take(_ line: ArraySlice<UInt8>, at offset: Int64) {
-        guard line.count < Int32.max, case .object(let record)? = try? JSONParser.parse(line), let url = record["url"]?.stringValue,
-            let index = record["index"]?.integerValue.flatMap({ Int32(exactly: $0) })
-        else { return }
-        records += 1
-        let digest = Digest(Manifest.key(url: url, name: record["name"]?.stringValue))
-        let outcome = record["outcome"]?.stringValue
-        let fileThere = record["path"]?.stringValue.map { FileManager.default.fileExists(atPath: $0) } ?? true
-        let done = (outcome == "ok" || outcome == "skipped") && fileThere
-        let ref = Ref(offset: offset, index: index, length: Int32(line.count))
-        var refs = several[digest] ?? single[digest].map { [$0] } ?? []
-        refs.removeAll { $0.index == index }
-        if done { refs.append(ref) }
-        switch refs.count {
-        case 0:
-            single[digest] = nil
-            several[digest] = nil
-        case 1:
-            single[digest] = refs[0]
-            several[digest] = nil
-        default:
-            single[digest] = nil
-            several[digest] = refs
+        all.sort { ($0.digest, $0.index, $0.offset) < ($1.digest, $1.index, $1.offset) }
+        var kept: [Entry] = []
+        kept.reserveCapacity(all.count)
+        for (i, entry) in all.enumerated() {
+            if i + 1 < all.count, all[i + 1].digest == entry.digest, all[i + 1].index == entry.index { continue }
+            if entry.length >= 0 { kept.append(entry) }
         }
+        return (kept, all.count)
     }
 
-    /// The done record for an input line: the one of its index, else another of its URL (the list
-    /// changed), under this index; its line as it is to be written in the new manifest.
-    public func take(url: String, name: String?, index: Int) -> (record: JSONObject, line: [UInt8])? {
-        let digest = Digest(Manifest.key(url: url, name: name))
-        let refs = several[digest] ?? single[digest].map { [$0] } ?? []
-        guard let ref = refs.first(where: { Int($0.index) == index }) ?? refs.first else { return nil }
-        var line = [UInt8](repeating: 0, count: Int(ref.length))
-        let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(ref.offset)) }
-        guard n == Int(ref.length), case .object(var record)? = try? JSONParser.parse(line),
-            Manifest.key(url: record["url"]?.stringValue ?? "", name: record["name"]?.stringValue) == Manifest.key(url: url, name: name)
-        else { return nil }
-        if Int(ref.index) == index { return (record, line + [UInt8(ascii: "\n")]) }
+    /// The done records of a key: a range of `entries`.
+    private func range(of digest: Digest) -> Range<Int> {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].digest < digest { low = mid + 1 } else { high = mid }
+        }
+        var end = low
+        while end < entries.count, entries[end].digest == digest { end += 1 }
+        return low..<end
+    }
+
+    private func entry(url: String, name: String?, index: Int) -> Entry? {
+        let found = entries[range(of: Digest(Manifest.key(url: url, name: name)))]
+        return found.first { Int($0.index) == index } ?? found.first
+    }
+
+    /// Whether an input line is done (no reading).
+    public func contains(url: String, name: String?, index: Int) -> Bool {
+        entry(url: url, name: name, index: index) != nil
+    }
+
+    /// The done record for an input line, as its line in the new manifest: the one of its index
+    /// (copied as it is), else another of its URL (the list changed), under this index.
+    public func take(url: String, name: String?, index: Int) -> [UInt8]? {
+        guard let entry = entry(url: url, name: name, index: index) else { return nil }
+        var line = [UInt8](repeating: 0, count: Int(entry.length))
+        let n = line.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(entry.offset)) }
+        guard n == Int(entry.length) else { return nil }
+        if Int(entry.index) == index { return line + [UInt8(ascii: "\n")] }
+        guard case .object(var record)? = try? JSONParser.parse(line) else { return nil }
         record["index"] = JSONValue(index)
-        return (record, Manifest.line(record))
+        return Manifest.line(record)
     }
 
     public func close() {
         _ = Foundation.close(fd)
+    }
+
+    /// The fields the index needs of a record, read without building its whole JSON: a top-level
+    /// object scanned key by key, other values skipped (strings and nesting respected); the
+    /// strings it keeps decoded by the JSON parser. Nil when the line is not such an object or
+    /// lacks `index` or `url`.
+    private static let wantedKeys = ["index", "url", "name", "outcome", "path"].map { Array($0.utf8) }
+
+    public static func fields(_ line: ArraySlice<UInt8>) -> (index: Int64, url: String, name: String?, outcome: String?, path: String?)? {
+        var i = line.startIndex
+        let end = line.endIndex
+        func skipBlanks() { while i < end, line[i] == 0x20 || line[i] == 0x09 || line[i] == 0x0D || line[i] == 0x0A { i += 1 } }
+        /// The end of the string token starting at `i` (a quote).
+        func stringEnd(_ start: Int) -> Int? {
+            var j = start + 1
+            while j < end {
+                if line[j] == UInt8(ascii: "\\") { j += 2; continue }
+                if line[j] == UInt8(ascii: "\"") { return j + 1 }
+                j += 1
+            }
+            return nil
+        }
+        /// The end of the value starting at `i`.
+        func valueEnd(_ start: Int) -> Int? {
+            guard start < end else { return nil }
+            if line[start] == UInt8(ascii: "\"") { return stringEnd(start) }
+            var depth = 0
+            var j = start
+            while j < end {
+                switch line[j] {
+                case UInt8(ascii: "\""):
+                    guard let after = stringEnd(j) else { return nil }
+                    j = after
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { return j }
+                    depth -= 1
+                    if depth == 0 { return j + 1 }
+                case UInt8(ascii: ","):
+                    if depth == 0 { return j }
+                default: break
+                }
+                j += 1
+            }
+            return depth == 0 ? j : nil
+        }
+        func string(_ range: Range<Int>) -> String? {
+            // Without escapes (the usual URL or path), the bytes between the quotes are the text.
+            if range.count >= 2, line[range.lowerBound] == UInt8(ascii: "\""), line[range.upperBound - 1] == UInt8(ascii: "\""),
+                !line[range.lowerBound + 1..<range.upperBound - 1].contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+            {
+                return String(decoding: line[range.lowerBound + 1..<range.upperBound - 1], as: UTF8.self)
+            }
+            guard case .string(let text)? = try? JSONParser.parse(line[range]) else { return nil }
+            return text
+        }
+        skipBlanks()
+        guard i < end, line[i] == UInt8(ascii: "{") else { return nil }
+        i += 1
+        var index: Int64?
+        var url: String?
+        var name: String?
+        var outcome: String?
+        var path: String?
+        while true {
+            skipBlanks()
+            guard i < end else { return nil }
+            if line[i] == UInt8(ascii: "}") { break }
+            guard line[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(i) else { return nil }
+            // The keys wanted have no escapes: compared as bytes, no string made for the others.
+            let keyBytes = line[(i + 1)..<(keyEnd - 1)]
+            let key = Self.wantedKeys.first { $0.elementsEqual(keyBytes) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            i = keyEnd
+            skipBlanks()
+            guard i < end, line[i] == UInt8(ascii: ":") else { return nil }
+            i += 1
+            skipBlanks()
+            guard let valueEnd = valueEnd(i), valueEnd > i else { return nil }
+            let value = i..<valueEnd
+            switch key {
+            case "index":
+                var digits = line[value]
+                while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
+                if !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                    index = digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
+                } else {
+                    guard case .int(let n)? = try? JSONParser.parse(line[value]) else { return nil }
+                    index = n
+                }
+            case "url": url = string(value)
+            case "name": name = string(value)
+            case "outcome": outcome = string(value)
+            case "path": path = string(value)
+            default: break
+            }
+            i = valueEnd
+            skipBlanks()
+            guard i < end else { return nil }
+            if line[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            guard line[i] == UInt8(ascii: "}") else { return nil }
+            break
+        }
+        guard let index, let url else { return nil }
+        return (index, url, name, outcome, path)
     }
 }

@@ -125,7 +125,7 @@ public struct DownloadURL: Sendable, Equatable {
 
     /// `string` with any user information in its authority removed, and nothing else changed.
     public static func redacted(_ string: String) -> String {
-        guard let schemeEnd = string.range(of: "://") else { return string }
+        guard string.utf8.contains(UInt8(ascii: "@")), let schemeEnd = string.range(of: "://") else { return string }
         let authorityStart = schemeEnd.upperBound
         let rest = string[authorityStart...]
         // A backslash ends it too: http URLs read it as a slash (see `whatwgSeparators`).
