@@ -26,10 +26,12 @@ public enum GetRunner {
         var done: ManifestIndex?
         var doneBefore = 0
         let total: Int
+        var uncommitted: ManifestWriter?
         do {
             var count = 0
             if let path = options.manifest {
                 let writer = try ManifestWriter(path: path)
+                uncommitted = writer
                 if options.resume, FileManager.default.fileExists(atPath: path) {
                     // Read a line at a time; each done record is copied into the new manifest as
                     // its input line is met (the list is walked again when fed), never held.
@@ -47,6 +49,7 @@ public enum GetRunner {
                     count = try input.count()
                 }
                 try writer.commit()
+                uncommitted = nil
                 manifest = writer
                 if doneBefore > 0 && !options.json {
                     TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(doneBefore) of \(count) URLs already done (\(path))\n")
@@ -56,6 +59,7 @@ public enum GetRunner {
             }
             total = count - doneBefore
         } catch {
+            uncommitted?.discard()
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(options.manifest.map { "manifest \($0)" } ?? "input"): \(error)\n")
             return 2
         }

@@ -89,6 +89,12 @@ public final class ManifestWriter: Sendable {
         }
     }
 
+    /// The run stops before `commit` (the earlier manifest could not be read): the temporary file
+    /// goes, and the earlier manifest stays as it was.
+    public func discard() {
+        unlink(temporary)
+    }
+
     /// The carried records are all in: the file takes the manifest's name.
     public func commit() throws {
         guard rename(temporary, path) == 0 else {

@@ -315,6 +315,14 @@ import TestSupport
         let skip = try await Self.run(["get", "-i", list.path, "-o", images, "--name-template", "p{index:3}.{ext}", "--skip-existing"])
         #expect(skip.status == 0 && skip.lines.allSatisfy { $0.hasPrefix("kept    ") } && skip.lines.count == 4, "\(skip)")
         #expect(server.hits("/files/testorig.jpg") == hits)
+
+        // A manifest that cannot be read: a clear error, nothing fetched, no temporary file left.
+        let unreadable = out.appendingPathComponent("a-folder.jsonl")
+        try FileManager.default.createDirectory(at: unreadable, withIntermediateDirectories: true)
+        let refused = try await Self.run(["get", "-i", list.path, "-o", images, "--manifest", unreadable.path, "--continue"])
+        #expect(refused.status == 2 && refused.stderr.contains("cannot read"), "\(refused)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).allSatisfy { !$0.contains(".tmp-") })
+        #expect(server.hits("/files/testorig.jpg") == hits)
     }
 
     /// URLs from stdin (`-`); a progress line every interval when stderr is a file; Ctrl-C keeps
