@@ -11,7 +11,8 @@ public enum HTTPHeaderField {
         !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
     }
 
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    /// A byte of an HTTP token (RFC 9110 5.6.2): what a header name is made of.
+    public static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true

@@ -74,7 +74,7 @@ public struct RedactingLogHandler: LogHandler {
         var searchFrom = text.startIndex
         while let found = text.range(of: prefix, options: .caseInsensitive, range: searchFrom..<text.endIndex) {
             if found.lowerBound > text.startIndex, let before = text[text.index(before: found.lowerBound)].asciiValue,
-                before == UInt8(ascii: "-") || before.isTokenLetter
+                HTTPHeaderField.isTokenByte(before)
             {
                 searchFrom = found.upperBound
                 continue
@@ -93,22 +93,12 @@ public struct RedactingLogHandler: LogHandler {
         while index < text.endIndex {
             if text[index...].hasPrefix(" }") { return index }
             if text[index...].hasPrefix("; ") {
-                let name = text[text.index(index, offsetBy: 2)...].prefix { $0.asciiValue?.isTokenLetter == true || $0 == "-" }
+                let name = text[text.index(index, offsetBy: 2)...].prefix { $0.asciiValue.map(HTTPHeaderField.isTokenByte) == true }
                 let after = text.index(index, offsetBy: 2 + name.count)
                 if !name.isEmpty, text[after...].hasPrefix(": ") { return index }
             }
             index = text.index(after: index)
         }
         return nil
-    }
-}
-
-extension UInt8 {
-    /// A letter, digit or one of the token symbols HTTP field names are made of (without `-`).
-    fileprivate var isTokenLetter: Bool {
-        switch self {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: Array("!#$%&'*+.^_`|~".utf8).contains(self)
-        }
     }
 }
