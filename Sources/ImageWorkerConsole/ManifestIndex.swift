@@ -132,51 +132,16 @@ public struct ManifestIndex: Sendable {
         _ = Foundation.close(fd)
     }
 
+    private static let wantedKeys = ["index", "url", "name", "outcome", "path"].map { Array($0.utf8) }
+
     /// The fields the index needs of a record, read without building its whole JSON: a top-level
     /// object scanned key by key, other values skipped (strings and nesting respected); the
     /// strings it keeps decoded by the JSON parser. Nil when the line is not such an object or
     /// lacks `index` or `url`.
-    private static let wantedKeys = ["index", "url", "name", "outcome", "path"].map { Array($0.utf8) }
-
     public static func fields(_ line: ArraySlice<UInt8>) -> (index: Int64, url: String, name: String?, outcome: String?, path: String?)? {
         var i = line.startIndex
         let end = line.endIndex
         func skipBlanks() { while i < end, line[i] == 0x20 || line[i] == 0x09 || line[i] == 0x0D || line[i] == 0x0A { i += 1 } }
-        /// The end of the string token starting at `i` (a quote).
-        func stringEnd(_ start: Int) -> Int? {
-            var j = start + 1
-            while j < end {
-                if line[j] == UInt8(ascii: "\\") { j += 2; continue }
-                if line[j] == UInt8(ascii: "\"") { return j + 1 }
-                j += 1
-            }
-            return nil
-        }
-        /// The end of the value starting at `i`.
-        func valueEnd(_ start: Int) -> Int? {
-            guard start < end else { return nil }
-            if line[start] == UInt8(ascii: "\"") { return stringEnd(start) }
-            var depth = 0
-            var j = start
-            while j < end {
-                switch line[j] {
-                case UInt8(ascii: "\""):
-                    guard let after = stringEnd(j) else { return nil }
-                    j = after
-                    continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    if depth == 0 { return j }
-                    depth -= 1
-                    if depth == 0 { return j + 1 }
-                case UInt8(ascii: ","):
-                    if depth == 0 { return j }
-                default: break
-                }
-                j += 1
-            }
-            return depth == 0 ? j : nil
-        }
         func string(_ range: Range<Int>) -> String? {
             // Without escapes (the usual URL or path), the bytes between the quotes are the text.
             if range.count >= 2, line[range.lowerBound] == UInt8(ascii: "\""), line[range.upperBound - 1] == UInt8(ascii: "\""),
@@ -199,7 +164,7 @@ public struct ManifestIndex: Sendable {
             skipBlanks()
             guard i < end else { return nil }
             if line[i] == UInt8(ascii: "}") { break }
-            guard line[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(i) else { return nil }
+            guard line[i] == UInt8(ascii: "\""), let keyEnd = JSONParser.valueEnd(in: line, from: i) else { return nil }
             // The keys wanted have no escapes: compared as bytes, no string made for the others.
             let keyBytes = line[(i + 1)..<(keyEnd - 1)]
             let key = Self.wantedKeys.first { $0.elementsEqual(keyBytes) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
@@ -208,7 +173,7 @@ public struct ManifestIndex: Sendable {
             guard i < end, line[i] == UInt8(ascii: ":") else { return nil }
             i += 1
             skipBlanks()
-            guard let valueEnd = valueEnd(i), valueEnd > i else { return nil }
+            guard let valueEnd = JSONParser.valueEnd(in: line, from: i), valueEnd > i else { return nil }
             let value = i..<valueEnd
             switch key {
             case "index":

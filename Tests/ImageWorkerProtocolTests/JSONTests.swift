@@ -9,6 +9,19 @@ import Testing
         #expect(value["b"] == .object(JSONObject()))
     }
 
+    /// A value's extent, found without parsing it (the framer's and the manifest index's scan).
+    @Test func aValuesEndIsFoundWithoutParsingIt() {
+        func end(_ text: String, from start: Int = 0) -> Int? { JSONParser.valueEnd(in: Array(text.utf8), from: start) }
+        #expect(end(#"{"a": "}\"]", "b": [1, {"c": ","}]} tail"#) == 35)
+        #expect(end(#""x\"y", 2"#) == 6)
+        #expect(end("12 , 3") == 3, "a scalar runs to the comma at its level")
+        #expect(end("[1, 2]]", from: 4) == 5, "a closing bracket of the level above ends a scalar")
+        #expect(end("true") == 4)
+        #expect(end(#"{"a": [1, 2"#) == nil, "still open")
+        #expect(end(#""abc"#) == nil)
+        #expect(end("", from: 0) == nil)
+    }
+
     @Test func keepsIntegersAndTheirType() throws {
         #expect(try JSONParser.parse("1") == .int(1))
         #expect(try JSONParser.parse("1.0") == .double(1))

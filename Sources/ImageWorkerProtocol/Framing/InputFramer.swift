@@ -266,25 +266,7 @@ public struct InputFramer: Sendable {
     /// or nil when it does not start with one or does not close it.
     private func firstValueEnd(_ range: Range<Int>) -> Int? {
         guard let first = range.first, buffer[first] == UInt8(ascii: "{") || buffer[first] == UInt8(ascii: "[") else { return nil }
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for i in range {
-            let byte = buffer[i]
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                depth -= 1
-                if depth == 0 { return i + 1 }
-            default: break
-            }
-        }
-        return nil
+        return JSONParser.valueEnd(in: buffer[range], from: first)
     }
 
     /// The end of the complete JSON object or array that `range` holds, when its last non-blank
@@ -292,9 +274,9 @@ public struct InputFramer: Sendable {
     private func completeValueEnd(_ range: Range<Int>) -> Int? {
         var end = range.upperBound
         while end > range.lowerBound, isBlank(buffer[end - 1]) { end -= 1 }
+        // The bracket scan first (cheap): the parse runs only when the value closes right there.
         guard end > range.lowerBound, buffer[end - 1] == UInt8(ascii: "}") || buffer[end - 1] == UInt8(ascii: "]"),
-            buffer[range.lowerBound] == UInt8(ascii: "{") || buffer[range.lowerBound] == UInt8(ascii: "["),
-            (try? JSONParser.parse(buffer[range.lowerBound..<end])) != nil
+            firstValueEnd(range.lowerBound..<end) == end, (try? JSONParser.parse(buffer[range.lowerBound..<end])) != nil
         else { return nil }
         return end
     }

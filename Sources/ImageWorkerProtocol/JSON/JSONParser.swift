@@ -28,6 +28,47 @@ public struct JSONParser {
         try parse(Array(string.utf8))
     }
 
+    /// Where the JSON value that starts at `start` ends, found without parsing it: a string at its
+    /// closing quote, an object or array at its closing bracket (brackets matched outside
+    /// strings), anything else at the `,`, `}` or `]` that follows it on its own level (or the
+    /// end of `bytes`). Nil when a string or bracket is still open at the end. Its syntax is not
+    /// checked: `parse` does that, once the extent is known.
+    public static func valueEnd<C: RandomAccessCollection>(in bytes: C, from start: Int) -> Int?
+    where C.Element == UInt8, C.Index == Int {
+        guard start < bytes.endIndex else { return nil }
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var i = start
+        while i < bytes.endIndex {
+            let byte = bytes[i]
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                    if depth == 0 { return i + 1 }
+                }
+            } else {
+                switch byte {
+                case UInt8(ascii: "\""): inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { return i }
+                    depth -= 1
+                    if depth == 0 { return i + 1 }
+                case UInt8(ascii: ","):
+                    if depth == 0 { return i }
+                default: break
+                }
+            }
+            i += 1
+        }
+        return depth == 0 && !inString ? i : nil
+    }
+
     private struct Cursor {
         let buffer: UnsafeBufferPointer<UInt8>
         var index = 0
