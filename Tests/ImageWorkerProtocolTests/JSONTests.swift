@@ -11,7 +11,7 @@ import Testing
 
     /// A value's extent, found without parsing it (the framer's and the manifest index's scan).
     @Test func aValuesEndIsFoundWithoutParsingIt() {
-        func end(_ text: String, from start: Int = 0) -> Int? { JSONParser.valueEnd(in: Array(text.utf8), from: start) }
+        func end(_ text: String, from start: Int = 0) -> Int? { JSONParser.valueEnd(in: Array(text.utf8)[...], from: start) }
         #expect(end(#"{"a": "}\"]", "b": [1, {"c": ","}]} tail"#) == 35)
         #expect(end(#""x\"y", 2"#) == 6)
         #expect(end("12 , 3") == 3, "a scalar runs to the comma at its level")

@@ -33,8 +33,9 @@ public struct JSONParser {
     /// strings), anything else at the `,`, `}` or `]` that follows it on its own level (or the
     /// end of `bytes`). Nil when a string or bracket is still open at the end. Its syntax is not
     /// checked: `parse` does that, once the extent is known.
-    public static func valueEnd<C: RandomAccessCollection>(in bytes: C, from start: Int) -> Int?
-    where C.Element == UInt8, C.Index == Int {
+    /// (Not generic: called across modules for every record of a manifest, it must not go
+    /// through protocol witnesses per byte.)
+    public static func valueEnd(in bytes: ArraySlice<UInt8>, from start: Int) -> Int? {
         guard start < bytes.endIndex else { return nil }
         var depth = 0
         var inString = false
