@@ -37,42 +37,26 @@ public struct GetInput: Sendable {
                 guard try body(GetEntry(url: url, index: index, name: names[index])) else { return }
                 index += 1
             case .text(let bytes):
-                var stop = false
-                try Self.lines(of: bytes[...]) { line in
-                    guard let entry = GetEntry.parse(line: line, index: index) else { return true }
-                    index += 1
-                    stop = try !body(entry)
-                    return !stop
-                }
-                if stop { return }
+                guard try LineReader.lines(of: bytes[...], { line, _ in try take(line) }) else { return }
             case .file(let path):
                 let fd = open(path, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
                 defer { close(fd) }
-                var buffer = [UInt8](repeating: 0, count: 1 << 16)
-                var pending: [UInt8] = []
-                var stop = false
-                while !stop {
-                    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                    if n < 0 && errno == EINTR { continue }
-                    if n < 0 { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
-                    if n == 0 { break }
-                    pending += buffer[0..<n]
-                    guard let lastNewline = pending.lastIndex(of: UInt8(ascii: "\n")) else { continue }
-                    try Self.lines(of: pending[...lastNewline]) { line in
-                        guard let entry = GetEntry.parse(line: line, index: index) else { return true }
-                        index += 1
-                        stop = try !body(entry)
-                        return !stop
-                    }
-                    pending.removeFirst(lastNewline + 1)
+                let going: Bool
+                do {
+                    going = try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line) }
+                } catch let failure as LineReader.Failure {
+                    throw GetInputError(message: "cannot read \(path): \(failure)")
                 }
-                if stop { return }
-                if !pending.isEmpty, let entry = GetEntry.parse(line: String(decoding: pending, as: UTF8.self), index: index) {
-                    guard try body(entry) else { return }
-                    index += 1
-                }
+                guard going else { return }
             }
+        }
+
+        /// A list line: an entry for `body`, or nothing for a blank or `#` line.
+        func take(_ line: ArraySlice<UInt8>) throws -> Bool {
+            guard let entry = GetEntry.parse(line: String(decoding: line, as: UTF8.self), index: index) else { return true }
+            index += 1
+            return try body(entry)
         }
     }
 
@@ -84,16 +68,6 @@ public struct GetInput: Sendable {
             return true
         }
         return n
-    }
-
-    /// Each line of `bytes` (split at `\n`), as text, until `body` returns false.
-    private static func lines(of bytes: ArraySlice<UInt8>, _ body: (String) throws -> Bool) throws {
-        var start = bytes.startIndex
-        while start < bytes.endIndex {
-            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
-            guard try body(String(decoding: bytes[start..<end], as: UTF8.self)) else { return }
-            start = end < bytes.endIndex ? end + 1 : end
-        }
     }
 }
 

@@ -57,31 +57,14 @@ public struct ManifestIndex: Sendable {
     /// Every record's entry, then the done ones, the last record of each key and index deciding.
     private static func read(_ fd: Int32) throws -> (entries: [Entry], records: Int) {
         var all: [Entry] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var pending: [UInt8] = []
-        var offset: Int64 = 0  // of pending's first byte
-        func take(_ line: ArraySlice<UInt8>, at offset: Int64) {
-            guard line.count < Int32.max, let fields = fields(line), let index = Int32(exactly: fields.index) else { return }
+        try LineReader.lines(of: fd) { line, offset in
+            guard line.count < Int32.max, let fields = fields(line), let index = Int32(exactly: fields.index) else { return true }
             let fileThere = fields.path.map { FileManager.default.fileExists(atPath: $0) } ?? true
             let done = (fields.outcome == "ok" || fields.outcome == "skipped") && fileThere
             let length = Int32(line.count)
             all.append(Entry(digest: Digest(Manifest.key(url: fields.url, name: fields.name)), offset: offset, index: index, length: done ? length : -length - 1))
+            return true
         }
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw ManifestError(message: String(cString: strerror(errno))) }
-            if n == 0 { break }
-            pending += buffer[0..<n]
-            var start = 0
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                take(pending[start..<newline], at: offset + Int64(start))
-                start = newline + 1
-            }
-            pending.removeFirst(start)
-            offset += Int64(start)
-        }
-        if !pending.isEmpty { take(pending[...], at: offset) }
         all.sort { ($0.digest, $0.index, $0.offset) < ($1.digest, $1.index, $1.offset) }
         var kept: [Entry] = []
         kept.reserveCapacity(all.count)
