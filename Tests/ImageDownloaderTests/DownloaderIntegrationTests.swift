@@ -21,6 +21,26 @@ import TestSupport
         #expect(!failure.description.contains("errno") && !failure.description.contains("error set"), "\(failure)")
     }
 
+    /// Requests without headers of their own share the merged defaults; a configuration change
+    /// reaches the next request (the shared copy is made again).
+    @Test func aNewConfigurationsHeadersReachTheNextRequest() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        func sent(_ token: String) async throws -> [String: String] {
+            try await h.start(.string(token), h.server.url("/echo-headers?t=\(token)"))
+            try await h.outcome(.string(token))
+            return Dictionary(h.server.lastHeaders("/echo-headers").map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { a, _ in a })
+        }
+        #expect(try await sent("a")["user-agent"] == "image-worker-tests/1")
+        var configuration = await h.downloader.configuration
+        configuration.userAgent = "image-worker-tests/2"
+        configuration.headers = ["X-Team": "blue"]
+        await h.downloader.configure(configuration)
+        let after = try await sent("b")
+        #expect(after["user-agent"] == "image-worker-tests/2")
+        #expect(after["x-team"] == "blue")
+    }
+
     @Test func downloadsWithEventsInOrder() async throws {
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }

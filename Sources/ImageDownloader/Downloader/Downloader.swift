@@ -120,10 +120,12 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         }
     }
 
-    public private(set) var configuration: DownloaderConfiguration
-    /// The default headers merged (and in their key form) for the configuration they were made
-    /// for: shared by every request without headers of its own, not copied per queued download.
-    private var defaultHeaders: (userAgent: String, configured: [String: String], merged: [(String, String)], keyForm: [String])?
+    public private(set) var configuration: DownloaderConfiguration {
+        didSet { defaultHeaders = nil }  // made again from the new configuration when next needed
+    }
+    /// The default headers merged, and in their key form: shared by every request without
+    /// headers of its own, not copied per queued download.
+    private var defaultHeaders: (merged: [(String, String)], keyForm: [String])?
     let httpLoader: any ResourceLoader
     let fileLoader: FileLoader
     let sink: EventSink
@@ -230,11 +232,12 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         let keyHeaders: [String]
         if request.headers.isEmpty {
             // The usual case: every such request shares one copy of the defaults and their key form.
-            if defaultHeaders?.userAgent != configuration.userAgent || defaultHeaders?.configured != configuration.headers {
+            let shared = defaultHeaders ?? {
                 let merged = effectiveHeaders([])
-                defaultHeaders = (configuration.userAgent, configuration.headers, merged, FetchKey.keyForm(merged))
-            }
-            (headers, keyHeaders) = (defaultHeaders!.merged, defaultHeaders!.keyForm)
+                return (merged, FetchKey.keyForm(merged))
+            }()
+            defaultHeaders = shared
+            (headers, keyHeaders) = shared
         } else {
             headers = effectiveHeaders(request.headers)
             keyHeaders = FetchKey.keyForm(headers)
