@@ -36,30 +36,30 @@ public struct GetSession: Sendable {
 
     /// What `timingSummary` takes of a download's `metrics`: a few numbers, not the event's JSON
     /// (a run of a million URLs keeps one per URL).
-    public struct Timing: Sendable, Equatable {
-        /// queued, connect, ttfb, transfer, decode, write (ms; NaN: the phase did not happen).
-        var phases: (Float, Float, Float, Float, Float, Float)
-        var attempts: Int32
-        var fromCache: Bool
-        var http2: Bool
-
-        static let keys = ["queuedMs", "connectMs", "ttfbMs", "transferMs", "decodeMs", "writeMs"]
+    struct Timing: Sendable {
+        /// The phases: the metrics key each is read from, and its label in the summary.
+        static let phases = [
+            ("queuedMs", "queued"), ("connectMs", "connect"), ("ttfbMs", "ttfb"), ("transferMs", "transfer"), ("decodeMs", "decode"),
+            ("writeMs", "write"),
+        ]
+        /// Milliseconds of each phase, in `phases` order (NaN: it did not happen): a vector, so
+        /// that no timing allocates.
+        private var milliseconds = SIMD8<Float>(repeating: .nan)
+        let attempts: Int32
+        let fromCache: Bool
+        let http2: Bool
 
         init(_ metrics: JSONValue) {
-            func ms(_ key: String) -> Float { metrics[key]?.numberValue.map(Float.init) ?? .nan }
-            phases = (ms("queuedMs"), ms("connectMs"), ms("ttfbMs"), ms("transferMs"), ms("decodeMs"), ms("writeMs"))
+            for (i, (key, _)) in Self.phases.enumerated() {
+                if let value = metrics[key]?.numberValue { milliseconds[i] = Float(value) }
+            }
             attempts = Int32(clamping: metrics["attempts"]?.integerValue ?? 0)
             fromCache = metrics["fromCache"]?.boolValue == true
             http2 = metrics["httpVersion"]?.stringValue == "2"
         }
 
         func phase(_ i: Int) -> Float? {
-            let value = [phases.0, phases.1, phases.2, phases.3, phases.4, phases.5][i]
-            return value.isNaN ? nil : value
-        }
-
-        public static func == (a: Timing, b: Timing) -> Bool {
-            (0..<6).allSatisfy { a.phase($0) == b.phase($0) } && a.attempts == b.attempts && a.fromCache == b.fromCache && a.http2 == b.http2
+            milliseconds[i].isNaN ? nil : milliseconds[i]
         }
     }
 
@@ -271,7 +271,7 @@ public struct GetSession: Sendable {
             return (values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2, values.count)
         }
         var parts: [String] = []
-        for (phase, label) in ["queued", "connect", "ttfb", "transfer", "decode", "write"].enumerated() {
+        for (phase, (_, label)) in Timing.phases.enumerated() {
             guard let (value, n) = median(phase) else { continue }
             let extra = label == "connect" ? " (\(n) new connection\(n == 1 ? "" : "s"))" : ""
             parts.append("\(label) \(String(format: "%.1f", value)) ms\(extra)")
