@@ -153,9 +153,20 @@ enum OutputDelivery {
     static func bitmapCost(_ body: ByteBuffer, source: ImageFormat?) -> Int {
         guard source != nil else { return 0 }
         if case .success(let header) = ImageHeader.read(Array(body.readableBytesView.prefix(64 * 1024))) {
-            return header.width.multipliedReportingOverflow(by: header.height).partialValue &* 4
+            return bitmapCost(width: header.width, height: header.height)
         }
-        return body.readableBytes &* 16
+        return bitmapCost(unknownSizeOf: body.readableBytes)
+    }
+
+    /// An RGBA bitmap of `width` × `height` (overflow wraps rather than traps: sizes that large fail
+    /// the pixel limit anyway).
+    static func bitmapCost(width: Int, height: Int) -> Int {
+        width.multipliedReportingOverflow(by: height).partialValue &* 4
+    }
+
+    /// A decode of `bytes` of compressed data whose size was not found: sixteen times as much.
+    static func bitmapCost(unknownSizeOf bytes: Int) -> Int {
+        bytes &* 16
     }
 
     /// What a decoded image is delivered as: the event's fields, the bytes, their type.

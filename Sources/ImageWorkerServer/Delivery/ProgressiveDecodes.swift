@@ -373,11 +373,11 @@ final class ProgressiveDecodes: Sendable {
                     options.layout = plan.layout
                     // A GIF is decoded onto its whole canvas, whatever the target.
                     let held = format == .gif ? (width, height) : plan.target
-                    guard reserve(held.0.multipliedReportingOverflow(by: held.1).partialValue &* 4, owner: owner) else { return nil }
+                    guard reserve(OutputDelivery.bitmapCost(width: held.0, height: held.1), owner: owner) else { return nil }
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
                 } else {
                     // No size within the header search: as a whole decode of such a body is counted.
-                    guard reserve(pending.count &* 16, owner: owner) else { return nil }
+                    guard reserve(OutputDelivery.bitmapCost(unknownSizeOf: pending.count), owner: owner) else { return nil }
                     decoder = try ImageDecoders.makeIncremental(for: format, options: options)
                 }
                 return decoder
