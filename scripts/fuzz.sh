@@ -9,8 +9,8 @@
 #   scripts/fuzz.sh 300 FuzzDecoders  one target
 #
 # Corpora grow in .build-fuzz/corpus/TARGET (kept between runs); seeds come from samples/,
-# ../shared/corpora, protocol/transcripts and Fuzz/seeds (decoders/: inputs that once failed, run
-# first as every seed is). A failing input is saved under .build-fuzz/artifacts/TARGET/ and the
+# ../shared/corpora, protocol/transcripts and Fuzz/seeds (decoders/, protocol/: inputs that once
+# failed, run first as every seed is). A failing input is saved under .build-fuzz/artifacts/TARGET/ and the
 # line to replay it is printed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +35,7 @@ for f in "$root"/protocol/transcripts/*.txt "$root"/Tests/ImageWorkerProtocolTes
     sed -n 's/^--> //p' "$f" > "$seeds/FuzzProtocol/$(basename "$f").ndjson"
 done
 printf 'Content-Length: 40\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"status"}' > "$seeds/FuzzProtocol/content-length"
+cp "$root"/Fuzz/seeds/protocol/* "$seeds/FuzzProtocol/"
 n=0
 while IFS= read -r -d '' f; do
     n=$((n + 1))
@@ -60,7 +61,8 @@ for target in "${targets[@]}"; do
         -artifact_prefix="$artifacts" "$corpus" "$seeds/$target" > "$log" 2>&1
     code=$?
     set -e
-    summary=$(grep -E "^(#[0-9]+ +DONE|Done [0-9]+ runs)" "$log" | tail -n 2 | tr '\n' ' ')
+    # (A crashed run prints no summary: the grep finds nothing, which must not end the script.)
+    summary=$(grep -E "^(#[0-9]+ +DONE|Done [0-9]+ runs)" "$log" | tail -n 2 | tr '\n' ' ' || true)
     if [ "$code" -ne 0 ]; then
         status=1
         echo "fuzz: $target FAILED (exit $code):" >&2

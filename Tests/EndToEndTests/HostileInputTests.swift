@@ -496,6 +496,21 @@ import TestSupport
         #expect(answers.contains { $0["id"] == 7 && $0["result"] != nil }, "\(raw)")
     }
 
+    /// A client that declares too long a Content-Length and then waits for its answer (stdin
+    /// left open) is answered once its input goes quiet, and the next message is read as usual.
+    @Test func aTooLongContentLengthIsAnsweredWhileTheClientWaits() async throws {
+        let worker = try WorkerProcess()
+        let status = #"{"jsonrpc":"2.0","id":4,"method":"status"}"#
+        worker.send("Content-Length: \(status.utf8.count + 40)\r\n\r\n\(status)")
+        #expect(try await worker.response(4, timeout: .seconds(10))["result"] != nil)
+        try await worker.waitFor("the bad length's error", timeout: .seconds(10)) { $0["error"]?["code"] == -32700 }
+        let next = #"{"jsonrpc":"2.0","id":5,"method":"status"}"#
+        worker.send("Content-Length: \(next.utf8.count)\r\n\r\n\(next)")
+        #expect(try await worker.response(5, timeout: .seconds(10))["result"] != nil)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     /// An LSP client may open with `Content-Type` before `Content-Length`: still that framing.
     @Test func contentLengthFramingMayOpenWithAnotherHeader() async throws {
         let worker = try WorkerProcess()

@@ -22,6 +22,14 @@ public func fuzzProtocol(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     pieces += split.finish()
     precondition(items == pieces, "framing depends on how the bytes were split")
+    // The reader's quiet-input path, at a point taken from the input.
+    var quiet = InputFramer(maximumMessageBytes: limit)
+    let pause = bytes.isEmpty ? 0 : Int(bytes[0]) * bytes.count / 256
+    var afterPause = quiet.append(bytes[..<pause]) + quiet.idle()
+    afterPause += quiet.append(bytes[pause...]) + quiet.idle() + quiet.finish()
+    for item in afterPause {
+        if case .message(let message) = item { precondition(message.count <= limit + 1, "a message over the limit was delivered") }
+    }
     for item in items {
         guard case .message(let message) = item else { continue }
         precondition(message.count <= limit + 1, "a message over the limit was delivered")

@@ -57,6 +57,30 @@ public struct InputFramer: Sendable {
         return items
     }
 
+    /// True while a Content-Length body has begun but not all its declared bytes have come.
+    public var isAwaitingBody: Bool { expectedBody != nil }
+
+    /// The input has been quiet for a while (the reader's timeout) with a body still short of
+    /// its declared length. When the bytes that came already form a complete JSON object or
+    /// array (which only blanks could follow), the header declared too much: the message is taken
+    /// now rather than when bytes the client, waiting for its answer, will never send have come.
+    /// Only called on silence, so what `append` and `finish` produce never depends on how the
+    /// input was split into reads.
+    public mutating func idle() -> [Item] {
+        guard framing == .contentLength, let length = expectedBody, buffer.count - start < length,
+            let end = completeValueEnd(start..<buffer.count)
+        else { return [] }
+        var items: [Item] = [
+            .badHeader("Content-Length \(length) is longer than its message (\(end - start) bytes)"),
+            .message(Array(buffer[start..<end])),
+        ]
+        start = end
+        expectedBody = nil
+        process(into: &items, atEOF: false)
+        compact()
+        return items
+    }
+
     private mutating func compact() {
         if start > 0 && (start == buffer.count || start > 65536) {
             buffer.removeFirst(start)
@@ -155,19 +179,7 @@ public struct InputFramer: Sendable {
                 if bytesToSkip > 0 { return }
             }
             if let length = expectedBody {
-                guard buffer.count - start >= length else {
-                    if let end = completeValueEnd(start..<buffer.count) {
-                        // A complete object or array can only be followed by blanks, and none
-                        // came: the header declared too much. Answer now, not when bytes the
-                        // client may never send (it may wait for this answer) have come.
-                        items.append(.badHeader("Content-Length \(length) is longer than its message (\(end - start) bytes)"))
-                        items.append(.message(Array(buffer[start..<end])))
-                        start = end
-                        expectedBody = nil
-                        continue
-                    }
-                    return
-                }
+                guard buffer.count - start >= length else { return }
                 let body = start..<start + length
                 expectedBody = nil
                 if let next = overrun(in: body) {

@@ -14,6 +14,9 @@ public final class InputReader: Sendable {
         case end
     }
 
+    /// How long the input must be quiet before a short Content-Length body is looked at.
+    static let idleMilliseconds: Int32 = 50
+
     private let permits: DispatchSemaphore
     public let items: AsyncStream<Item>
 
@@ -37,6 +40,14 @@ public final class InputReader: Sendable {
                 }
             }
             while true {
+                if framer.isAwaitingBody {
+                    // A body short of its declared length: after a quiet spell, let the framer
+                    // take it if it is already whole (a client may be waiting for its answer).
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    if poll(&p, 1, Self.idleMilliseconds) == 0 {
+                        deliver(framer.idle(), framer)
+                    }
+                }
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n > 0 {
                     deliver(framer.append(buffer[0..<n]), framer)
