@@ -42,6 +42,8 @@ public final class WorkerServer: Sendable {
     /// `delivery: "shared"`: the worker's folder in /dev/shm.
     let shared: SharedOutput
     let progressive: ProgressiveDecodes
+    /// The last `download`'s output spec, shared by the next ones that ask for the same.
+    let recentOutputSpec = LockedState<SharedOutputSpec?>(nil)
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 

@@ -87,7 +87,7 @@ extension Downloader {
                 totals.add(fetch.metrics)
                 if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
                 fetch.tasks.watchdog?.cancel()
-                if fetchByKey[fetch.key] == id { fetchByKey[fetch.key] = nil }
+                fetchByKey.remove(fetch)
             }
         }
     }
@@ -127,7 +127,7 @@ extension Downloader {
 
     /// The URL strings the tokens of this fetch asked for (the failed-URL list is keyed by them).
     private func urlsOf(_ fetch: Fetch) -> Set<String> {
-        var urls: Set<String> = [fetch.request.url.absoluteString]
+        var urls: Set<String> = [fetch.url]
         for entry in fetch.machine.tokens { if let url = tokens[entry.token]?.url { urls.insert(url) } }
         return urls
     }

@@ -163,7 +163,7 @@ extension Downloader {
         let now = clock()
         switch outcome {
         case .failed(let failure):
-            logger.debug("attempt failed", metadata: ["url": "\(fetches[id]?.request.url.absoluteString ?? "")", "attempt": "\(number)", "error": "\(failure)"])
+            logger.debug("attempt failed", metadata: ["url": "\(fetches[id]?.url ?? "")", "attempt": "\(number)", "error": "\(failure)"])
             let policy = RetryPolicy(configuration)
             let jitter = Double.random(in: 0..<1)
             perform(
@@ -194,7 +194,7 @@ extension Downloader {
     }
 
     func scheduleRetry(_ id: FetchID, attempt: Int, delayMs: Int64) {
-        logger.info("retrying", metadata: ["url": "\(fetches[id]?.request.url.absoluteString ?? "")", "attempt": "\(attempt)", "delayMs": "\(delayMs)"])
+        logger.info("retrying", metadata: ["url": "\(fetches[id]?.url ?? "")", "attempt": "\(attempt)", "delayMs": "\(delayMs)"])
         let timer = Task {
             try? await Task.sleep(nanoseconds: UInt64(max(0, delayMs)) * 1_000_000)
             if Task.isCancelled { return }

@@ -44,15 +44,17 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// in every slot of the dictionary (a queued download is kept small: 20,000 queued took
     /// 48 MB of dictionary storage as a struct).
     final class Fetch {
+        let id: FetchID
         var machine: FetchOperation
         let key: FetchKey
-        /// The URL and headers as the request gave them (the key holds them compared, not sent).
-        let url: URL
+        /// The URL (as parsed, kept as its text: a URL object costs a queued fetch ~270 bytes;
+        /// one is made again when an attempt starts) and headers as the request gave them (the
+        /// key holds them compared, not sent).
+        let url: String
         let headers: [(String, String)]
         let isFile: Bool
         /// The request's own idle timeout (else the configuration's, read when it applies).
         let timeoutMs: Int64?
-        var tasks = FetchTasks()
         var body = ByteBuffer()
         /// A token asked for the body as it arrives.
         var streamsBody = false
@@ -60,6 +62,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         private var transfer: Transfer?
 
         final class Transfer {
+            var tasks = FetchTasks()
             var attempt: FetchAttempt?
             var resource: FetchedResource?
             var validator: String?
@@ -75,6 +78,10 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             return made
         }
 
+        var tasks: FetchTasks {
+            get { transfer?.tasks ?? FetchTasks() }
+            set { running.tasks = newValue }
+        }
         /// The current attempt (nil before the first).
         var attempt: FetchAttempt? {
             get { transfer?.attempt }
@@ -104,16 +111,23 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             set { running.metrics = newValue }
         }
 
-        init(machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
+        init(id: FetchID, machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
+            self.id = id
             (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs, self.streamsBody) =
-                (machine, key, url, headers, url.isFileURL, timeoutMs, streamsBody)
+                (machine, key, url.absoluteString, headers, url.isFileURL, timeoutMs, streamsBody)
+        }
+
+        /// The URL object, made from its text (which came from one, so it parses to the same).
+        var parsedURL: URL {
+            guard let parsed = URL(string: url) else { preconditionFailure("a parsed URL's text did not parse again") }
+            return parsed
         }
 
         /// What the loader is asked, made when an attempt starts (a queued fetch holds no copy):
         /// timeouts, redirects, proxies and resume are the attempt's to set.
         var request: LoadRequest {
             var request = LoadRequest(
-                url: url, headers: headers, credentials: key.credentials, allowInvalidCertificates: key.allowInvalidCertificates,
+                url: parsedURL, headers: headers, credentials: key.credentials, allowInvalidCertificates: key.allowInvalidCertificates,
                 handleCookies: key.handleCookies, maxRedirects: 0, timeoutMs: 0)
             request.cachePolicy = key.cachePolicy
             return request
@@ -138,7 +152,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
 
     var queue: DownloadQueue<FetchID>
     var fetches: [FetchID: Fetch] = [:]
-    var fetchByKey: [FetchKey: FetchID] = [:]
+    var fetchByKey = FetchesByKey()
     var tokens = TokenRegistry<Delivered, Failure, FetchID>()
     var failedURLs = FailedURLList()
     var totals = Status.Totals()
@@ -248,16 +262,17 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             cachePolicy: request.cachePolicy)
         let limits = FetchOperation.TokenLimits(maxRetries: request.maxRetries, retryDelayMs: request.retryDelayMs)
         if let ms = request.deadlineMs { deadlines[token] = (ms, nil) }
-        if let id = fetchByKey[key], let fetch = fetches[id], fetch.machine.acceptsTokens {
-            join(token, fetch: id, priority: record.priority, limits: limits, streamsBody: request.streamsBody, processor: processor)
+        if let fetch = fetchByKey[key], fetch.machine.acceptsTokens {
+            join(token, fetch: fetch.id, priority: record.priority, limits: limits, streamsBody: request.streamsBody, processor: processor)
             return
         }
         let id = nextFetchID
         nextFetchID += 1
-        fetches[id] = Fetch(
-            machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, url: url, headers: headers,
+        let fetch = Fetch(
+            id: id, machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, url: url, headers: headers,
             timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
-        fetchByKey[key] = id
+        fetches[id] = fetch
+        fetchByKey.insert(fetch)
         tokens.attach(token, to: id, processor: processor, now: clock())
         startFetches(queue.enqueue(id, priority: record.priority, host: Downloader.hostKey(url), now: clock()))
     }

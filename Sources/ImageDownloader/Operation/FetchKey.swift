@@ -8,7 +8,10 @@ import Foundation
 public struct FetchKey: Hashable, Sendable {
     public let url: String
     public let headers: [String]
-    public let credentials: Credentials?
+    /// Boxed (as few requests carry any, the key stays 24 bytes smaller in every fetch and in
+    /// the table of fetches by key).
+    public var credentials: Credentials? { credentialsBox?.value }
+    private let credentialsBox: CredentialsBox?
     public let allowInvalidCertificates: Bool
     public let handleCookies: Bool
     public let cachePolicy: CachePolicy
@@ -29,7 +32,7 @@ public struct FetchKey: Hashable, Sendable {
     ) {
         self.url = FetchKey.canonical(url)
         self.headers = keyHeaders
-        self.credentials = credentials
+        self.credentialsBox = credentials.map(CredentialsBox.init)
         self.allowInvalidCertificates = allowInvalidCertificates
         self.handleCookies = handleCookies
         self.cachePolicy = cachePolicy
@@ -49,6 +52,17 @@ public struct FetchKey: Hashable, Sendable {
             components.port = nil
         }
         if components.path.isEmpty && components.host != nil { components.path = "/" }
-        return components.string ?? url.absoluteString
+        let text = url.absoluteString
+        guard let canonical = components.string else { return text }
+        // Usually the same text: the key then shares the URL's storage instead of a copy.
+        return canonical == text ? text : canonical
     }
+}
+
+/// Credentials held by reference, compared and hashed by value.
+private final class CredentialsBox: Hashable, Sendable {
+    let value: Credentials
+    init(_ value: Credentials) { self.value = value }
+    static func == (a: CredentialsBox, b: CredentialsBox) -> Bool { a.value == b.value }
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }

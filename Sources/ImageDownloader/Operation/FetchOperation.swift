@@ -67,10 +67,20 @@ public struct FetchOperation: Sendable {
 
     public private(set) var state: State = .queued
     /// Live tokens in the order they joined, with their priorities.
-    public private(set) var tokens: [(token: DownloadToken, priority: DownloadPriority)] = []
+    public private(set) var tokens: FetchTokens = []
     /// Tokens whose processing is under way (in `delivering`).
     private var processing: Set<DownloadToken> = []
-    public private(set) var response: ResponseInfo?
+    /// Boxed: a queued fetch has none, and the machine stays ~70 bytes smaller until it does.
+    public private(set) var response: ResponseInfo? {
+        get { responseBox?.info }
+        set { responseBox = newValue.map(ResponseBox.init) }
+    }
+    private var responseBox: ResponseBox?
+
+    private final class ResponseBox: Sendable {
+        let info: ResponseInfo
+        init(_ info: ResponseInfo) { self.info = info }
+    }
     public private(set) var receivedBytes: Int64 = 0
     private var lastReportedBytes: Int64 = 0
     private var lastReportedAt: UInt64 = 0
@@ -194,7 +204,7 @@ public struct FetchOperation: Sendable {
                     actions.append(.emitFailure(tokens[index].token, reported))
                     limits[tokens[index].token] = nil
                 }
-                tokens = staying.map { tokens[$0] }
+                tokens = FetchTokens(staying.map { tokens[$0] })
                 state = .waitingToRetry(attempt: attempt + 1)
                 return actions + [.scheduleRetry(attempt: attempt + 1, delayMs: delay)]
             }

@@ -105,6 +105,8 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public mutating func enqueue(_ id: ID, priority: DownloadPriority, host: String = "", now: UInt64 = 0) -> [ID] {
         precondition(!contains(id), "operation enqueued twice")
         advance(now)
+        // The host's key as already stored: its waiting entries share one copy of the text.
+        let host = hosts.index(forKey: host).map { hosts.keys[$0] } ?? host
         let entry = Waiting(priority: priority, sequence: nextSequence, host: host)
         nextSequence += 1
         waiting[id] = entry

@@ -11,18 +11,36 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         case attached(FetchID)
     }
 
+    /// The fields are in this order, and the clock readings kept without an optional's tag,
+    /// so that a record takes 64 bytes of the table rather than 96: there is one per queued
+    /// download.
     struct Record {
-        var place: Place
         /// The URL as shown in events, status and logs (without user information).
         let url: String
-        var priority: DownloadPriority
         var processor: Processor?
+        private var enqueuedReading = Record.none
+        private var startedReading = Record.none
+        var place: Place
+        var priority: DownloadPriority
         /// Only the terminal event is emitted (`DownloadRequest.quiet`).
         var quiet = false
+
+        private static var none: UInt64 { .max }
+
+        init(place: Place, url: String, priority: DownloadPriority) {
+            (self.place, self.url, self.priority) = (place, url, priority)
+        }
+
         /// When the token was started (joined the queue or a fetch), and when its fetch started
         /// for it (its `started` event): clock readings.
-        var enqueuedAt: UInt64?
-        var startedAt: UInt64?
+        var enqueuedAt: UInt64? {
+            get { enqueuedReading == Record.none ? nil : enqueuedReading }
+            set { enqueuedReading = newValue ?? Record.none }
+        }
+        var startedAt: UInt64? {
+            get { startedReading == Record.none ? nil : startedReading }
+            set { startedReading = newValue ?? Record.none }
+        }
     }
 
     private(set) var records: [DownloadToken: Record] = [:]

@@ -32,18 +32,15 @@ extension WorkerServer {
         }
         let sentURL = DownloadURL.redacted(params.request.url)
         if params.progressive { progressive.register(token, url: sentURL, spec: params.output) }
-        let spec = params.output
-        let progressive = self.progressive
-        let downloader = self.downloader
+        // What the token's processor holds until it runs: the server, the token, the URL and a
+        // spec shared with the downloads before it that asked for the same output. A queued
+        // download is kept small (one closure of ~64 bytes, not a copy of every part).
+        let output = sharedOutputSpec(params.output)
         let downloadRequest = params.request
-        let decodes = self.decodes
-        let slots = self.slots
-        let shared = self.shared
-        let settings = self.decodeSettings
-        let writer = self.writer
         return RPCReply(
             ["token": token.json],
             afterReply: {
+                let spec = output.spec
                 // `skipExisting`: a target there already is kept and described, and nothing fetched.
                 if spec.skipExisting {
                     let kept = await BlockingWork.run { () -> Result<JSONObject, DeliveryFailure>? in
@@ -51,15 +48,40 @@ extension WorkerServer {
                         return Result { () throws(DeliveryFailure) in try OutputDelivery.describeExisting(path, spec: spec, url: sentURL) }
                     }
                     if let kept {
-                        await downloader.complete(token, kept)
+                        await self.downloader.complete(token, kept)
                         return
                     }
                 }
-                await downloader.start(downloadRequest, prioritizedProcessor: { resource, priority throws(DeliveryFailure) in
-                    try await OutputDelivery.deliver(
-                        resource, token: token, priority: priority, url: sentURL, spec: spec, decodes: decodes, progressive: progressive, slots: slots, shared: shared,
-                        settings: settings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
+                await self.downloader.start(downloadRequest, prioritizedProcessor: { [self] resource, priority throws(DeliveryFailure) in
+                    try await self.deliver(resource, token: token, priority: priority, url: sentURL, spec: output.spec)
                 })
             })
     }
+
+    /// Decodes, writes or encodes a fetched resource as `spec` asks, for one token.
+    private func deliver(
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec
+    ) async throws(DeliveryFailure) -> JSONObject {
+        let writer = self.writer
+        return try await OutputDelivery.deliver(
+            resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
+            shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
+    }
+
+    /// `spec` in a box shared with the previous download's when the two are equal (a bulk job
+    /// asks every token for the same output).
+    private func sharedOutputSpec(_ spec: OutputSpec) -> SharedOutputSpec {
+        recentOutputSpec.withLock { recent in
+            if let recent, recent.spec == spec { return recent }
+            let made = SharedOutputSpec(spec)
+            recent = made
+            return made
+        }
+    }
+}
+
+/// An output spec several queued downloads hold by reference.
+final class SharedOutputSpec: Sendable {
+    let spec: OutputSpec
+    init(_ spec: OutputSpec) { self.spec = spec }
 }

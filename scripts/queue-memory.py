@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""What a queued download costs the worker: for each N, a fresh worker is suspended, sent N
+`download` requests (file output, quiet) and asked a cheap question once they are all read; the
+growth of its resident memory (VmRSS) over the idle worker's, per download, is printed. Figures
+move with where the worker's hash tables are in their doubling, so several N are measured.
+
+    scripts/queue-memory.py [--binary .build/release/image-worker] [N ...]
+"""
+import argparse
+import json
+import subprocess
+import time
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def measure(binary, n):
+    worker = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def send(message):
+        worker.stdin.write((json.dumps(message) + "\n").encode())
+
+    def answer(request_id):
+        worker.stdin.flush()
+        while True:
+            line = worker.stdout.readline()
+            if not line:
+                raise RuntimeError("the worker ended")
+            if line.startswith(b"{") and json.loads(line).get("id") == request_id:
+                return
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "configure", "params": {"suspended": True, "maxLiveDownloads": 10_000_000}})
+    answer(1)
+    time.sleep(0.3)
+    idle = rss_kib(worker.pid)
+    output = {"delivery": "file", "dir": "/tmp/image-worker-queue-memory"}
+    for i in range(n):
+        url = f"http://127.0.0.1:9/images/photo-{i:07d}.jpg"  # never fetched: the queue stays suspended
+        send({"jsonrpc": "2.0", "method": "download", "params": {"token": f"t{i}", "url": url, "quiet": True, "output": output}})
+    # A question that touches no token: answered once every download before it was read.
+    send({"jsonrpc": "2.0", "id": 2, "method": "cancel", "params": {"token": "none-such"}})
+    answer(2)
+    time.sleep(0.5)
+    queued = rss_kib(worker.pid)
+    worker.kill()
+    worker.wait()
+    return idle, queued
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=".build/release/image-worker")
+    parser.add_argument("counts", nargs="*", type=int, default=[10_000, 20_000, 50_000, 100_000, 200_000])
+    args = parser.parse_args()
+    print(f"{'queued':>8}  {'idle RSS':>9}  {'queued RSS':>10}  {'growth':>9}  {'per download':>12}")
+    for n in args.counts:
+        idle, queued = measure(args.binary, n)
+        growth = queued - idle
+        print(f"{n:>8}  {idle / 1024:>6.1f} MB  {queued / 1024:>7.1f} MB  {growth / 1024:>6.1f} MB  {growth * 1024 / n:>10.0f} B")
+
+
+if __name__ == "__main__":
+    main()
