@@ -119,7 +119,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
 
         /// The URL object, made from its text (which came from one, so it parses to the same).
         var parsedURL: URL {
-            guard let parsed = URL(string: url) else { preconditionFailure("a parsed URL's text did not parse again") }
+            guard let parsed = URL(string: url) else { preconditionFailure("a URL's text did not parse again (checked by start)") }
             return parsed
         }
 
@@ -229,11 +229,13 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         }
         let url: URL
         let credentials: Credentials?
-        do {
+        do throws(DownloadFailure) {
             let parsed = try DownloadURL.checked(request.url, fileURLsEnabled: fileLoader.policy.root != nil)
             url = parsed.url
             credentials = request.credentials ?? parsed.userInfo.map { Credentials(user: $0.user, password: $0.password) }
             if url.isFileURL { _ = try fileLoader.policy.resolve(url) }
+            // A fetch keeps the URL as text and parses it again for each attempt: it must.
+            guard URL(string: url.absoluteString) != nil else { throw .invalidURL("cannot parse \"\(record.url)\"") }
         } catch {
             finishToken(token, .failure(error))
             return
