@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a queued download costs the worker: for each N, a fresh worker is suspended, sent N
 `download` requests (file output, quiet) and asked a cheap question once they are all read; the
-growth of its resident memory (VmRSS) over the idle worker's, per download, is printed. Figures
+growth of its resident memory (VmRSS) over the idle worker's, per download, is printed, and the
+anonymous part of each (RssAnon: the rest is the binary's own pages, clean and shared). Figures
 move with where the worker's hash tables are in their doubling, so several N are measured.
 
     scripts/queue-memory.py [--binary .build/release/image-worker] [N ...]
@@ -13,11 +14,14 @@ import time
 
 
 def rss_kib(pid):
+    """Resident memory, and the part of it that is the process's own (anonymous: not pages of
+    the binary and its libraries, which are clean and shared with the page cache)."""
+    fields = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+            name, _, value = line.partition(":")
+            fields[name] = value.split()[0] if value.split() else "0"
+    return int(fields["VmRSS"]), int(fields["RssAnon"])
 
 
 def measure(binary, n):
@@ -58,11 +62,13 @@ def main():
     parser.add_argument("--binary", default=".build/release/image-worker")
     parser.add_argument("counts", nargs="*", type=int, default=[10_000, 20_000, 50_000, 100_000, 200_000])
     args = parser.parse_args()
-    print(f"{'queued':>8}  {'idle RSS':>9}  {'queued RSS':>10}  {'growth':>9}  {'per download':>12}")
+    print(f"{'queued':>8}  {'idle RSS (anon)':>16}  {'queued RSS (anon)':>18}  {'growth (anon)':>16}  {'per download (anon)':>20}")
     for n in args.counts:
-        idle, queued = measure(args.binary, n)
-        growth = queued - idle
-        print(f"{n:>8}  {idle / 1024:>6.1f} MB  {queued / 1024:>7.1f} MB  {growth / 1024:>6.1f} MB  {growth * 1024 / n:>10.0f} B")
+        (idle, idle_anon), (queued, queued_anon) = measure(args.binary, n)
+        growth, growth_anon = queued - idle, queued_anon - idle_anon
+        print(
+            f"{n:>8}  {idle / 1024:>6.1f} ({idle_anon / 1024:>5.1f}) MB  {queued / 1024:>7.1f} ({queued_anon / 1024:>5.1f}) MB"
+            f"  {growth / 1024:>6.1f} ({growth_anon / 1024:>5.1f}) MB  {growth * 1024 / n:>8.0f} ({growth_anon * 1024 / n:>5.0f}) B")
 
 
 if __name__ == "__main__":
