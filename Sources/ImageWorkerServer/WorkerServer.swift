@@ -42,8 +42,9 @@ public final class WorkerServer: Sendable {
     /// `delivery: "shared"`: the worker's folder in /dev/shm.
     let shared: SharedOutput
     let progressive: ProgressiveDecodes
-    /// The last `download`'s output spec, shared by the next ones that ask for the same.
-    let recentOutputSpec = LockedState<SharedOutputSpec?>(nil)
+    /// The last `download`'s output spec and its processor, shared by the next ones that ask
+    /// for the same.
+    let recentOutput = LockedState<OutputProcessor?>(nil)
     private let lifecycle: AsyncStream<LifecycleEvent>
     private let lifecycleContinuation: AsyncStream<LifecycleEvent>.Continuation
 

@@ -96,11 +96,11 @@ extension Downloader {
     /// token unless it was cancelled meanwhile.
     private func process(_ token: DownloadToken, of id: FetchID) {
         guard let resource = fetches[id]?.resource, let record = tokens[token], let processor = record.processor else { return }
-        let priority = record.priority
+        let ticket = ProcessingTicket(token: token, priority: record.priority, url: record.url)
         processing[token] = Task {
             let result: Result<Delivered, Failure>
             do throws(Failure) {
-                result = .success(try await processor(resource, priority))
+                result = .success(try await processor(resource, ticket))
             } catch {
                 result = .failure(error)
             }

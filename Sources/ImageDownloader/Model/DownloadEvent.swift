@@ -58,6 +58,19 @@ public enum BodyNotice: Sendable {
     case abort(fetchID: Int)
 }
 
+/// What a token's processor is told besides the resource: which token it works for, the token's
+/// priority as its processing starts (the delivery stage serves higher priorities first) and its
+/// URL as shown (without user information). One processor may then serve many tokens.
+public struct ProcessingTicket: Sendable {
+    public var token: DownloadToken
+    public var priority: DownloadPriority
+    public var url: String
+
+    public init(token: DownloadToken, priority: DownloadPriority, url: String) {
+        (self.token, self.priority, self.url) = (token, priority, url)
+    }
+}
+
 /// A fetched body, handed to each token's processor.
 public struct FetchedResource: Sendable {
     public var response: ResponseInfo

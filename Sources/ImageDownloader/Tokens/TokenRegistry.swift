@@ -2,8 +2,8 @@
 /// attached to a fetch), and the counts of how tokens ended. A value type the downloader owns;
 /// a token is in it from `reserve` until its one `completed` event.
 struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Hashable & Sendable> {
-    /// The fetched resource and the token's priority when its processing starts.
-    typealias Processor = @Sendable (FetchedResource, DownloadPriority) async throws(Failure) -> Delivered
+    /// The fetched resource, and the token, its priority when its processing starts and its URL.
+    typealias Processor = @Sendable (FetchedResource, ProcessingTicket) async throws(Failure) -> Delivered
 
     enum Place: Equatable {
         /// Taken by `reserve`, not yet started (`cancelled`: cancel came first; start ends it).

@@ -32,10 +32,9 @@ extension WorkerServer {
         }
         let sentURL = DownloadURL.redacted(params.request.url)
         if params.progressive { progressive.register(token, url: sentURL, spec: params.output) }
-        // What the token's processor holds until it runs: the server, the token, the URL and a
-        // spec shared with the downloads before it that asked for the same output. A queued
-        // download is kept small (one closure of ~64 bytes, not a copy of every part).
-        let output = sharedOutputSpec(params.output)
+        // A queued download holds no closure of its own: the processor is shared with the
+        // downloads before it that asked for the same output, and told the token and URL.
+        let output = sharedOutput(params.output)
         let downloadRequest = params.request
         return RPCReply(
             ["token": token.json],
@@ -52,36 +51,26 @@ extension WorkerServer {
                         return
                     }
                 }
-                await self.downloader.start(downloadRequest, prioritizedProcessor: { [self] resource, priority throws(DeliveryFailure) in
-                    try await self.deliver(resource, token: token, priority: priority, url: sentURL, spec: output.spec)
-                })
+                await self.downloader.start(downloadRequest, ticketProcessor: output.processor)
             })
     }
 
     /// Decodes, writes or encodes a fetched resource as `spec` asks, for one token.
-    private func deliver(
-        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec
-    ) async throws(DeliveryFailure) -> JSONObject {
+    func deliver(_ resource: FetchedResource, _ ticket: ProcessingTicket, spec: OutputSpec) async throws(DeliveryFailure) -> JSONObject {
         let writer = self.writer
         return try await OutputDelivery.deliver(
-            resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
-            shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
+            resource, token: ticket.token, priority: ticket.priority, url: ticket.url, spec: spec, decodes: decodes, progressive: progressive,
+            slots: slots, shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
     }
 
-    /// `spec` in a box shared with the previous download's when the two are equal (a bulk job
-    /// asks every token for the same output).
-    private func sharedOutputSpec(_ spec: OutputSpec) -> SharedOutputSpec {
-        recentOutputSpec.withLock { recent in
+    /// The output spec and its processor, shared with the previous download's when the two
+    /// specs are equal (a bulk job asks every token for the same output).
+    private func sharedOutput(_ spec: OutputSpec) -> OutputProcessor {
+        recentOutput.withLock { recent in
             if let recent, recent.spec == spec { return recent }
-            let made = SharedOutputSpec(spec)
+            let made = OutputProcessor(spec, server: self)
             recent = made
             return made
         }
     }
-}
-
-/// An output spec several queued downloads hold by reference.
-final class SharedOutputSpec: Sendable {
-    let spec: OutputSpec
-    init(_ spec: OutputSpec) { self.spec = spec }
 }
