@@ -228,13 +228,15 @@ import TestSupport
             worker.request(2, "download", [
                 "url": .string(server.url("/files/\(name).png?chunk=500&pauseAt=\(png.count / 2)&gate=\(name)")), "token": .string(name),
                 "progressive": true, "output": ["format": "rgba", "delivery": "none", "partialIntervalMs": 0],
+                // Held at the gate for as long as a loaded machine takes to check: no idle timeout.
+                "timeoutMs": 300_000,
             ])
         }
         // Whichever header came first holds the memory and sends partial images.
         let first = try await worker.waitFor("a partial image") { $0["method"] == .string(WorkerEvent.partialImage) }
         let holder = first["params"]?["token"]?.stringValue ?? ""
         let other = holder == "first" ? "second" : "first"
-        // Both bodies are held half-way: one progressive decode holds memory, the other declined.
+        // Both bodies are held at the gates: one progressive decode holds memory, the other declined.
         var stage: JSONValue?
         for attempt in 0..<100 {
             worker.request(100 + attempt, "status", ["limit": 0])
@@ -242,7 +244,8 @@ import TestSupport
             let received = [holder, other].map { name in
                 worker.events(.string(name)).compactMap { $0["params"]?["receivedBytes"]?.integerValue }.max() ?? 0
             }
-            if received.allSatisfy({ $0 >= png.count / 2 }) { break }
+            // Both headers are in (the first 500-byte chunk holds one): the second was declined.
+            if stage?["progressive"] == 1, received.allSatisfy({ $0 >= 500 }) { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(stage?["progressive"] == 1, "\(String(describing: stage))")

@@ -34,4 +34,41 @@ import Testing
         let r8 = registry.finish(.int(1), DownloadOutcome<Int, Never>.failure(.notModified))
         #expect(r8 && registry.failed == 1)
     }
+
+    /// Records live in slots that ended tokens free for the next: whatever the order of reserves
+    /// and ends, each live token reads back its own record, and a copy of the registry is a value.
+    @Test func slotsAreReusedWithoutMixingRecords() {
+        var registry = TokenRegistry<Int, Never, Int>()
+        var live: [Int: String] = [:]
+        var generator = SystemRandomNumberGenerator()
+        var next = 0
+        for round in 0..<2_000 {
+            if live.isEmpty || Int.random(in: 0..<3, using: &generator) > 0 {
+                let url = "http://x/\(next)"
+                let reserved = registry.reserve(.int(Int64(next)), url: url, priority: .normal)
+                #expect(reserved)
+                if next % 2 == 0 { registry.attach(.int(Int64(next)), to: next, processor: { _, _ in 0 }, now: UInt64(round)) }
+                live[next] = url
+                next += 1
+            } else {
+                let token = live.keys.randomElement(using: &generator)!
+                let ended = registry.finish(.int(Int64(token)), DownloadOutcome<Int, Never>.cancelled)
+                #expect(ended)
+                live[token] = nil
+            }
+        }
+        #expect(registry.count == live.count)
+        for (token, url) in live {
+            let record = registry[.int(Int64(token))]
+            #expect(record?.url == url)
+            #expect(record?.place == (token % 2 == 0 ? .attached(token) : .reserved(cancelled: false)))
+        }
+        #expect(Set(registry.records.map(\.token)) == Set(live.keys.map { DownloadToken.int(Int64($0)) }))
+        let copy = registry
+        for token in live.keys { _ = registry.finish(.int(Int64(token)), DownloadOutcome<Int, Never>.success(1)) }
+        #expect(registry.isEmpty && registry[.int(0)] == nil)
+        #expect(copy.count == live.count, "the copy kept its tokens")
+        let again = registry.reserve(.int(0), url: "again", priority: .low)
+        #expect(again && registry[.int(0)]?.url == "again")
+    }
 }

@@ -25,6 +25,8 @@ public final class WorkerProcess: Sendable {
     /// While true, the test stops reading the worker's stdout (a slow client).
     private let paused = Mutex(false)
     private let stdinHandle: FileHandle
+    /// The worker's stdout and stderr, read by two threads (kept open as long as this object).
+    private let outputHandles: [FileHandle]
     private let inbox = Mutex(Inbox())
     private let stderrText = Mutex("")
 
@@ -57,17 +59,18 @@ public final class WorkerProcess: Sendable {
             process.arguments = arguments
         }
         process.environment = environment
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
+        let (stdin, stdout, stderr) = (try Self.pipeClosedOnExec(), try Self.pipeClosedOnExec(), try Self.pipeClosedOnExec())
+        process.standardInput = stdin.read
+        process.standardOutput = stdout.write
+        process.standardError = stderr.write
         try process.run()
+        // The child's ends are the child's: closed here, so that its exit ends our reads.
+        for end in [stdin.read, stdout.write, stderr.write] { try? end.close() }
         self.process = process
-        self.stdinHandle = stdin.fileHandleForWriting
-        let outFD = stdout.fileHandleForReading.fileDescriptor
-        let errFD = stderr.fileHandleForReading.fileDescriptor
+        self.stdinHandle = stdin.write
+        self.outputHandles = [stdout.read, stderr.read]
+        let outFD = stdout.read.fileDescriptor
+        let errFD = stderr.read.fileDescriptor
         let inbox = self.inboxRef
         Thread.detachNewThread {
             var pending: [UInt8] = []
@@ -235,6 +238,19 @@ public final class WorkerProcess: Sendable {
         // Let the reader thread take the last lines.
         for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
         return process.terminationStatus
+    }
+
+    /// A pipe whose ends are closed in every child this test process spawns (`FD_CLOEXEC`; the
+    /// child's own end reaches it by `dup2`, which clears the flag). Tests run in parallel: with
+    /// plain pipes, a worker spawned by one test inherited the stdin write ends of the workers
+    /// of others and held them open, so that those never saw their input end, and two workers
+    /// that held each other's never exited. (Glibc's module has no `pipe2`: the flag is set at
+    /// once, and a lock around the spawns would block the few threads the tests' tasks run on.)
+    static func pipeClosedOnExec() throws -> (read: FileHandle, write: FileHandle) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return (FileHandle(fileDescriptor: fds[0], closeOnDealloc: true), FileHandle(fileDescriptor: fds[1], closeOnDealloc: true))
     }
 
     /// Every thread's backtrace of process `pid` by gdb in batch mode (empty when gdb is absent or

@@ -12,7 +12,7 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
     }
 
     /// The fields are in this order, and the clock readings kept without an optional's tag,
-    /// so that a record takes 64 bytes of the table rather than 96: there is one per queued
+    /// so that a record takes 64 bytes rather than 96: there is one per queued
     /// download.
     struct Record {
         /// The URL as shown in events, status and logs (without user information).
@@ -43,53 +43,93 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
         }
     }
 
-    private(set) var records: [DownloadToken: Record] = [:]
+    /// Each live token's slot in `slots`. The records sit in an array rather than in the table
+    /// itself: a table slot is then 28 bytes, not 88, and a hash table is often under half full
+    /// (it doubles at three quarters), with one entry per queued download.
+    private var slotByToken: [DownloadToken: Int32] = [:]
+    private var slots: [Record?] = []
+    /// Slots free for the next tokens.
+    private var freeSlots: [Int32] = []
     private(set) var succeeded = 0
     private(set) var failed = 0
     private(set) var cancelled = 0
 
-    var isEmpty: Bool { records.isEmpty }
-    var count: Int { records.count }
-    var tokens: Dictionary<DownloadToken, Record>.Keys { records.keys }
+    var isEmpty: Bool { slotByToken.isEmpty }
+    var count: Int { slotByToken.count }
+    var tokens: Dictionary<DownloadToken, Int32>.Keys { slotByToken.keys }
+    /// Every live token with its record.
+    var records: some Sequence<(token: DownloadToken, record: Record)> {
+        slotByToken.lazy.map { (token: $0.key, record: slots[Int($0.value)]!) }  // a live token's slot holds its record
+    }
 
-    subscript(token: DownloadToken) -> Record? { records[token] }
+    subscript(token: DownloadToken) -> Record? {
+        guard let slot = slotByToken[token] else { return nil }
+        return slots[Int(slot)]
+    }
+
+    /// Changes a live token's record in place; nothing for a token that is not live.
+    private mutating func update(_ token: DownloadToken, _ change: (inout Record) -> Void) {
+        guard let slot = slotByToken[token] else { return }
+        change(&slots[Int(slot)]!)  // a live token's slot holds its record
+    }
 
     /// Takes a token; false if it is live.
     mutating func reserve(_ token: DownloadToken, url: String, priority: DownloadPriority) -> Bool {
-        guard records[token] == nil else { return false }
-        records[token] = Record(place: .reserved(cancelled: false), url: url, priority: priority)
+        guard slotByToken[token] == nil else { return false }
+        let record = Record(place: .reserved(cancelled: false), url: url, priority: priority)
+        if let slot = freeSlots.popLast() {
+            slots[Int(slot)] = record
+            slotByToken[token] = slot
+        } else {
+            slotByToken[token] = Int32(slots.count)
+            slots.append(record)
+        }
         return true
     }
 
     /// Marks a reserved token cancelled (its start ends it). False if it is not reserved.
     mutating func cancelReserved(_ token: DownloadToken) -> Bool {
-        guard case .reserved = records[token]?.place else { return false }
-        records[token]?.place = .reserved(cancelled: true)
+        guard case .reserved = self[token]?.place else { return false }
+        update(token) { $0.place = .reserved(cancelled: true) }
         return true
     }
 
     mutating func attach(_ token: DownloadToken, to fetch: FetchID, processor: @escaping Processor, now: UInt64) {
-        records[token]?.place = .attached(fetch)
-        records[token]?.processor = processor
-        records[token]?.enqueuedAt = now
+        update(token) { record in
+            record.place = .attached(fetch)
+            record.processor = processor
+            record.enqueuedAt = now
+        }
     }
 
     mutating func setQuiet(_ token: DownloadToken) {
-        records[token]?.quiet = true
+        update(token) { $0.quiet = true }
     }
 
     mutating func markStarted(_ token: DownloadToken, now: UInt64) {
-        if records[token]?.startedAt == nil { records[token]?.startedAt = now }
+        update(token) { record in
+            if record.startedAt == nil { record.startedAt = now }
+        }
     }
 
     mutating func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) {
-        records[token]?.priority = priority
+        update(token) { $0.priority = priority }
     }
 
     /// Removes a token as it ends and counts how; false if it had already ended (every token
     /// ends once).
     mutating func finish(_ token: DownloadToken, _ outcome: DownloadOutcome<Delivered, Failure>) -> Bool {
-        guard records.removeValue(forKey: token) != nil else { return false }
+        guard let slot = slotByToken.removeValue(forKey: token) else { return false }
+        if slotByToken.isEmpty {
+            // Nothing live: the tables give their memory back (a burst of queued downloads
+            // leaves nothing behind).
+            slotByToken = [:]
+            slots = []
+            freeSlots = []
+        } else {
+            slots[Int(slot)] = nil
+            freeSlots.append(slot)
+        }
         switch outcome {
         case .success: succeeded += 1
         case .failure, .processingFailed: failed += 1
@@ -100,8 +140,8 @@ struct TokenRegistry<Delivered: Sendable, Failure: Error & Sendable, FetchID: Ha
 
     /// The reserved tokens (not yet in any fetch).
     var reserved: [DownloadToken] {
-        records.compactMap { token, record in
-            if case .reserved = record.place { return token }
+        records.compactMap { entry in
+            if case .reserved = entry.record.place { return entry.token }
             return nil
         }
     }

@@ -1,0 +1,107 @@
+import Foundation
+import NIOCore
+
+/// A fetch as the downloader holds it: its machine, what makes it the same as another request's
+/// (`key`), what the loader is sent, and what exists once it runs (`Transfer`).
+extension Downloader {
+    /// The tasks one fetch runs, cancelled as its machine says.
+    struct FetchTasks {
+        var transfer: Task<Void, Never>?
+        var watchdog: Task<Void, Never>?
+        var retry: Task<Void, Never>?
+    }
+
+    /// A class: the actor's `fetches` holds a pointer per fetch, not a kilobyte of state inline
+    /// in every slot of the dictionary (a queued download is kept small: 20,000 queued took
+    /// 48 MB of dictionary storage as a struct).
+    final class Fetch {
+        let id: FetchID
+        var machine: FetchOperation
+        let key: FetchKey
+        /// The URL (as parsed, kept as its text: a URL object costs a queued fetch ~270 bytes;
+        /// one is made again when an attempt starts) and headers as the request gave them (the
+        /// key holds them compared, not sent).
+        let url: String
+        let headers: [(String, String)]
+        let isFile: Bool
+        /// The request's own idle timeout (else the configuration's, read when it applies).
+        let timeoutMs: Int64?
+        var body = ByteBuffer()
+        /// A token asked for the body as it arrives.
+        var streamsBody = false
+        /// What exists once the fetch runs, apart: a queued fetch holds none of it.
+        private var transfer: Transfer?
+
+        final class Transfer {
+            var tasks = FetchTasks()
+            var attempt: FetchAttempt?
+            var resource: FetchedResource?
+            var validator: String?
+            var expectedTotal: Int64?
+            var resume: ResumePoint?
+            var metrics = FetchMetrics()
+        }
+
+        private var running: Transfer {
+            if let transfer { return transfer }
+            let made = Transfer()
+            transfer = made
+            return made
+        }
+
+        var tasks: FetchTasks {
+            get { transfer?.tasks ?? FetchTasks() }
+            set { running.tasks = newValue }
+        }
+        /// The current attempt (nil before the first).
+        var attempt: FetchAttempt? {
+            get { transfer?.attempt }
+            set { running.attempt = newValue }
+        }
+        var resource: FetchedResource? {
+            get { transfer?.resource }
+            set { running.resource = newValue }
+        }
+        /// The response's `If-Range` validator, when it allows resuming (`Accept-Ranges: bytes`).
+        var validator: String? {
+            get { transfer?.validator }
+            set { running.validator = newValue }
+        }
+        /// The body's whole length, from the first response.
+        var expectedTotal: Int64? {
+            get { transfer?.expectedTotal }
+            set { running.expectedTotal = newValue }
+        }
+        /// Where the next attempt resumes; nil: it fetches the whole body.
+        var resume: ResumePoint? {
+            get { transfer?.resume }
+            set { running.resume = newValue }
+        }
+        var metrics: FetchMetrics {
+            get { transfer?.metrics ?? FetchMetrics() }
+            set { running.metrics = newValue }
+        }
+
+        init(id: FetchID, machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
+            self.id = id
+            (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs, self.streamsBody) =
+                (machine, key, url.absoluteString, headers, url.isFileURL, timeoutMs, streamsBody)
+        }
+
+        /// The URL object, made from its text (which came from one, so it parses to the same).
+        var parsedURL: URL {
+            guard let parsed = URL(string: url) else { preconditionFailure("a URL's text did not parse again (checked by start)") }
+            return parsed
+        }
+
+        /// What the loader is asked, made when an attempt starts (a queued fetch holds no copy):
+        /// timeouts, redirects, proxies and resume are the attempt's to set.
+        var request: LoadRequest {
+            var request = LoadRequest(
+                url: parsedURL, headers: headers, credentials: key.credentials, allowInvalidCertificates: key.allowInvalidCertificates,
+                handleCookies: key.handleCookies, maxRedirects: 0, timeoutMs: 0)
+            request.cachePolicy = key.cachePolicy
+            return request
+        }
+    }
+}
