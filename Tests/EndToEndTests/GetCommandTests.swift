@@ -175,13 +175,14 @@ import TestSupport
         process.arguments = ["get", "--json", "-o", out.path, url]
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        let stdout = Pipe()
-        process.standardOutput = stdout
+        let stdout = try WorkerProcess.pipeClosedOnExec()  // no other child may hold its read end open
+        process.standardOutput = stdout.write
         let exited = AsyncStream<Int32>.makeStream()
         process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
         try process.run()
+        try stdout.write.close()
         // Read the first line (download/started), then close the pipe as `head -n 1` does.
-        let reader = stdout.fileHandleForReading
+        let reader = stdout.read
         var first = Data()
         while !first.contains(UInt8(ascii: "\n")) {
             let chunk = reader.availableData

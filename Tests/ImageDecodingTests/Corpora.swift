@@ -1,5 +1,6 @@
 import Foundation
 import ImageDecoding
+import TestSupport
 
 /// The shared test corpora (`../shared/corpora` beside the repository), and reference decoders.
 enum Corpora {
@@ -86,11 +87,12 @@ enum Corpora {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
-        let out = Pipe()
-        process.standardOutput = out
+        let out = try WorkerProcess.pipeClosedOnExec()  // its write end in no other child
+        process.standardOutput = out.write
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let data = Array(out.fileHandleForReading.readDataToEndOfFile())
+        try out.write.close()
+        let data = Array(out.read.readDataToEndOfFile())
         process.waitUntilExit()
         return process.terminationStatus == 1 ? nil : data
     }

@@ -1,6 +1,7 @@
 import Foundation
 import ImageWorkerProtocol
 import Logging
+import TestSupport
 
 @testable import ImageWorkerServer
 
@@ -15,8 +16,11 @@ final class ServerHarness: Sendable {
     private let nextID = LockedState(0)
 
     init(_ scripts: [String: ScriptedLoader.Script], configure: (inout WorkerOptions) -> Void = { _ in }) {
-        var inputFDs: [Int32] = [0, 0], outputFDs: [Int32] = [0, 0]
-        precondition(pipe(&inputFDs) == 0 && pipe(&outputFDs) == 0)
+        // Closed on exec: the end-to-end tests spawn workers from this process at the same time,
+        // and a child that inherited the input's write end kept `endInput()` from ending it.
+        let inputPipe = try! WorkerProcess.pipeDescriptorsClosedOnExec()
+        let outputPipe = try! WorkerProcess.pipeDescriptorsClosedOnExec()
+        let inputFDs = [inputPipe.read, inputPipe.write], outputFDs = [outputPipe.read, outputPipe.write]
         var options = WorkerOptions()
         options.configuration.maxRetries = 0
         configure(&options)
@@ -106,7 +110,14 @@ final class ServerHarness: Sendable {
     struct Timeout: Error, CustomStringConvertible {
         let what: String
         let messages: [JSONValue]
-        var description: String { "gave up waiting for \(what); messages: \(messages)" }
+        let status: JSONValue?
+        let stacks: String
+        let late: Duration?
+        var description: String {
+            let status = status.map { String(decoding: JSONWriter.encode($0), as: UTF8.self) } ?? "no answer"
+            let late = late.map { "it came \($0) later" } ?? "it had not come 30 s later"
+            return "gave up waiting for \(what) (\(late)); messages: \(messages); status: \(status); worker threads:\n\(String(stacks.suffix(40_000)))"
+        }
     }
 
     private func until<T>(_ what: String, within limit: Duration, _ probe: () -> T?) async throws -> T {
@@ -115,6 +126,26 @@ final class ServerHarness: Sendable {
             if let value = probe() { return value }
             try await Task.sleep(for: .milliseconds(2))
         }
-        throw Timeout(what: what, messages: all)
+        // What the worker thinks of its tokens, and where every thread of this process is.
+        let id = send(WorkerMethod.status)
+        var status: JSONValue?
+        let statusDeadline = ContinuousClock.now + .seconds(3)
+        while status == nil, ContinuousClock.now < statusDeadline {
+            status = all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }?["result"]
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // The threads of this process that are in the worker's code (the rest are other tests').
+        let stacks = WorkerProcess.stacks(of: getpid(), limit: .max).split(separator: "\nThread ")
+            .filter { $0.contains("ImageWorkerServer") || $0.contains("ImageDownloader") }
+            .joined(separator: "\nThread ")
+        // Late or never: a slow machine, or a lost wake-up.
+        let lateDeadline = ContinuousClock.now + .seconds(30)
+        var late: Duration?
+        let start = ContinuousClock.now
+        while late == nil, ContinuousClock.now < lateDeadline {
+            if probe() != nil { late = ContinuousClock.now - start }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw Timeout(what: what, messages: all, status: status, stacks: stacks, late: late)
     }
 }

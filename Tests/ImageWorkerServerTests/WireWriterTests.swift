@@ -1,5 +1,6 @@
 import Foundation
 import ImageWorkerProtocol
+import TestSupport
 import Testing
 
 @testable import ImageWorkerServer
@@ -7,9 +8,7 @@ import Testing
 /// The wire writer on a real pipe: whole lines, in order, none lost, however they are batched.
 @Suite struct WireWriterTests {
     @Test func burstsOfMessagesArriveWholeAndInOrder() async throws {
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = try WorkerProcess.pipeDescriptorsClosedOnExec()
         let writer = WireWriter(fd: writeEnd, onClosed: {})
         // Read concurrently, slowly at first, so that messages pile up and go out in batches. On a
         // thread of its own: a blocking read in a task holds one of the cooperative pool's

@@ -246,29 +246,42 @@ public final class WorkerProcess: Sendable {
     /// of others and held them open, so that those never saw their input end, and two workers
     /// that held each other's never exited. (Glibc's module has no `pipe2`: the flag is set at
     /// once, and a lock around the spawns would block the few threads the tests' tasks run on.)
-    static func pipeClosedOnExec() throws -> (read: FileHandle, write: FileHandle) {
+    /// Every pipe a test makes, for a child or for a worker in this process, must be one of these.
+    public static func pipeClosedOnExec() throws -> (read: FileHandle, write: FileHandle) {
+        let (read, write) = try pipeDescriptorsClosedOnExec()
+        return (FileHandle(fileDescriptor: read, closeOnDealloc: true), FileHandle(fileDescriptor: write, closeOnDealloc: true))
+    }
+
+    /// The same pipe as two descriptors the caller closes.
+    public static func pipeDescriptorsClosedOnExec() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        return (FileHandle(fileDescriptor: fds[0], closeOnDealloc: true), FileHandle(fileDescriptor: fds[1], closeOnDealloc: true))
+        return (fds[0], fds[1])
     }
 
     /// Every thread's backtrace of process `pid` by gdb in batch mode (empty when gdb is absent or
-    /// cannot attach), the last 40,000 characters.
-    static func stacks(of pid: Int32) -> String {
+    /// cannot attach), the last `limit` characters. gdb writes into a file, not a pipe: while it
+    /// holds this very process stopped, nobody here could read a pipe, and it would wait forever.
+    public static func stacks(of pid: Int32, limit: Int = 40_000) -> String {
         let gdb = "/usr/bin/gdb"
         guard FileManager.default.isExecutableFile(atPath: gdb) else { return "" }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("iw-stacks-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let output = FileHandle(forWritingAtPath: file.path) else {
+            return ""
+        }
+        defer { try? FileManager.default.removeItem(at: file) }
         let run = Process()
         run.executableURL = URL(fileURLWithPath: gdb)
         run.arguments = ["-p", String(pid), "--batch", "-ex", "thread apply all bt"]
-        let pipe = Pipe()
-        run.standardOutput = pipe
+        run.standardOutput = output
         run.standardError = FileHandle.nullDevice  // gdb's symbol-reading complaints
         run.standardInput = FileHandle.nullDevice
         guard (try? run.run()) != nil else { return "" }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
         run.waitUntilExit()
-        return String(String(decoding: output, as: UTF8.self).suffix(40_000))
+        try? output.close()
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return String(text.suffix(limit))
     }
 
     public func signal(_ number: Int32) {

@@ -23,7 +23,10 @@ public final class InputReader: Sendable {
     public init(fd: Int32, maximumMessageBytes: Int, readAhead: Int = 8) {
         let (stream, continuation) = AsyncStream<Item>.makeStream()
         self.items = stream
-        let permits = DispatchSemaphore(value: readAhead)
+        // Made at 0 and raised to `readAhead`: libdispatch traps when a semaphore is freed below
+        // the count it was made with, which a reader dropped with items unacknowledged was.
+        let permits = DispatchSemaphore(value: 0)
+        for _ in 0..<max(1, readAhead) { permits.signal() }
         self.permits = permits
         let thread = Thread {
             var framer = InputFramer(maximumMessageBytes: maximumMessageBytes)
