@@ -82,21 +82,23 @@ final class ServerHarness: Sendable {
 
     var all: [JSONValue] { messages.withLock { $0 } }
 
-    /// The `download/completed` params of `token`, once it came (a liveness guard, not timing).
-    func completed(_ token: String, within limit: Duration = .seconds(20)) async throws -> JSONValue {
+    /// The `download/completed` params of `token`, once it came (a liveness guard, not timing:
+    /// 60 s, as this worker shares the test process's two pool threads with every other test,
+    /// and on a loaded machine it waited 17–19 s for its turn).
+    func completed(_ token: String, within limit: Duration = .seconds(60)) async throws -> JSONValue {
         try await until("\(token) completed", within: limit) {
             all.first { $0["method"]?.stringValue == WorkerEvent.completed && $0["params"]?["token"]?.stringValue == token }?["params"]
         }
     }
 
     /// The result of request `id`, once answered.
-    func reply(_ id: Int, within limit: Duration = .seconds(20)) async throws -> JSONValue {
+    func reply(_ id: Int, within limit: Duration = .seconds(60)) async throws -> JSONValue {
         try await until("reply \(id)", within: limit) {
             all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }
         }
     }
 
-    func exitStatus(within limit: Duration = .seconds(20)) async throws -> Int32 {
+    func exitStatus(within limit: Duration = .seconds(60)) async throws -> Int32 {
         try await until("exit", within: limit) { exitCode.withLock { $0 } }
     }
 

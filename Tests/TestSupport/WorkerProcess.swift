@@ -227,7 +227,10 @@ public final class WorkerProcess: Sendable {
     public func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
-            if ContinuousClock.now >= deadline {
+            // Foundation learns of the exit on a thread of its own, which a loaded machine can
+            // hold back for seconds: a worker that has ended (a zombie) is not waited on twice.
+            let late = ContinuousClock.now >= deadline
+            if late, !Self.hasEnded(process.processIdentifier) || ContinuousClock.now >= deadline + .seconds(120) {
                 // A worker that does not exit is a bug to find: its threads' stacks say where it waits.
                 let stacks = Self.stacks(of: process.processIdentifier)
                 process.terminate()
@@ -238,6 +241,15 @@ public final class WorkerProcess: Sendable {
         // Let the reader thread take the last lines.
         for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
         return process.terminationStatus
+    }
+
+    /// Whether process `pid` has ended (is a zombie, or gone), whether or not it was reaped.
+    static func hasEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return true }
+        // "pid (name) S ...": the state follows the name, which may itself hold ")".
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "Z"
     }
 
     /// A pipe whose ends are closed in every child this test process spawns (`FD_CLOEXEC`; the
