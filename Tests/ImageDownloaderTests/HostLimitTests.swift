@@ -9,6 +9,9 @@ import TestSupport
         let h = try await DownloaderHarness.make {
             $0.maxConcurrentDownloads = 6
             $0.maxConcurrentPerHost = 2
+            // The server holds the slow ones on purpose: no idle timeout (and retry, a third
+            // request) however long a loaded machine takes to get through the fast ones.
+            $0.timeoutMs = 600_000
         }
         defer { Task { await h.shutdown() } }
         let fast = try await TestHTTPServer.start()
