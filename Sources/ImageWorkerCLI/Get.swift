@@ -18,8 +18,7 @@ struct Get: AsyncParsableCommand {
             With --json, stdout carries the worker's events instead (NDJSON, as in protocol/SPEC.md; \
             tokens are "1", "2", … in the order of the URLs) and stderr stays quiet. Example:
 
-              image-worker get --json -o /tmp/images https://example.org/a.jpg \\
-                | jq -r 'select(.method == "download/completed") | .params | "\\(.outcome) \\(.path // .error.message)"'
+            \(HelpExamples.placeholder("get-json"))
             """)
 
     @Argument(help: "The URLs to download (http, https); - reads the list from stdin, as -i -.")

@@ -13,12 +13,12 @@ struct ImageWorkerCommand: AsyncParsableCommand {
             message per line on stdin (or LSP Content-Length framing, detected from the first byte), \
             events and responses on stdout, logs on stderr. See protocol/SPEC.md. Example:
 
-              printf '%s\\n' '{"jsonrpc":"2.0","method":"download","params":{"token":"a","url":"http://127.0.0.1:8000/a.jpg"}}' | image-worker
+            \(HelpExamples.placeholder("serve"))
 
             Downloading for a person (`get`): URLs on the command line, files into a directory, a \
             progress bar per download on a terminal, one result line per URL. Example:
 
-              image-worker get -o images -j 8 --progressive https://example.org/a.jpg https://example.org/b.png
+            \(HelpExamples.placeholder("get"))
 
             `image-worker help serve` and `image-worker help get` list each mode's options.
             """,
@@ -26,4 +26,17 @@ struct ImageWorkerCommand: AsyncParsableCommand {
         subcommands: [Serve.self, Get.self],
         defaultSubcommand: Serve.self
     )
+
+    static func main() async {
+        var command = parseShowingExamples(Array(CommandLine.arguments.dropFirst()))
+        do {
+            if var asynchronous = command as? AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exitShowingExamples(error)
+        }
+    }
 }
