@@ -1,13 +1,13 @@
 // The client's worker: JSON-RPC requests and replies over a WorkerProcess, events routed to handles.
 import { EventEmitter } from 'node:events';
 import { findBinary } from './binary.js';
-import { RequestError, WorkerClosed, WorkerExited } from './errors.js';
-import { parseEvent } from './events.js';
-import { discardShared, removeSharedFolders } from './shared.js';
+import { WorkerClosed, WorkerExited } from './errors.js';
+import { removeSharedFolders } from './shared.js';
 import { DownloadHandle } from './handle.js';
 import { runBulk } from './bulk.js';
 import { WorkerProcess } from './process.js';
 import { downloadParams } from './requests.js';
+import { Router } from './router.js';
 
 /** Spawns a worker and waits for its `initialize` answer. */
 export async function spawnWorker(options = {}) {
@@ -22,11 +22,7 @@ export async function spawnWorker(options = {}) {
  */
 export class Worker extends EventEmitter {
   #process;
-  #nextId = 0;
-  #nextToken = 0;
-  #replies = new Map();
-  #handles = new Map();
-  #failure = null;
+  #router = new Router('js-');
   #closing = false;
   #exited;
 
@@ -59,7 +55,7 @@ export class Worker extends EventEmitter {
 
   /** Keeps Node running while a reply or a download is awaited, or while closing; not otherwise. */
   #updateKeepAlive() {
-    this.#process.keepAlive(this.#replies.size > 0 || this.#handles.size > 0 || this.#closing);
+    this.#process.keepAlive(this.#router.busy || this.#closing);
   }
 
   /** The worker's last lines of standard error. */
@@ -68,51 +64,19 @@ export class Worker extends EventEmitter {
   }
 
   #route(line) {
-    let message;
-    try {
-      message = JSON.parse(line);
-    } catch {
-      return;
-    }
-    for (const item of Array.isArray(message) ? message : [message]) this.#routeOne(item);
-  }
-
-  #routeOne(message) {
-    if (message == null || typeof message !== 'object') return;
-    if (typeof message.method === 'string') {
-      const handle = this.#handles.get(message.params?.token);
-      if (!handle) {
-        discardShared(message.params); // nobody will take this result's shared-memory file
-        return;
-      }
-      const event = parseEvent(message.method, message.params, handle.url);
-      if (!event) return;
-      if (event.type === 'completed') {
-        this.#handles.delete(event.token);
-        this.#updateKeepAlive();
-      }
-      handle._deliver(event);
-      return;
-    }
-    const reply = this.#replies.get(message.id);
-    if (!reply) return;
-    this.#replies.delete(message.id);
+    const actions = this.#router.route(line);
     this.#updateKeepAlive();
-    if (message.error) reply.reject(new RequestError(message.error.code, message.error.message, message.error.data));
-    else reply.resolve(message.result);
+    for (const action of actions) action();
   }
 
   #failAll(error) {
-    if (!this.#failure) this.#failure = error;
-    for (const reply of this.#replies.values()) reply.reject(error);
-    this.#replies.clear();
-    for (const handle of this.#handles.values()) handle._fail(error);
-    this.#handles.clear();
+    const actions = this.#router.failAll(error);
     this.#updateKeepAlive();
+    for (const action of actions) action();
   }
 
   #checkUsable() {
-    if (this.#failure) throw this.#failure;
+    if (this.#router.failure) throw this.#router.failure;
     if (this.#closing) throw new WorkerClosed('the worker is closed');
   }
 
@@ -122,11 +86,10 @@ export class Worker extends EventEmitter {
     } catch (error) {
       return Promise.reject(error);
     }
-    const id = ++this.#nextId;
     return new Promise((resolve, reject) => {
-      this.#replies.set(id, { resolve, reject });
+      const message = this.#router.request(method, params, { resolve, reject });
       this.#updateKeepAlive();
-      this.#process.send(params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params });
+      this.#process.send(message);
     });
   }
 
@@ -136,13 +99,18 @@ export class Worker extends EventEmitter {
    */
   download(url, options = {}) {
     this.#checkUsable();
-    const token = options.token ?? `js-${++this.#nextToken}`;
-    if (this.#handles.has(token)) throw new TypeError(`token ${JSON.stringify(token)} is already in use by a live download`);
-    const params = downloadParams(url, token, options);
+    const token = options.token ?? this.#router.newToken();
     const handle = new DownloadHandle(this, token, url);
-    this.#handles.set(token, handle);
+    this.#router.addHandle(token, handle); // a token in use is refused first, as before its options
+    let params;
+    try {
+      params = downloadParams(url, token, options);
+    } catch (error) {
+      this.#router.dropHandle(token);
+      throw error;
+    }
     handle.accepted = this.#call('download', params).then(() => undefined, (error) => {
-      this.#handles.delete(token);
+      this.#router.dropHandle(token);
       this.#updateKeepAlive();
       handle._fail(error);
       throw error;
@@ -200,7 +168,7 @@ export class Worker extends EventEmitter {
    * the process is gone and every handle has ended.
    */
   async close({ cancelPending = false, timeoutMs = 30000 } = {}) {
-    if (!this.#failure && !this.#closing) {
+    if (!this.#router.failure && !this.#closing) {
       let timer;
       try {
         await Promise.race([
