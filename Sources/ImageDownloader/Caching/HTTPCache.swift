@@ -22,15 +22,15 @@ public final class HTTPCache: Sendable {
     public let directory: String
     private let entries: String
     private let temporary: String
-    private let logger: Logger
+    let logger: Logger
 
-    private struct State {
+    struct State {
         var maxBytes: Int64
         /// Bytes of entries this worker knows of (a scan at start, then its own writes); a scan
         /// corrects it whenever it passes `maxBytes`.
         var knownBytes: Int64 = 0
     }
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     static let magic: [UInt8] = Array("IWC1".utf8)
     static let trailerBytes = 8
@@ -62,7 +62,7 @@ public final class HTTPCache: Sendable {
 
     /// `components` below the cache's directory, opened one at a time with `O_NOFOLLOW`
     /// (`create`: made when missing); -1 when any is missing or not a real directory.
-    private func openDirectory(_ components: [String], create: Bool = false) -> Int32 {
+    func openDirectory(_ components: [String], create: Bool = false) -> Int32 {
         var fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         for name in components {
             guard fd >= 0 else { return -1 }
@@ -346,76 +346,5 @@ public final class HTTPCache: Sendable {
             offset += n
         }
         return true
-    }
-
-    // MARK: Eviction
-
-    private struct Found {
-        var shard: String
-        var name: String
-        var bytes: Int64
-        var used: Double
-    }
-
-    /// The regular files under `entries/`'s real shard folders (a planted link to a folder is
-    /// not a shard: it is not read, and nothing through it is ever removed).
-    private func scan() -> [Found] {
-        var found: [Found] = []
-        let entriesFD = openDirectory(["v1", "entries"])
-        guard entriesFD >= 0 else { return [] }
-        defer { close(entriesFD) }
-        for shard in DirectoryListing.names(in: entriesFD) {
-            let shardFD = openat(entriesFD, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard shardFD >= 0 else { continue }
-            defer { close(shardFD) }
-            for name in DirectoryListing.names(in: shardFD) {
-                var info = stat()
-                guard fstatat(shardFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-                found.append(
-                    Found(shard: shard, name: name, bytes: Int64(info.st_size), used: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9))
-            }
-        }
-        return found
-    }
-
-    /// Removes least recently used entries until the directory (every worker's entries) fits.
-    private func evict() {
-        var all = scan()
-        var total = all.reduce(0) { $0 + $1.bytes }
-        let limit = maxBytes
-        if total > limit {
-            all.sort { $0.used < $1.used }
-            var removed = 0
-            for entry in all where total > limit {
-                let shardFD = openDirectory(["v1", "entries", entry.shard])
-                guard shardFD >= 0 else { continue }
-                if unlinkat(shardFD, entry.name, 0) == 0 || errno == ENOENT {
-                    total -= entry.bytes
-                    removed += 1
-                }
-                close(shardFD)
-            }
-            logger.debug("cache eviction", metadata: ["removed": "\(removed)", "bytes": "\(total)"])
-        }
-        state.withLock { $0.knownBytes = total }
-    }
-
-    /// Temporary files of workers that died, removed at start: only regular files directly in a
-    /// real `v1/tmp` (a `tmp` that is a link is not followed: nothing is removed).
-    private func removeStaleTemporaryFiles() {
-        let now = Date().timeIntervalSince1970
-        let tmpFD = openDirectory(["v1", "tmp"])
-        guard tmpFD >= 0 else {
-            logger.warning("the cache's tmp folder is not a directory of its own: not cleaned", metadata: ["directory": "\(directory)"])
-            return
-        }
-        defer { close(tmpFD) }
-        for name in DirectoryListing.names(in: tmpFD) {
-            var info = stat()
-            guard fstatat(tmpFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
-                now - Double(info.st_mtim.tv_sec) > HTTPCache.staleTemporarySeconds
-            else { continue }
-            unlinkat(tmpFD, name, 0)
-        }
     }
 }
