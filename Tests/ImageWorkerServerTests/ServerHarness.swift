@@ -93,9 +93,11 @@ final class ServerHarness: Sendable {
 
     /// The result of request `id`, once answered.
     func reply(_ id: Int, within limit: Duration = .seconds(60)) async throws -> JSONValue {
-        try await until("reply \(id)", within: limit) {
-            all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }
-        }
+        try await until("reply \(id)", within: limit) { answer(id) }
+    }
+
+    private func answer(_ id: Int) -> JSONValue? {
+        all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }
     }
 
     func exitStatus(within limit: Duration = .seconds(60)) async throws -> Int32 {
@@ -123,31 +125,27 @@ final class ServerHarness: Sendable {
     }
 
     private func until<T>(_ what: String, within limit: Duration, _ probe: () -> T?) async throws -> T {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if let value = probe() { return value }
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        if let value = try await poll(for: limit, probe) { return value }
         // What the worker thinks of its tokens, and where every thread of this process is.
         let id = send(WorkerMethod.status)
-        var status: JSONValue?
-        let statusDeadline = ContinuousClock.now + .seconds(3)
-        while status == nil, ContinuousClock.now < statusDeadline {
-            status = all.first { $0["id"]?.integerValue == Int64(id) && $0["method"] == nil }?["result"]
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let status = try await poll(for: .seconds(3)) { answer(id)?["result"] }
         // The threads of this process that are in the worker's code (the rest are other tests').
         let stacks = WorkerProcess.stacks(of: getpid(), limit: .max).split(separator: "\nThread ")
             .filter { $0.contains("ImageWorkerServer") || $0.contains("ImageDownloader") }
             .joined(separator: "\nThread ")
         // Late or never: a slow machine, or a lost wake-up.
-        let lateDeadline = ContinuousClock.now + .seconds(30)
-        var late: Duration?
         let start = ContinuousClock.now
-        while late == nil, ContinuousClock.now < lateDeadline {
-            if probe() != nil { late = ContinuousClock.now - start }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let late = try await poll(for: .seconds(30), probe).map { _ in ContinuousClock.now - start }
         throw Timeout(what: what, messages: all, status: status, stacks: stacks, late: late)
+    }
+
+    /// `probe`'s first value within `limit`, or nil.
+    private func poll<T>(for limit: Duration, _ probe: () -> T?) async throws -> T? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if let value = probe() { return value }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        return nil
     }
 }

@@ -1,7 +1,5 @@
-import Crypto
 import Foundation
 import Logging
-import NIOCore
 import Synchronization
 
 /// Eviction and start-up cleanup: what the cache removes, only ever regular files found under its
