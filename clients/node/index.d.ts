@@ -375,7 +375,9 @@ export interface WorkerOptions {
   stderrLines?: number;
 }
 
-export declare function findBinary(explicit?: string): { path: string; source: 'argument' | '$IMAGE_WORKER_BIN' | 'PATH' | '.build/release' };
+/** The worker carried by this platform's package (`@image-worker/linux-x64-gnu`), or null. */
+export declare function bundledBinary(): string | null;
+export declare function findBinary(explicit?: string): { path: string; source: 'argument' | '$IMAGE_WORKER_BIN' | 'PATH' | 'bundled' | '.build/release' };
 export declare function spawnWorker(options?: WorkerOptions): Promise<Worker>;
 
 /** `configure()`'s settings (protocol/SPEC.md, `configure`): each optional, applied all at once or not at all. */

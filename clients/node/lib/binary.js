@@ -1,10 +1,17 @@
 // Finding the image-worker executable.
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BinaryNotFound } from './errors.js';
 
 const ENV_VAR = 'IMAGE_WORKER_BIN';
+// The platform packages that carry the worker, the esbuild way: each an optional dependency of
+// this package, installed by npm only where its `os`, `cpu` and `libc` fields match.
+const PLATFORM_PACKAGES = { 'linux-x64': '@image-worker/linux-x64-gnu' };
+// A line in bin/image-worker.js, this package's own command: it runs the worker found here, so
+// the lookup on PATH must not take it for the worker.
+const ENTRY_POINT_MARK = 'image-worker-client-entry-point';
 
 function isExecutable(path) {
   try {
@@ -15,9 +22,42 @@ function isExecutable(path) {
   }
 }
 
+function isEntryPointScript(path) {
+  let fd;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(1024);
+    const n = readSync(fd, head, 0, head.length, 0);
+    const text = head.subarray(0, n).toString('latin1');
+    return text.startsWith('#!') && text.includes(ENTRY_POINT_MARK);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /**
- * Finds the worker: the argument, `$IMAGE_WORKER_BIN`, `PATH`, then `.build/release` of the
- * repository this package sits in. Returns `{ path, source }`; throws BinaryNotFound.
+ * The worker carried by this platform's package (`@image-worker/linux-x64-gnu` on Linux x64),
+ * or null: not installed (a source checkout, or `--no-optional`), or no package for this platform.
+ */
+export function bundledBinary() {
+  const name = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+  if (!name) return null;
+  try {
+    const manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
+    const candidate = join(dirname(manifest), 'bin', 'image-worker');
+    return isExecutable(candidate) ? candidate : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Finds the worker: the argument, `$IMAGE_WORKER_BIN`, `PATH`, the platform package
+ * (`@image-worker/linux-x64-gnu`), then `.build/release` of the repository this package sits in:
+ * what the caller names overrides what the package carries. Returns `{ path, source }`; throws
+ * BinaryNotFound naming every place looked.
  */
 export function findBinary(explicit) {
   if (explicit != null) {
@@ -31,9 +71,16 @@ export function findBinary(explicit) {
   }
   const looked = [`$${ENV_VAR} (not set)`];
   for (const dir of (process.env.PATH || '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, 'image-worker'))) return { path: join(dir, 'image-worker'), source: 'PATH' };
+    const candidate = dir ? join(dir, 'image-worker') : null;
+    if (candidate && isExecutable(candidate) && !isEntryPointScript(candidate)) return { path: candidate, source: 'PATH' };
   }
   looked.push("'image-worker' on PATH");
+  const bundled = bundledBinary();
+  if (bundled) return { path: bundled, source: 'bundled' };
+  const platformPackage = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+  looked.push(platformPackage
+    ? `${platformPackage} (not installed)`
+    : `a platform package (none is built for ${process.platform}-${process.arch})`);
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     if (existsSync(join(dir, 'Package.swift'))) {
@@ -46,5 +93,6 @@ export function findBinary(explicit) {
     dir = parent;
   }
   throw new BinaryNotFound(`cannot find the image-worker executable; looked at: ${looked.join('; ')}. `
-    + 'Build it with `swift build -c release` and put it on PATH, set $IMAGE_WORKER_BIN, or pass { binary }.');
+    + 'Install the package with its optional dependencies, or build it with `swift build -c release` and put it on PATH, '
+    + 'set $IMAGE_WORKER_BIN, or pass { binary }.');
 }

@@ -171,6 +171,11 @@ def binary_path() -> Optional[str]:
     explicit = os.environ.get("IMAGE_WORKER_BIN")
     if explicit:
         return explicit
+    # Installed from a wheel that carries the worker (scripts/package-check.sh --ray): test that one.
+    from image_worker._binary import bundled_binary
+    bundled = bundled_binary()
+    if bundled is not None:
+        return bundled
     for build in ("debug", "release"):
         candidate = REPO / ".build" / build / "image-worker"
         if candidate.exists():

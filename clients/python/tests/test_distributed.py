@@ -21,9 +21,14 @@ from loopback import LoopbackServer  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    here = str(Path(__file__).resolve().parent.parent / "src")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}})
+    import image_worker
+    source = Path(__file__).resolve().parent.parent / "src"
+    if source in Path(image_worker.__file__).resolve().parents:
+        # The package is imported from the source tree: Ray's workers import it from there too.
+        runtime_env = {"env_vars": {"PYTHONPATH": str(source) + os.pathsep + os.environ.get("PYTHONPATH", "")}}
+    else:
+        runtime_env = {}  # installed (from the wheel, by scripts/package-check.sh --ray): as a user has it
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     yield
     ray.shutdown()
 

@@ -11,6 +11,26 @@ from ._errors import BinaryNotFound
 
 ENV_VAR = "IMAGE_WORKER_BIN"
 EXECUTABLE = "image-worker"
+# Where a wheel built by scripts/package.sh carries the worker (its libraries are beside the
+# package, in image_worker.libs/, found through the executable's RPATH).
+BUNDLED = Path(__file__).resolve().parent / "_bin" / EXECUTABLE
+
+
+def bundled_binary() -> Optional[str]:
+    """The worker this package carries (a wheel from scripts/package.sh), or None (a source install)."""
+    return str(BUNDLED) if BUNDLED.is_file() and os.access(BUNDLED, os.X_OK) else None
+
+
+def _is_entry_point_script(path: str) -> bool:
+    """True for the ``image-worker`` script pip writes for this package's console entry point: it
+    runs the bundled worker itself, so taking it for the worker would start Python for nothing
+    (and, without a bundled worker, start itself forever)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"image_worker.__main__" in head
 
 
 def _repository_builds() -> List[Path]:
@@ -26,7 +46,8 @@ def _repository_builds() -> List[Path]:
 
 def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
     """Returns ``(path, source)``: the executable and where it was found (``"argument"``,
-    ``"$IMAGE_WORKER_BIN"``, ``"PATH"`` or ``".build/release"``), looking in that order.
+    ``"$IMAGE_WORKER_BIN"``, ``"PATH"``, ``"bundled"`` or ``".build/release"``), looking in that
+    order: what the caller names overrides what the package carries.
 
     Raises :class:`BinaryNotFound` naming every place looked."""
     looked: List[str] = []
@@ -40,10 +61,15 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
             return os.path.abspath(from_env), f"${ENV_VAR}"
         raise BinaryNotFound(f"${ENV_VAR} is set to {from_env!r}, which is not an executable file")
     looked.append(f"${ENV_VAR} (not set)")
-    on_path = shutil.which(EXECUTABLE)
-    if on_path:
-        return on_path, "PATH"
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        on_path = shutil.which(EXECUTABLE, path=directory) if directory else None
+        if on_path and not _is_entry_point_script(on_path):
+            return on_path, "PATH"
     looked.append(f"{EXECUTABLE!r} on PATH")
+    bundled = bundled_binary()
+    if bundled is not None:
+        return bundled, "bundled"
+    looked.append(f"{BUNDLED} (not in this install: the wheels from scripts/package.sh carry it)")
     for candidate in _repository_builds():
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate), ".build/release"
@@ -52,5 +78,5 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
         looked.append(".build/release of an enclosing Swift package (none: this package is not inside the repository)")
     raise BinaryNotFound(
         "cannot find the image-worker executable; looked at: " + "; ".join(looked)
-        + ". Build it with `swift build -c release` and put it on PATH, set $IMAGE_WORKER_BIN, "
-        "or pass binary=...")
+        + ". Install a wheel that carries it, or build it with `swift build -c release` and put it on PATH, "
+        "set $IMAGE_WORKER_BIN, or pass binary=...")
