@@ -6,10 +6,12 @@
 #           Python's venv, node and tsc, jq, script(1),
 #           chromium (the preview example's browser test), gdb (the stacks of a worker that
 #           would not exit, in the failure's message), and tinyproxy (a real proxy to go through)
+#   package what scripts/package.sh and package-check.sh use besides: npm (npm pack), strip
+#           (binutils), Python's venv, and unshare (util-linux)
 # Checks by what is used (pkg-config modules, commands), installs with apt-get (through sudo when
 # not root). Where that cannot work (no apt-get, or not root and no sudo) it says what to install
 # and exits 1.
-#   scripts/system-packages.sh build [test]
+#   scripts/system-packages.sh build [test] [package]
 set -euo pipefail
 missing=()
 need() { missing+=("$@"); }
@@ -41,8 +43,15 @@ for set in "$@"; do
         command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
             || need chromium
         ;;
+    package)
+        command -v node >/dev/null || need nodejs
+        command -v npm >/dev/null || need npm
+        command -v strip >/dev/null || need binutils
+        command -v unshare >/dev/null || need util-linux
+        python3 -c 'import ensurepip, venv' 2>/dev/null || need python3-venv
+        ;;
     *)
-        echo "system-packages: unknown set '$set' (build, test)" >&2
+        echo "system-packages: unknown set '$set' (build, test, package)" >&2
         exit 2
         ;;
     esac

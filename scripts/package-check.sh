@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Proves the packages scripts/package.sh built on a machine without Swift or codecs: installs the
+# wheel into a fresh venv and the two npm tarballs into a fresh folder (offline: nothing else is
+# needed), then, in a mount namespace where /opt/swift is an empty tmpfs and every system library
+# the source build loads besides glibc and the C++ runtime reads as empty (so loading one fails),
+# runs scripts/package_check.py and scripts/package_check.mjs: the bundled worker is found, `ldd`
+# resolves only glibc and libstdc++/libgcc_s from the system, and a download, every decoder,
+# partial images and the command line work. With --ray it then runs the Ray tests
+# (clients/python/tests/test_distributed.py) from a venv that has the wheel and Ray, no source,
+# and scripts/package_check_ray.py: actors that get the worker from the wheel in runtime_env.
+#   scripts/package-check.sh [--dist DIR] [--ray]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+dist=$root/dist
+ray=no
+while [ $# -gt 0 ]; do
+    case $1 in
+        --dist) dist=$(realpath "$2"); shift ;;
+        --ray) ray=yes ;;
+        *) echo "usage: scripts/package-check.sh [--dist DIR] [--ray]" >&2; exit 2 ;;
+    esac
+    shift
+done
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' clients/python/pyproject.toml)
+wheel=$(ls "$dist"/image_worker-"$version"-py3-none-manylinux_*_x86_64.whl)
+client_tgz=$dist/image-worker-$version.tgz
+platform_tgz=$dist/image-worker-linux-x64-gnu-$version.tgz
+[ -f "$client_tgz" ] && [ -f "$platform_tgz" ] || { echo "package-check: no npm tarballs in $dist (scripts/package.sh)" >&2; exit 1; }
+case $(basename "$wheel") in
+    *manylinux_2_*) echo "package-check: $(basename "$wheel")" ;;
+    *) echo "package-check: the wheel has no manylinux tag: $wheel" >&2; exit 1 ;;
+esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index "$wheel"
+mkdir "$work/npm"
+(cd "$work/npm" && echo '{"name": "package-check", "private": true}' > package.json \
+    && npm install -q --offline --no-audit --no-fund "$client_tgz" "$platform_tgz")
+
+# The system libraries to hide: what the source build loads besides glibc and the C++/GCC runtime.
+# zlib stays visible, as Python's own zlib module loads it; ldd proves the worker takes its own.
+reference=$root/.build-dist/release/image-worker
+[ -x "$reference" ] || reference=$root/.build/debug/image-worker
+hide=()
+while read -r lib; do
+    case $(basename "$lib") in
+        libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libutil.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libz.so.*) ;;
+        *) hide+=("$(realpath "$lib")") ;;
+    esac
+done < <(ldd "$reference" | sed -n 's/.* => \(\/[^ ]*\) (.*/\1/p')
+echo "package-check: hiding /opt/swift and ${#hide[@]} system libraries: ${hide[*]##*/}"
+
+# Run in a namespace of our own (as root, or as a mapped root in a user namespace).
+namespace=(unshare --mount --propagation private)
+[ "$(id -u)" -eq 0 ] || namespace=(unshare --map-root-user --mount --propagation private)
+hidden() {
+    "${namespace[@]}" env -u IMAGE_WORKER_BIN HIDE="${hide[*]}" ROOT="$root" bash -c '
+        set -euo pipefail
+        mount -t tmpfs tmpfs /opt/swift
+        # The repository'"'"'s own builds too: nothing may find a worker there.
+        for build in "$ROOT"/.build "$ROOT"/.build-*; do if [ -d "$build" ]; then mount -t tmpfs tmpfs "$build"; fi; done
+        for lib in $HIDE; do mount --bind /dev/null "$lib"; done
+        if command -v swift >/dev/null 2>&1 && swift --version >/dev/null 2>&1; then
+            echo "package-check: swift still runs inside the namespace" >&2; exit 1
+        fi
+        # Nothing named image-worker on PATH but what the packages install.
+        export PATH=$(printf "%s" "$PATH" | tr ":" "\n" | grep -v -e "/\.build" -e "^/opt/swift" | paste -sd: -)
+        "$@"' hidden "$@"
+}
+hidden "$work/venv/bin/python" scripts/package_check.py "$root"
+hidden node scripts/package_check.mjs "$root" "$work/npm"
+
+if [ $ray = yes ]; then
+    # Ray and pytest beside the wheel; no source on the path: the tests import the wheel's package
+    # and start its bundled worker (tests/conftest.py prefers it when $IMAGE_WORKER_BIN is unset).
+    "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[ray]" pytest
+    (cd clients/python && hidden "$work/venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_distributed.py)
+    # The README's way to a cluster without a toolchain: the wheel in the job's runtime_env, and a
+    # driver that has the client but no worker (Ray clones the driver's venv for the actors, with
+    # virtualenv, and pip-installs the wheel there).
+    python3 -m venv "$work/driver"
+    "$work/driver/bin/python" -m pip install -q --disable-pip-version-check ray pyarrow virtualenv
+    hidden "$work/driver/bin/python" scripts/package_check_ray.py "$root" "$wheel"
+fi
+echo "package-check: ok"

