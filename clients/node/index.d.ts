@@ -299,19 +299,37 @@ export interface DownloadManyOptions extends Omit<DownloadOptions, 'token' | 'si
   resume?: boolean;
 }
 
-/** What became of one URL of downloadMany. */
-export interface BulkOutcome {
+interface BulkOutcomeCommon {
   /** The URL's position in the input, from 0. */
   index: number;
   url: string;
   name: string | undefined;
-  ok: boolean;
-  skipped: boolean;
-  image: ImageResult | null;
-  error: Error | null;
 }
 
-/** One line of a manifest (README, "Manifests"). */
+/** A URL of downloadMany that ended with its image. */
+export interface BulkSuccess extends BulkOutcomeCommon {
+  ok: true;
+  /** The file was there already (`skipExisting`, or done in the resumed manifest). */
+  skipped: boolean;
+  image: ImageResult;
+  error: null;
+}
+
+/** A URL of downloadMany that ended without an image: `error` says why. */
+export interface BulkFailure extends BulkOutcomeCommon {
+  ok: false;
+  skipped: false;
+  image: null;
+  error: Error;
+}
+
+/**
+ * What became of one URL of downloadMany: `ok` tells the two apart, for TypeScript too (after
+ * `if (o.ok)`, `o.image` is an ImageResult; otherwise `o.error` is an Error).
+ */
+export type BulkOutcome = BulkSuccess | BulkFailure;
+
+/** One line of a manifest (GUIDE.md, "Manifests"). */
 export interface ManifestRecord {
   index: number;
   url: string;
@@ -471,7 +489,7 @@ export declare class Worker {
   readonly stderrTail: string[];
   exitCode?: number | null;
   download(url: string, options?: DownloadOptions): DownloadHandle;
-  /** Many URLs, at most `concurrency` at once: outcomes in order of completion (see README, "Bulk jobs"). */
+  /** Many URLs, at most `concurrency` at once: outcomes in order of completion (see GUIDE.md, "Bulk jobs"). */
   downloadMany(urls: Iterable<BulkEntry> | AsyncIterable<BulkEntry>, options?: DownloadManyOptions): AsyncGenerator<BulkOutcome, void, undefined>;
   cancel(token: Token): Promise<boolean>;
   setPriority(token: Token, priority: Priority): Promise<boolean>;

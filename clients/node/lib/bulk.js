@@ -1,6 +1,7 @@
 // downloadMany: many URLs as an async iterator of outcomes, in order of completion, with a
 // concurrency bound, an AbortSignal and an optional manifest (lib/manifest.js).
 import { ManifestFile, fillIndex, manifestRecord } from './manifest.js';
+import { ImageWorkerError } from './errors.js';
 
 /** `[index, url, name]` for each input: a URL, `{ url, name }` or `[url, name]`. */
 function entry(value, index) {
@@ -60,9 +61,13 @@ export async function* runBulk(worker, urls, options = {}) {
     file?.add(manifestRecord({ ...outcome, format, ms: started == null ? undefined : Math.round(performance.now() - started) }));
     return outcome;
   };
-  const outcomeOf = (index, url, name, image, error) => ({
-    index, url, name, ok: !error, skipped: Boolean(image?.skipped), image: image ?? null, error: error ?? null,
-  });
+  // index.d.ts's BulkOutcome: ok with an image and no error, or not ok with an error and no image.
+  const outcomeOf = (index, url, name, image, error) => {
+    if (!error && !image) error = new ImageWorkerError('ended with neither an image nor an error');
+    return error
+      ? { index, url, name, ok: false, skipped: false, image: null, error }
+      : { index, url, name, ok: true, skipped: Boolean(image.skipped), image, error: null };
+  };
 
   try {
     if (signal?.aborted) throw signal.reason;

@@ -53,8 +53,14 @@ async function main(): Promise<void> {
     dir: 'images', nameTemplate: 'p{index:5}.{ext}', manifest: 'job.jsonl', resume: true, concurrency: 4, signal: controller.signal,
   })) {
     const index: number = outcome.index;
-    if (outcome.ok && outcome.image) console.log(index, outcome.image.path, outcome.image.sha256, outcome.skipped);
-    else console.log(outcome.error?.message);
+    // `ok` narrows: no null left to check on either side.
+    if (outcome.ok) console.log(index, outcome.image.path, outcome.image.sha256, outcome.skipped);
+    else console.log(outcome.error.message);
+    console.log(outcome.ok ? outcome.image.path : outcome.error.message);
+    // @ts-expect-error: without checking ok, the image may be null
+    console.log(outcome.image.path);
+    // @ts-expect-error: a failure has no image
+    if (!outcome.ok) console.log(outcome.image.path);
   }
   for await (const outcome of downloadMany(['https://example.org/a.jpg'], { binary: '/usr/bin/image-worker', dir: 'x' })) {
     console.log(outcome.url);

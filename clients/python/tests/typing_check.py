@@ -20,6 +20,10 @@ def good(worker: Worker) -> None:
     configuration: Dict[str, Any] = worker.configure(max_concurrent_downloads=8, execution_order="lifo")
     outcomes: List[Outcome] = download_many(["https://example.org/a.jpg"], "images", concurrency=4, format="rgba")
     print(configuration, outcomes)
+    for outcome in outcomes:  # `ok` tells Succeeded from Failed: no Optional left to check
+        print(outcome.image.path if outcome.ok else outcome.error)
+        if not outcome.ok:
+            print(outcome.error.args)
 
 
 def mistakes(worker: Worker) -> None:
@@ -33,6 +37,10 @@ def mistakes(worker: Worker) -> None:
     worker.configure(execution_order="random")  # type: ignore[arg-type]
     download_many(["https://example.org/a.jpg"], "images", fromat="png")  # type: ignore[call-arg]
     download_many(["https://example.org/a.jpg"], "images", dir="again")  # type: ignore[misc]
+    for outcome in download_many(["https://example.org/a.jpg"], "images"):
+        print(outcome.image.path)  # type: ignore[union-attr]
+        if not outcome.ok:
+            print(outcome.image.path)  # type: ignore[attr-defined]
 
 
 async def async_mistakes() -> None:

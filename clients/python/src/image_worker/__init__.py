@@ -15,7 +15,7 @@ See README.md for AsyncWorker, partial images and download_many.
 from typing import TYPE_CHECKING, Any
 
 from ._binary import find_binary
-from ._bulk import Outcome
+from ._bulk import Failed, Outcome, Succeeded
 from ._errors import (
     ERRORS_BY_CODE,
     BadImageData,
@@ -58,9 +58,10 @@ PROTOCOL_VERSION = "1"
 
 __all__ = [
     "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
-    "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions", "ERRORS_BY_CODE", "EVENT_TYPES",
-    "Event", "ExecutionOrder", "Format", "Image", "ImageWorkerError", "InvalidDownloadOperation",
-    "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "Metrics", "NetworkError", "Outcome",
-    "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress", "RequestError", "Response", "Settings",
-    "Started", "Token", "UnsupportedFormat", "Worker", "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
+    "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions",
+    "ERRORS_BY_CODE", "EVENT_TYPES", "Event", "ExecutionOrder", "Failed", "Format", "Image", "ImageWorkerError",
+    "InvalidDownloadOperation", "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "Metrics",
+    "NetworkError", "Outcome", "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress",
+    "RequestError", "Response", "Settings", "Started", "Succeeded", "Token", "UnsupportedFormat", "Worker",
+    "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
 ]

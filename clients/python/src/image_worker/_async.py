@@ -9,7 +9,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable,
 
 from . import _shared
 from ._binary import find_binary
-from ._bulk import Entry, Outcome, check_many, iter_async
+from ._bulk import Entry, Failed, Outcome, check_many, iter_async
 from ._core import END, Action, Router, queued_event
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
@@ -248,7 +248,7 @@ class AsyncWorker:
                 outcomes[outcome.index] = outcome
         finally:
             await generator.aclose()
-        return [o if o is not None else Outcome(str(urls[i]), error=ImageWorkerError("lost"), index=i)
+        return [o if o is not None else Failed(str(urls[i]), ImageWorkerError("lost"), i)
                 for i, o in enumerate(outcomes)]
 
     def iter_downloads(self, urls: Iterable[Entry], dir: Optional[str] = None, *, concurrency: int = 6,

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import (TYPE_CHECKING, Any, AsyncGenerator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence,
+from typing import (TYPE_CHECKING, Any, AsyncGenerator, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Protocol, Sequence,
                     Sized, TextIO, Tuple, Union)
 
 if TYPE_CHECKING:
@@ -51,24 +51,61 @@ class _Downloads(Protocol):
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What became of one URL of a bulk job: ``image`` or ``error``, never neither. ``index`` is
-    the URL's position in the input (from 0); ``name`` the file name its entry gave."""
+class Succeeded:
+    """A URL of a bulk job that ended with its image (``ok`` is True; ``error`` is None).
+    ``index`` is the URL's position in the input (from 0); ``name`` the file name its entry gave."""
 
     url: str
-    image: Optional[Image] = None
-    error: Optional[BaseException] = None
+    image: Image
     index: int = -1
     name: Optional[str] = None
+    error: None = None
 
     @property
-    def ok(self) -> bool:
-        return self.error is None
+    def ok(self) -> Literal[True]:
+        return True
 
     @property
     def skipped(self) -> bool:
         """The file was there already (``skip_existing``, or done in the resumed manifest)."""
-        return self.image is not None and self.image.skipped
+        return self.image.skipped
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A URL of a bulk job that ended without an image (``ok`` is False; ``image`` is None): the
+    exception says why (a :class:`DownloadError` subclass, or the request's refusal)."""
+
+    url: str
+    error: BaseException
+    index: int = -1
+    name: Optional[str] = None
+    image: None = None
+
+    @property
+    def ok(self) -> Literal[False]:
+        return False
+
+    @property
+    def skipped(self) -> Literal[False]:
+        return False
+
+
+#: What became of one URL of a bulk job: :class:`Succeeded` (``.image``) or :class:`Failed`
+#: (``.error``). ``if outcome.ok:`` tells them apart for a type checker too: after it,
+#: ``outcome.image`` is an :class:`Image`, and in the ``else`` branch ``outcome.error`` an exception.
+Outcome = Union[Succeeded, Failed]
+OUTCOME_TYPES = (Succeeded, Failed)
+
+
+def outcome_of(url: str, image: Optional[Image], error: Optional[BaseException], index: int,
+               name: Optional[str] = None) -> Outcome:
+    """The outcome of a URL that ended with ``image`` or ``error`` (an error wins)."""
+    if error is not None:
+        return Failed(url, error, index, name)
+    if image is None:
+        return Failed(url, ImageWorkerError("ended with neither an image nor an error"), index, name)
+    return Succeeded(url, image, index, name)
 
 
 #: An input of the bulk helpers: a URL, or ``(url, name)`` to choose its file's name.
@@ -245,7 +282,7 @@ class _Job:
         previous = self.file.take(url, name, index) if self.file is not None else None
         if previous is None:
             return entry
-        return self.finished(Outcome(url, image=image_from_record(previous), index=index, name=name), recorded=False)
+        return self.finished(Succeeded(url, image_from_record(previous), index, name), recorded=False)
 
     def sent(self, index: int, quiet: bool) -> None:
         """A download was requested. A quiet one sends no ``started``: its time counts from here."""
@@ -309,12 +346,12 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
     def ended_at(index: int) -> Callable[[Any], None]:
         return lambda _handle: ended.put(index)
 
-    def outcome_of(index: int) -> Outcome:
+    def ended_outcome(index: int) -> Outcome:
         url, name, handle = inflight.pop(index)
         failure = handle.exception()
         if failure is not None:
-            return job.finished(Outcome(url, error=failure, index=index, name=name))
-        return job.finished(Outcome(url, image=handle.result(), index=index, name=name))
+            return job.finished(Failed(url, failure, index, name))
+        return job.finished(Succeeded(url, handle.result(), index, name))
 
     try:
         active.configure(max_concurrent_downloads=concurrency)
@@ -324,7 +361,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                 if step is None:
                     exhausted = True
                     break
-                if isinstance(step, Outcome):
+                if isinstance(step, OUTCOME_TYPES):
                     yield step
                     continue
                 index, url, name = step
@@ -332,7 +369,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                     # Pipelined: a refused request fails its handle, which ends like any other.
                     handle = active.download(url, on_event=on_event(index), wait=False, **entry_options(each, index, name))
                 except (ImageWorkerError, ValueError) as error:
-                    yield job.finished(Outcome(url, error=error, index=index, name=name))
+                    yield job.finished(Failed(url, error, index, name))
                     continue
                 inflight[index] = (url, name, handle)
                 job.sent(index, each.get("quiet") is True)
@@ -341,7 +378,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                 break
             index = _get(ended)
             if index in inflight:
-                yield outcome_of(index)
+                yield ended_outcome(index)
         clean = True
     finally:
         try:
@@ -356,7 +393,7 @@ def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optiona
                 active.close(cancel_pending=not clean)
             for index, (_, _, handle) in list(inflight.items()):
                 handle.exception(timeout=10)
-                outcome_of(index)
+                ended_outcome(index)
         finally:
             job.close()
 
@@ -376,7 +413,7 @@ def run_many(active: _Downloads, own: bool, urls: Sequence[Entry], dir: Optional
     outcomes: List[Optional[Outcome]] = [None] * len(urls)
     for outcome in iter_sync(active, own, urls, dir, concurrency, progress, manifest, resume, options):
         outcomes[outcome.index] = outcome
-    return [o if o is not None else Outcome(_url(urls[i]), error=ImageWorkerError("lost"), index=i) for i, o in enumerate(outcomes)]
+    return [o if o is not None else Failed(_url(urls[i]), ImageWorkerError("lost"), i) for i, o in enumerate(outcomes)]
 
 
 def _url(entry: Entry) -> str:
@@ -438,14 +475,14 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
                 if step is None:
                     exhausted = True
                     break
-                if isinstance(step, Outcome):
+                if isinstance(step, OUTCOME_TYPES):
                     yield step
                     continue
                 index, url, name = step
                 try:
                     handle = await active.download(url, on_event=on_event(index), **entry_options(each, index, name))
                 except (ImageWorkerError, ValueError) as refused:
-                    yield job.finished(Outcome(url, error=refused, index=index, name=name))
+                    yield job.finished(Failed(url, refused, index, name))
                     continue
                 inflight[asyncio.ensure_future(_settle(handle))] = (index, url, name, handle)
                 job.sent(index, each.get("quiet") is True)
@@ -455,7 +492,7 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
             for task in sorted(finished, key=lambda t: inflight[t][0]):
                 index, url, name, _handle = inflight.pop(task)
                 image, failure = task.result()
-                yield job.finished(Outcome(url, image=image, error=failure, index=index, name=name))
+                yield job.finished(outcome_of(url, image, failure, index, name))
     finally:
         try:
             for task, (_, _, _, handle) in list(inflight.items()):
@@ -469,6 +506,6 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
                     image, failure = await asyncio.wait_for(asyncio.shield(task), 10)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     image, failure = None, ImageWorkerError("interrupted before its end")
-                job.finished(Outcome(url, image=image, error=failure, index=index, name=name))
+                job.finished(outcome_of(url, image, failure, index, name))
         finally:
             job.close()
