@@ -34,11 +34,18 @@ esac
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The README's install block, as written (its `dist/` is $dist), with pip the fresh venv's and npm
+# in a fresh folder; offline, as neither needs more than the files.
+install_block=$(awk '/^```sh install$/ { found = 1; next } found && /^```$/ { exit } found' README.md)
+[ -n "$install_block" ] || { echo "package-check: README.md has no \`\`\`sh install block" >&2; exit 1; }
 python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index "$wheel"
 mkdir "$work/npm"
-(cd "$work/npm" && echo '{"name": "package-check", "private": true}' > package.json \
-    && npm install -q --offline --no-audit --no-fund "$client_tgz" "$platform_tgz")
+echo '{"name": "package-check", "private": true}' > "$work/npm/package.json"
+ln -s "$dist" "$work/npm/dist"
+echo "package-check: README's install block:"
+printf '%s\n' "$install_block" | sed 's/^/    /'
+(cd "$work/npm" && PATH="$work/venv/bin:$PATH" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    npm_config_offline=true npm_config_audit=false npm_config_fund=false bash -euo pipefail -c "$install_block")
 
 # The system libraries to hide: what the source build loads besides glibc and the C++/GCC runtime.
 # zlib stays visible, as Python's own zlib module loads it; ldd proves the worker takes its own.

@@ -39,20 +39,21 @@ def main() -> None:
     check(Path(path).resolve().is_relative_to(package), f"the bundled worker {path} is outside {package}")
 
     ldd = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout
-    libs_dir = package.parent / "image_worker.libs"
+    libs_dir = (package.parent / "image_worker.libs").resolve()
+    vendored, system = [], []
     for line in ldd.splitlines():
         name, _, where = line.strip().partition(" => ")
         name = name.split(" (")[0]
         resolved = where.split(" (")[0].strip()
         check("not found" not in where, f"ldd: {line.strip()}")
-        if resolved and Path(resolved).resolve().is_relative_to(libs_dir.resolve()):
+        if resolved and Path(resolved).resolve().is_relative_to(libs_dir):
+            vendored.append(name)
             continue
         check(os.path.basename(name) in SYSTEM, f"the worker loads {name} from the system ({resolved}); only glibc "
               "and the C++ runtime may come from there")
-    system = sorted({line.split(" => ")[0].strip() for line in ldd.splitlines() if str(libs_dir) not in line})
-    vendored = sum(1 for line in ldd.splitlines() if str(libs_dir) in line)
-    print(f"package-check (python): ldd: {vendored} libraries from the wheel; from the system only "
-          + ", ".join(name.split(" (")[0] for name in system))
+        system.append(os.path.basename(name))
+    print(f"package-check (python): ldd: {len(vendored)} libraries from the wheel; from the system only "
+          + ", ".join(sorted(system)))
 
     version = subprocess.run([sys.executable, "-m", "image_worker", "--version"], capture_output=True, text=True)
     check(version.returncode == 0 and version.stdout.strip() == image_worker.__version__,

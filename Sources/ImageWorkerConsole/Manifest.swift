@@ -5,7 +5,7 @@ import ImageWorkerServer
 
 /// A bulk job's manifest: JSON Lines, one record per input URL, appended as each URL ends, so that
 /// an interrupted job keeps what finished and `--continue` fetches only the rest. The same records
-/// as the Python and Node clients' (README, "Manifests"):
+/// as the Python and Node clients' (GUIDE.md, "Manifests"):
 /// `{"index", "url", "name", "outcome": "ok"|"skipped"|"failed"|"cancelled", "path", "bytes",
 /// "format", "width", "height", "sha256", "error": {"name", "message", "code", "attempts"}, "ms"}`,
 /// absent fields omitted (`name`: the file name the input line gave).

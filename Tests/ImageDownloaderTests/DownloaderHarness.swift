@@ -20,7 +20,7 @@ final class DownloaderHarness: Sendable {
         configuration.retryMaxDelayMs = 2000
         // Generous: when the decoder tests shared this process, they held Swift's concurrency pool
         // for ~30 s on a 2-core machine and idle timeouts fired on attempts whose tasks had not
-        // run (they now run in a process of their own; see README). Tests about timeouts set their own.
+        // run (they now run in a process of their own; see CONTRIBUTING.md). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
         return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot, cache: cache)

@@ -1,5 +1,5 @@
 """Bulk-job manifests: one record per input URL, the same records as ``image-worker get
---manifest`` and the Node client's (README, "Manifests"). JSON Lines are appended and flushed as
+--manifest`` and the Node client's (GUIDE.md, "Manifests"). JSON Lines are appended and flushed as
 each URL ends, so an interrupted job keeps what finished; a ``.parquet`` path is written through
 pyarrow when the job ends (also when it is interrupted)."""
 

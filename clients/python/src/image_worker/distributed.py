@@ -12,7 +12,7 @@ Ray actor (``pip install './clients/python[ray]'``; the rest of the package need
 The driver reads the input lazily (an iterable, a text file, or a CSV/Parquet column), cuts it into
 shards of ``shard_size`` URLs and hands each to an idle actor; an actor keeps one long-lived worker
 process and runs a shard's downloads ``concurrency`` at a time. Every input URL ends as exactly one
-record (the bulk helpers' manifest records, README "Manifests", plus ``shard``), whatever fails:
+record (the bulk helpers' manifest records, GUIDE.md "Manifests", plus ``shard``), whatever fails:
 a worker process that dies is restarted by its actor and the shard's unfinished URLs run again; an
 actor that dies (or its node) is replaced and its shard re-run from the start (files already
 written are kept, ``skipped``); a shard that fails ``shard_attempts`` times gives each of its URLs
