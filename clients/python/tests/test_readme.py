@@ -1,7 +1,8 @@
 """The README's quick start runs as written: each fenced ``sh``, ``python`` and ``ts`` block, with
 its example.org URLs pointed at the loopback server. Python blocks also pass ``mypy --strict`` and
-the TypeScript block ``tsc --strict`` against the client's declarations, then runs. (The ``sh
-install`` block is run by scripts/package-check.sh, which has the packages.)"""
+the TypeScript block ``tsc --strict`` against the client's declarations, then runs; and the first of
+the "Two commands". (The ``sh source`` block, which builds the packages, is run by .ci/run, and the
+``sh install`` block by scripts/package-check.sh; the second of the two commands is CI's own.)"""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def run(command: List[str], cwd: Path, env: Dict[str, str]) -> Tuple[str, str]:
 
 def test_the_readme_has_its_quick_start() -> None:
     assert len(blocks("sh")) == 2 and len(blocks("python")) == 1 and len(blocks("ts")) == 1
-    assert len(blocks("sh install")) == 1
+    assert len(blocks("sh install")) == 1 and len(blocks("sh source")) == 1
 
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed (Debian: jq)")
