@@ -256,14 +256,23 @@ def check_many(urls: Any, dir: Optional[str], concurrency: int, options: ManyOpt
 
 
 class _Job:
-    """What a bulk job shares between its sync and asyncio runners: the manifest, the progress
-    bar, the counts, each URL's start time."""
+    """A bulk job without its I/O, shared by the sync and asyncio runners (the thin shells below,
+    which send what it says and report what ended): the input read a window ahead, the URLs in
+    flight, the manifest, the progress bar and the counts. Every sent URL ends through
+    :meth:`ended` or :meth:`refused`, which make its outcome, record it and count it."""
 
-    def __init__(self, total: Optional[int], progress: Union[bool, TextIO], manifest: Any, resume: bool,
-                 format: str) -> None:
-        self.bar = _progress_bar(total, progress)
+    def __init__(self, urls: Iterable[Entry], dir: Optional[str], concurrency: int, progress: Union[bool, TextIO],
+                 manifest: Any, resume: bool, options: ManyOptions) -> None:
+        self.each = bulk_options(dir, options, manifest, resume, progress)
+        self.quiet = self.each.get("quiet") is True
+        self.format = str(self.each.get("format", "png" if self.each.get("progressive") else "original"))
+        self.window = window(concurrency)
+        self.source = entries(urls)
+        self.exhausted = False
+        #: index -> (url, name) of each URL sent and not yet ended
+        self.inflight: Dict[int, Tuple[str, Optional[str]]] = {}
+        self.bar = _progress_bar(len(urls) if isinstance(urls, Sized) else None, progress)
         self.file = ManifestFile(manifest, resume) if manifest is not None else None
-        self.format = format
         self.lock = threading.Lock()
         self.received: Dict[int, int] = {}
         #: the sum of ``received``, kept as it changes (summing per event grew with the job)
@@ -272,25 +281,45 @@ class _Job:
         self.done = 0
         self.failed = 0
 
-    def next_entry(self, source: Iterator[Tuple[int, str, Optional[str]]]) -> Union[None, Outcome, Tuple[int, str, Optional[str]]]:
-        """The next input line to send, the outcome of one the resumed manifest shows as done
-        (nothing to fetch), or None at the input's end."""
-        entry = next(source, None)
-        if entry is None:
-            return None
-        index, url, name = entry
-        previous = self.file.take(url, name, index) if self.file is not None else None
-        if previous is None:
-            return entry
-        return self.finished(Succeeded(url, image_from_record(previous), index, name), recorded=False)
+    @property
+    def finished_all(self) -> bool:
+        """The input is read to its end and nothing is in flight."""
+        return self.exhausted and not self.inflight
 
-    def sent(self, index: int, quiet: bool) -> None:
-        """A download was requested. A quiet one sends no ``started``: its time counts from here."""
-        if quiet:
+    def requests(self) -> Iterator[Union[Outcome, _Request]]:
+        """What to do until the window is full or the input ends: send a request ``(index, url,
+        options)``, then call :meth:`sent` or :meth:`refused`; or yield an outcome at once (a URL
+        that the resumed manifest shows as done: nothing to fetch)."""
+        while not self.exhausted and len(self.inflight) < self.window:
+            entry = next(self.source, None)
+            if entry is None:
+                self.exhausted = True
+                return
+            index, url, name = entry
+            previous = self.file.take(url, name, index) if self.file is not None else None
+            if previous is not None:
+                yield self._finished(Succeeded(url, image_from_record(previous), index, name), recorded=False)
+                continue
+            self.inflight[index] = (url, name)
+            yield index, url, entry_options(self.each, index, name)
+
+    def sent(self, index: int) -> None:
+        """The worker took the request. A quiet one sends no ``started``: its time counts from here."""
+        if self.quiet:
             with self.lock:
                 self.started.setdefault(index, time.monotonic())
 
+    def refused(self, index: int, error: BaseException) -> Outcome:
+        """The request was refused before it was sent (a bad URL or option)."""
+        url, name = self.inflight.pop(index)
+        return self._finished(Failed(url, error, index, name))
+
+    def ended(self, index: int, image: Optional[Image], error: Optional[BaseException]) -> Outcome:
+        url, name = self.inflight.pop(index)
+        return self._finished(outcome_of(url, image, error, index, name))
+
     def event(self, index: int, event: Event) -> None:
+        """A download's event, on the reader's thread (sync) or the loop (asyncio)."""
         with self.lock:
             if isinstance(event, Started):
                 self.started.setdefault(index, time.monotonic())
@@ -303,7 +332,10 @@ class _Job:
         if isinstance(event, Progress) and self.bar is not None:
             self.bar.update(*snapshot)
 
-    def finished(self, outcome: Outcome, recorded: bool = True) -> Outcome:
+    def on_event(self, index: int) -> Callable[[Event], None]:
+        return lambda event: self.event(index, event)
+
+    def _finished(self, outcome: Outcome, recorded: bool = True) -> Outcome:
         """Counts an ended URL and records it (not one carried over from the manifest)."""
         with self.lock:
             self.done += 1
@@ -326,74 +358,64 @@ class _Job:
                 self.bar.close()
 
 
+#: A request :meth:`_Job.requests` asks to send: ``(index, url, options)``.
+_Request = Tuple[int, str, Dict[str, Any]]
+
+
 def iter_sync(active: _Downloads, own: bool, urls: Iterable[Entry], dir: Optional[str], concurrency: int,
               progress: Union[bool, TextIO], manifest: Any, resume: bool, options: ManyOptions) -> Iterator[Outcome]:
     """:func:`iter_downloads` on a worker (closed at the end when ``own``): outcomes as URLs end.
     Leaving early (``break``, an exception, Ctrl-C) cancels what is under way; the manifest
     keeps every URL that ended, the cancelled ones too."""
-    total = len(urls) if isinstance(urls, Sized) else None
-    each = bulk_options(dir, options, manifest, resume, progress)
-    job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
+    job = _Job(urls, dir, concurrency, progress, manifest, resume, options)
     ended: "queue.Queue[int]" = queue.Queue()
-    inflight: Dict[int, Tuple[str, Optional[str], _Handle]] = {}
-    source = entries(urls)
-    exhausted = False
+    handles: Dict[int, _Handle] = {}
     clean = False
-
-    def on_event(index: int) -> Callable[[Event], None]:
-        return lambda event: job.event(index, event)
 
     def ended_at(index: int) -> Callable[[Any], None]:
         return lambda _handle: ended.put(index)
 
-    def ended_outcome(index: int) -> Outcome:
-        url, name, handle = inflight.pop(index)
+    def outcome(index: int) -> Outcome:
+        handle = handles.pop(index)
         failure = handle.exception()
-        if failure is not None:
-            return job.finished(Failed(url, failure, index, name))
-        return job.finished(Succeeded(url, handle.result(), index, name))
+        return job.ended(index, None if failure is not None else handle.result(), failure)
 
     try:
         active.configure(max_concurrent_downloads=concurrency)
         while True:
-            while not exhausted and len(inflight) < window(concurrency):
-                step = job.next_entry(source)
-                if step is None:
-                    exhausted = True
-                    break
+            for step in job.requests():
                 if isinstance(step, OUTCOME_TYPES):
                     yield step
                     continue
-                index, url, name = step
+                index, url, each = step
                 try:
                     # Pipelined: a refused request fails its handle, which ends like any other.
-                    handle = active.download(url, on_event=on_event(index), wait=False, **entry_options(each, index, name))
+                    handle = active.download(url, on_event=job.on_event(index), wait=False, **each)
                 except (ImageWorkerError, ValueError) as error:
-                    yield job.finished(Failed(url, error, index, name))
+                    yield job.refused(index, error)
                     continue
-                inflight[index] = (url, name, handle)
-                job.sent(index, each.get("quiet") is True)
+                handles[index] = handle
+                job.sent(index)
                 handle.add_done_callback(ended_at(index))
-            if not inflight:
+            if job.finished_all:
                 break
             index = _get(ended)
-            if index in inflight:
-                yield ended_outcome(index)
+            if index in handles:
+                yield outcome(index)
         clean = True
     finally:
         try:
-            if inflight:
-                for index, (_, _, handle) in list(inflight.items()):
-                    try:
-                        if not handle.done():
-                            active.cancel(handle.token)
-                    except ImageWorkerError:
-                        pass
+            for handle in handles.values():
+                try:
+                    if not handle.done():
+                        active.cancel(handle.token)
+                except ImageWorkerError:
+                    pass
             if own:
                 active.close(cancel_pending=not clean)
-            for index, (_, _, handle) in list(inflight.items()):
-                handle.exception(timeout=10)
-                ended_outcome(index)
+            for index in list(handles):
+                handles[index].exception(timeout=10)
+                outcome(index)
         finally:
             job.close()
 
@@ -457,55 +479,42 @@ async def iter_async(active: _AsyncDownloads, urls: Iterable[Entry], dir: Option
     cancellation cancels what is under way; the manifest keeps every URL that ended."""
     import asyncio
 
-    total = len(urls) if isinstance(urls, Sized) else None
-    each = bulk_options(dir, options, manifest, resume, progress)
-    job = _Job(total, progress, manifest, resume, str(each.get("format", "png" if each.get("progressive") else "original")))
-    inflight: Dict["asyncio.Future[Tuple[Optional[Image], Optional[BaseException]]]", Tuple[int, str, Optional[str], _AsyncHandle]] = {}
-    source = entries(urls)
-    exhausted = False
-
-    def on_event(index: int) -> Callable[[Event], None]:
-        return lambda event: job.event(index, event)
-
+    job = _Job(urls, dir, concurrency, progress, manifest, resume, options)
+    settling: Dict["asyncio.Future[Tuple[Optional[Image], Optional[BaseException]]]", Tuple[int, _AsyncHandle]] = {}
     try:
         await active.configure(max_concurrent_downloads=concurrency)
         while True:
-            while not exhausted and len(inflight) < window(concurrency):
-                step = job.next_entry(source)
-                if step is None:
-                    exhausted = True
-                    break
+            for step in job.requests():
                 if isinstance(step, OUTCOME_TYPES):
                     yield step
                     continue
-                index, url, name = step
+                index, url, each = step
                 try:
-                    handle = await active.download(url, on_event=on_event(index), **entry_options(each, index, name))
+                    handle = await active.download(url, on_event=job.on_event(index), **each)
                 except (ImageWorkerError, ValueError) as refused:
-                    yield job.finished(Failed(url, refused, index, name))
+                    yield job.refused(index, refused)
                     continue
-                inflight[asyncio.ensure_future(_settle(handle))] = (index, url, name, handle)
-                job.sent(index, each.get("quiet") is True)
-            if not inflight:
+                settling[asyncio.ensure_future(_settle(handle))] = (index, handle)
+                job.sent(index)
+            if job.finished_all:
                 break
-            finished, _ = await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(finished, key=lambda t: inflight[t][0]):
-                index, url, name, _handle = inflight.pop(task)
-                image, failure = task.result()
-                yield job.finished(outcome_of(url, image, failure, index, name))
+            finished, _ = await asyncio.wait(list(settling), return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(finished, key=lambda t: settling[t][0]):
+                index, _handle = settling.pop(task)
+                yield job.ended(index, *task.result())
     finally:
         try:
-            for task, (_, _, _, handle) in list(inflight.items()):
+            for _index, handle in settling.values():
                 if not handle.done():
                     try:
                         await handle.cancel()
                     except (ImageWorkerError, OSError):
                         pass
-            for task, (index, url, name, _) in list(inflight.items()):
+            for task, (index, _handle) in list(settling.items()):
                 try:
                     image, failure = await asyncio.wait_for(asyncio.shield(task), 10)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     image, failure = None, ImageWorkerError("interrupted before its end")
-                job.finished(outcome_of(url, image, failure, index, name))
+                job.ended(index, image, failure)
         finally:
             job.close()
