@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl; a
-# venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG and OpenCV under .build-bench/), makes the
+# The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl,
+# aria2; a venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG and OpenCV, and one with
+# img2dataset, under .build-bench/), makes the
 # corpus from ../shared/bench/make_corpus.py (once), builds the release worker, serves the corpus
 # with nginx on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g.
 # --rounds 5 or --jobs decode,thumb-png).
@@ -13,6 +14,7 @@ work="$root/.build-bench"
 missing=()
 for tool in nginx curl; do command -v "$tool" >/dev/null || missing+=("$tool")
 done
+command -v aria2c >/dev/null || missing+=(aria2)
 "$root/scripts/system-packages.sh" build
 if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
@@ -25,6 +27,11 @@ if [ ! -x "$work/venv/bin/python" ]; then
 fi
 "$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg, cv2" 2>/dev/null ||
     "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2" opencv-python-headless
+# img2dataset in a venv of its own (its dependencies pin versions the first venv's tools do not want).
+if [ ! -x "$work/i2d/bin/img2dataset" ]; then
+    python3 -m venv "$work/i2d"
+    "$work/i2d/bin/pip" install -q img2dataset
+fi
 if [ ! -f "$work/corpus/web_urls.txt" ]; then
     echo "pipeline-bench: making the corpus (once)" >&2
     "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2
@@ -38,4 +45,4 @@ export STATE="$work/serve"
 "$bench/serve.sh" start "$work/corpus" >&2
 trap '"$bench/serve.sh" stop >/dev/null 2>&1 || true' EXIT
 "$work/venv/bin/python" "$root/scripts/pipeline_bench.py" --corpus "$work/corpus" --base http://127.0.0.1:8081 \
-    --python "$work/venv/bin/python" --phases "$work/jpeg_phases" "$@"
+    --python "$work/venv/bin/python" --phases "$work/jpeg_phases" --img2dataset "$work/i2d/bin/img2dataset" "$@"

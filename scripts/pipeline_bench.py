@@ -8,7 +8,9 @@ Over the corpus's web set (1,000 files served by nginx on loopback, listed in we
 downloads in flight on this machine, each job is run by the release worker (fed every download at
 once on stdin, ended by EOF) and by ../shared/bench/pipeline_anchor.py (aiohttp + Pillow, 2 decode
 threads), taking turns in every round (the order alternates), plus the from-memory decode ceiling
-(TurboJPEG + Pillow, every file already in memory) and `curl --parallel --parallel-max 6`:
+(TurboJPEG + Pillow, every file already in memory), `curl --parallel --parallel-max 6`, `aria2c -j 6`
+(when installed) and, with --img2dataset, img2dataset (1 process, 6 threads: originals, and its
+default 256-pixel JPEG thumbnails beside thumb-jpeg-i2d), all writing files:
 
     decode          decode to RGBA, delivered nowhere (`delivery: none`)
     rgba-files      decode to RGBA, written as raw files
@@ -168,6 +170,38 @@ def run_curl(urls, out):
     return dict(files=len(urls), ok=len(urls), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
 
 
+def run_aria2(urls, out):
+    """aria2c writing the same files, 6 at a time (one connection each, as the other tools)."""
+    listing = os.path.join(out, "aria2.txt")
+    with open(listing, "w") as f:
+        for n, url in enumerate(urls):
+            f.write(f"{url}\n  out={n}\n")
+    wall, cpu, rss, _ = run_measured(["aria2c", "--input-file", listing, "--dir", out, "--max-concurrent-downloads", "6",
+                                      "--split", "1", "--max-connection-per-server", "1", "--quiet",
+                                      "--allow-overwrite", "true", "--auto-file-renaming", "false",
+                                      "--file-allocation", "none", "--max-tries", "1"])
+    return dict(files=len(urls), ok=len(urls), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
+def run_img2dataset(command, url_list, out, thumbnails):
+    """img2dataset as its README runs it on one machine (1 process, 6 threads, files output):
+    originals (no resize, no re-encoding), or its default 256-pixel JPEG thumbnails."""
+    shape = (["--image_size", "256", "--resize_mode", "border", "--encode_quality", "95"] if thumbnails
+             else ["--resize_mode", "no", "--disable_all_reencoding", "True"])
+    wall, cpu, rss, _ = run_measured([command, "--url_list", url_list, "--output_folder", out, "--processes_count", "1",
+                                      "--thread_count", "6", "--output_format", "files", "--input_format", "txt",
+                                      "--extract_exif", "False", "--compute_hash", "None", "--enable_wandb", "False",
+                                      "--retries", "0", *shape],
+                                     stdout=subprocess.DEVNULL)
+    written = sum(1 for _, _, names in os.walk(out) for name in names if name.endswith((".jpg", ".png", ".webp")))
+    return dict(files=len(urls_of(url_list)), ok=written, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
+
+
+def urls_of(url_list):
+    with open(url_list) as f:
+        return [line for line in f if line.strip()]
+
+
 def fresh(directory):
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
@@ -203,6 +237,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
+    ap.add_argument("--img2dataset", help="an img2dataset command: also run it (originals, and its 256-pixel thumbnails)")
     ap.add_argument("--scaling", action="store_true",
                     help="also run the decode job under taskset on 1 core and on 2, alternating, and print the speed-up")
     a = ap.parse_args()
@@ -219,6 +254,8 @@ def main():
     jobs = [j for j in a.jobs.split(",") if j]
     results = {job: {"worker": [], "python": []} for job in jobs}
     ceiling, curl = [], []
+    others = {"aria2c": [], "img2dataset": [], "img2dataset-thumbnails": []}
+    has_aria2 = shutil.which("aria2c") is not None
     print(f"pipeline: {len(urls)} files from {a.base}, {a.rounds} rounds, worker {a.binary}", file=sys.stderr)
     cache_dir = os.path.join(scratch, "http-cache")
     if "decode-warm" in jobs:
@@ -253,6 +290,14 @@ def main():
                       f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB{cached}", file=sys.stderr)
         ceiling.append(run_ceiling(a.python, a.corpus))
         curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
+        if has_aria2:
+            others["aria2c"].append(run_aria2(urls, fresh(os.path.join(scratch, "out"))))
+        if a.img2dataset:
+            for thumbnails, name in ((False, "img2dataset"), (True, "img2dataset-thumbnails")):
+                result = run_img2dataset(a.img2dataset, url_list, fresh(os.path.join(scratch, "out")), thumbnails)
+                if result["ok"] != len(urls):
+                    print(f"pipeline: {name}: only {result['ok']} of {len(urls)} written", file=sys.stderr)
+                others[name].append(result)
     scaling = {"0": [], "0,1": []}
     if a.scaling:
         for r in range(a.rounds):
@@ -315,6 +360,18 @@ def main():
         if job in results:
             ratio = speed_ratio(results[job]["worker"], curl)
             print(f"worker {job} ÷ curl: {ratio:.2f}")
+    labels = {"aria2c": "aria2c -j 6 (originals to files)",
+              "img2dataset": "img2dataset, 1 process, 6 threads (originals to files)",
+              "img2dataset-thumbnails": "img2dataset, 1 process, 6 threads (its default: 256-pixel JPEGs, quality 95)"}
+    for name, runs in others.items():
+        if not runs:
+            continue
+        print(f"{labels[name]}: {med([len(urls) / x['wall_s'] for x in runs]):.0f} files/s, "
+              f"{med([x['cpu_s'] for x in runs]) * 1000 / len(urls):.2f} CPU s / 1,000 files, "
+              f"{med([x['peak_rss_mb'] for x in runs]):.0f} MB peak RSS")
+        mine = "thumb-jpeg-i2d" if name == "img2dataset-thumbnails" else "get-dir"
+        if mine in results:
+            print(f"worker {mine} ÷ {name}: {speed_ratio(results[mine]['worker'], runs):.2f}")
     if a.phases:
         print_phases(a.phases, os.path.join(a.corpus, "web"))
 
