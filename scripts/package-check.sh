@@ -78,6 +78,22 @@ hidden() {
         "$@"' hidden "$@"
 }
 hidden "$work/venv/bin/python" scripts/package_check.py "$root"
+# The oldest Python the wheel promises (3.9), when this machine has one (pyenv's, or on PATH).
+oldest=""
+for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9*/bin/python python3.9; do
+    # (a pyenv shim answers to the name but may not run)
+    if "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 9)' >/dev/null 2>&1; then
+        oldest=$(command -v "$candidate"); break
+    fi
+done
+if [ -n "$oldest" ]; then
+    "$oldest" -m venv "$work/venv39"
+    "$work/venv39/bin/python" -m pip install -q --disable-pip-version-check --no-index "$wheel"
+    echo "package-check: again with $("$work/venv39/bin/python" --version)"
+    hidden "$work/venv39/bin/python" scripts/package_check.py "$root"
+else
+    echo "package-check: no Python 3.9 on this machine; checked with $("$work/venv/bin/python" --version) only"
+fi
 hidden node scripts/package_check.mjs "$root" "$work/npm"
 
 if [ $ray = yes ]; then
