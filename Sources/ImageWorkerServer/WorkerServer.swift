@@ -157,37 +157,6 @@ public final class WorkerServer: Sendable {
         await httpClients?.shutdown()
     }
 
-    /// The one way out: plans the stop in the lifecycle (nil when another cause is already
-    /// stopping the worker) and performs it.
-    private func stop(_ cause: ServerLifecycle.StopCause) async -> Int32? {
-        guard let plan = session.withLock({ $0.lifecycle.stop(cause) }) else { return nil }
-        return await perform(plan)
-    }
-
-    private func perform(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
-        await settle(plan)
-        return await flush(plan)
-    }
-
-    /// In-flight work cancelled or finished, waited for as the plan says.
-    func settle(_ plan: ServerLifecycle.StopPlan) async {
-        logger.info("stopping", metadata: ["reason": "\(plan.reason)"])
-        if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
-        if let limit = plan.idleWait {
-            await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
-        } else {
-            await downloader.waitUntilIdle()
-        }
-    }
-
-    /// The output drained as the plan says; its exit status.
-    private func flush(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
-        if let limit = plan.flushWait { await writer.flush(timeout: limit) } else { await writer.flush() }
-        // Shared-memory files: taken by a reader still there (a short grace), else removed.
-        await shared.finish(readerGone: writer.readerGone)
-        return plan.exitCode
-    }
-
     private func serve(_ input: InputReader) async -> Int32? {
         let dispatcher = makeDispatcher()
         for await item in input.items {
@@ -213,29 +182,5 @@ public final class WorkerServer: Sendable {
             if let plan = session.withLock({ $0.exitPlan }) { return await flush(plan) }
         }
         return nil
-    }
-
-    // MARK: Methods
-
-    private func makeDispatcher() -> RPCDispatcher {
-        var dispatcher = RPCDispatcher(methods: [
-            WorkerMethod.initialize: { [self] in try await initialize($0) },
-            WorkerMethod.download: { [self] in try await download($0) },
-            WorkerMethod.cancel: { [self] in try await cancel($0) },
-            WorkerMethod.setPriority: { [self] in try await setPriority($0) },
-            WorkerMethod.configure: { [self] in try await configure($0) },
-            WorkerMethod.status: { [self] in try await status($0) },
-            WorkerMethod.cancelAll: { [self] in try await cancelAll($0) },
-            WorkerMethod.shutdown: { [self] in try await shutdown($0) },
-            WorkerMethod.exit: { [self] in try await exit($0) },
-            WorkerMethod.cancelRequest: { [self] in try await cancelRequest($0) },
-        ])
-        let session = self.session
-        dispatcher.gate = { request in
-            session.withLock { $0.lifecycle.refusal(of: request.method) }.map { RPCError.invalidRequest($0) }
-        }
-        let logger = self.logger
-        dispatcher.onUnanswered = { logger.warning("\($0)") }
-        return dispatcher
     }
 }

@@ -35,7 +35,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
 
     typealias FetchID = Int
 
-    public private(set) var configuration: DownloaderConfiguration {
+    /// (set by `configure` and `resumeToDrain`, in Downloader+Control.swift)
+    public internal(set) var configuration: DownloaderConfiguration {
         didSet { defaultHeaders = nil }  // made again from the new configuration when next needed
     }
     /// The default headers merged, and in their key form: shared by every request without
@@ -59,7 +60,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var totals = Status.Totals()
     private var nextFetchID = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    private var held = false
+    var held = false
     /// Tokens with a deadline: its length, and its timer once the token has started.
     var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
     /// The timer that wakes the queue when a host's spacing ends (`maxRequestsPerSecondPerHost`).
@@ -211,114 +212,6 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         if firstStreamer, let fetch = fetches[id], fetch.body.readableBytes > 0 {
             bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: fetch.body, tokens: fetch.machine.tokens.map(\.token)))
         }
-    }
-
-    /// Cancels one token. Idempotent: returns whether the token was live.
-    @discardableResult
-    public func cancel(_ token: DownloadToken) -> Bool {
-        guard let record = tokens[token] else { return false }
-        switch record.place {
-        case .reserved:
-            _ = tokens.cancelReserved(token)
-        case .attached(let id):
-            perform(id, update(id) { $0.machine.cancel(token) } ?? [])
-        }
-        return true
-    }
-
-    /// Cancels every live token: those waiting in the queue first, so that no new fetch starts in
-    /// the slots the running ones free. Returns how many were cancelled.
-    @discardableResult
-    public func cancelAll() -> Int {
-        var order: [DownloadToken] = []
-        var seen: Set<DownloadToken> = []
-        func add(_ t: DownloadToken) { if seen.insert(t).inserted { order.append(t) } }
-        for token in tokens.reserved { add(token) }
-        for id in queue.waitingInStartOrder.reversed() {
-            for entry in fetches[id]?.machine.tokens ?? [] { add(entry.token) }
-        }
-        for token in tokens.tokens { add(token) }
-        var count = 0
-        for token in order where cancel(token) { count += 1 }
-        return count
-    }
-
-    @discardableResult
-    public func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) -> Bool {
-        guard let record = tokens[token] else { return false }
-        tokens.setPriority(token, priority)
-        if case .attached(let id) = record.place {
-            perform(id, update(id) { $0.machine.setPriority(token, priority) } ?? [])
-        }
-        return true
-    }
-
-    public func configure(_ newValue: DownloaderConfiguration) {
-        configuration = newValue
-        queue.setOrder(newValue.executionOrder)
-        startFetches(
-            queue.setHostLimits(
-                maxConcurrent: newValue.maxConcurrentPerHost, minStartIntervalNs: newValue.minStartIntervalPerHostNs, now: clock()))
-        startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads, now: clock()))
-        startFetches(queue.setSuspended(queueHeld, now: clock()))
-    }
-
-    /// While held, no fetch starts (running ones go on): the worker holds the queue while its
-    /// reader has fallen behind, so that output, and the memory behind it, stays bounded.
-    /// Independent of the configured `suspended`.
-    public func setHeld(_ value: Bool) {
-        guard value != held else { return }
-        held = value
-        logger.debug(value ? "holding the queue: output is backed up" : "output caught up: the queue goes on")
-        startFetches(queue.setSuspended(queueHeld, now: clock()))
-    }
-
-    /// Lifts `suspended` so that everything accepted can finish (stdin's end with `drain`,
-    /// `shutdown`): a suspended queue would otherwise never end its waiting tokens.
-    public func resumeToDrain() {
-        guard configuration.suspended else { return }
-        logger.info("resuming the suspended queue to finish what was accepted")
-        configuration.suspended = false
-        startFetches(queue.setSuspended(queueHeld, now: clock()))
-    }
-
-    /// Whether no fetch may start now: suspended by configuration, held for a slow reader, or
-    /// the delivery stage full (`maxDeliveringFetches` bodies waiting for or in processing).
-    var queueHeld: Bool {
-        configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
-    }
-
-    public func clearFailedURLs() { failedURLs.removeAll() }
-
-    public var liveTokenCount: Int { tokens.count }
-
-    public func status() -> Status {
-        var live: [Status.LiveToken] = []
-        for (token, record) in tokens.records {
-            var state = Status.LiveToken.State.reserved
-            var received: Int64 = 0
-            var expected: Int64? = nil
-            if case .attached(let id) = record.place, let fetch = fetches[id] {
-                state = .init(fetch.machine.state)
-                received = fetch.machine.receivedBytes
-                expected = fetch.machine.response?.expectedBytes
-            }
-            live.append(.init(token: token, url: record.url, priority: record.priority, state: state, receivedBytes: received, expectedBytes: expected))
-        }
-        live.sort { $0.token.description < $1.token.description }
-        let queuedTokens = live.count { $0.state.isWaiting }
-        let deliveringTokens = live.count { $0.state == .delivering }
-        return Status(
-            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, deliveringFetches: delivering.count,
-            queuedTokens: queuedTokens, runningTokens: live.count - queuedTokens - deliveringTokens, deliveringTokens: deliveringTokens,
-            succeeded: tokens.succeeded, failed: tokens.failed,
-            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration, totals: totals)
-    }
-
-    /// Returns once no token is live.
-    public func waitUntilIdle() async {
-        if tokens.isEmpty { return }
-        await withCheckedContinuation { idleWaiters.append($0) }
     }
 
     // MARK: Helpers

@@ -1,0 +1,37 @@
+import ImageDownloader
+
+/// The one stop path: every way out (stdin's end, `shutdown` then `exit`, SIGTERM, a vanished
+/// reader) is planned by `ServerLifecycle` and performed here: in-flight work cancelled or
+/// drained, then the output flushed.
+extension WorkerServer {
+    /// The one way out: plans the stop in the lifecycle (nil when another cause is already
+    /// stopping the worker) and performs it.
+    func stop(_ cause: ServerLifecycle.StopCause) async -> Int32? {
+        guard let plan = session.withLock({ $0.lifecycle.stop(cause) }) else { return nil }
+        return await perform(plan)
+    }
+
+    private func perform(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
+        await settle(plan)
+        return await flush(plan)
+    }
+
+    /// In-flight work cancelled or finished, waited for as the plan says.
+    func settle(_ plan: ServerLifecycle.StopPlan) async {
+        logger.info("stopping", metadata: ["reason": "\(plan.reason)"])
+        if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
+        if let limit = plan.idleWait {
+            await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
+        } else {
+            await downloader.waitUntilIdle()
+        }
+    }
+
+    /// The output drained as the plan says; its exit status.
+    func flush(_ plan: ServerLifecycle.StopPlan) async -> Int32 {
+        if let limit = plan.flushWait { await writer.flush(timeout: limit) } else { await writer.flush() }
+        // Shared-memory files: taken by a reader still there (a short grace), else removed.
+        await shared.finish(readerGone: writer.readerGone)
+        return plan.exitCode
+    }
+}
