@@ -94,6 +94,35 @@ if [ -n "$zlib" ]; then
         fi
     done
 fi
+# What the binary carries comes with its licences: the Debian copyright file of each library
+# copied in, the Swift runtime's licence, and each Swift package's LICENSE and NOTICE.
+licenses=$unpacked/image_worker/_licenses
+mkdir -p "$licenses/libraries" "$licenses/swift-packages"
+while read -r lib; do
+    case $(basename "$lib") in
+        libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libutil.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) continue ;;
+    esac
+    owner=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null \
+        || dpkg -S "${lib/#\/usr\/lib\//\/lib\/}" 2>/dev/null) \
+        || { echo "package: no Debian package owns $lib, so its licence is unknown" >&2; exit 1; }
+    owner=${owner%%:*}
+    cp "/usr/share/doc/$owner/copyright" "$licenses/libraries/$owner.txt"
+done < <(ldd "$binary" | sed -n 's/.* => \(\/[^ ]*\) (.*/\1/p')
+swift_license=$(dirname "$(dirname "$(command -v swift)")")/share/swift/LICENSE.txt
+[ -f "$swift_license" ] || { echo "package: no Swift licence at $swift_license" >&2; exit 1; }
+cp "$swift_license" "$licenses/swift-runtime-LICENSE.txt"
+for checkout in "$scratch"/checkouts/*; do
+    for notice in "$checkout"/LICENSE* "$checkout"/NOTICE*; do
+        if [ -f "$notice" ]; then cp "$notice" "$licenses/swift-packages/$(basename "$checkout")-$(basename "$notice")"; fi
+    done
+done
+cat > "$licenses/README.txt" <<TXT
+The image-worker executable in this package (MIT, like this package) is linked with the Swift
+runtime and Foundation (swift-runtime-LICENSE.txt) and the Swift packages in swift-packages/
+(their NOTICE files name what they carry, BoringSSL among it), and loads the libraries copied beside it
+(image_worker.libs/ in the wheel, lib/ in the npm package), whose Debian copyright files, with
+their licences, are in libraries/.
+TXT
 rm -f "$unpacked"/image_worker-"$version".dist-info/RECORD
 mkdir -p "$stage/final"
 "$tools/bin/python" -m wheel pack -d "$stage/final" "$unpacked" >/dev/null
@@ -108,6 +137,7 @@ platform=$stage/npm-platform
 mkdir -p "$platform/bin" "$platform/lib"
 install -m 755 "$unpacked/image_worker/_bin/image-worker" "$platform/bin/image-worker"
 cp "$unpacked"/image_worker.libs/* "$platform/lib/"
+cp -r "$unpacked/image_worker/_licenses" "$platform/licenses"
 patchelf --set-rpath '$ORIGIN/../lib' "$platform/bin/image-worker"
 cat > "$platform/package.json" <<JSON
 {
@@ -118,7 +148,7 @@ cat > "$platform/package.json" <<JSON
   "os": ["linux"],
   "cpu": ["x64"],
   "libc": ["glibc"],
-  "files": ["bin/", "lib/", "README.md"],
+  "files": ["bin/", "lib/", "licenses/", "README.md"],
   "preferUnplugged": true
 }
 JSON
@@ -126,8 +156,8 @@ cat > "$platform/README.md" <<'MD'
 # @image-worker/linux-x64-gnu
 
 The `image-worker` executable for Linux x86_64 (glibc), with the codec libraries it loads in
-`lib/`. Install the `image-worker` package instead: it depends on this one optionally, and npm
-installs it where `os`, `cpu` and `libc` match.
+`lib/` and the licences of all it carries in `licenses/`. Install the `image-worker` package
+instead: it depends on this one optionally, and npm installs it where `os`, `cpu` and `libc` match.
 MD
 (cd "$stage" && npm pack -q --pack-destination "$out" "$platform" >/dev/null)
 

@@ -55,6 +55,14 @@ def main() -> None:
     print(f"package-check (python): ldd: {len(vendored)} libraries from the wheel; from the system only "
           + ", ".join(sorted(system)))
 
+    licenses = package / "_licenses"
+    carried = sorted(p.name for p in (licenses / "libraries").glob("*.txt"))
+    check((licenses / "README.txt").is_file() and (licenses / "swift-runtime-LICENSE.txt").is_file()
+          and len(carried) >= 1 and any((licenses / "swift-packages").iterdir()),
+          f"the wheel carries no licences in {licenses}")
+    print(f"package-check (python): licences of {len(carried)} library packages, the Swift runtime and "
+          f"{sum(1 for _ in (licenses / 'swift-packages').iterdir())} Swift package files")
+
     version = subprocess.run([sys.executable, "-m", "image_worker", "--version"], capture_output=True, text=True)
     check(version.returncode == 0 and version.stdout.strip() == image_worker.__version__,
           f"python -m image_worker --version: {version.returncode} {version.stdout!r} {version.stderr!r}")
