@@ -47,17 +47,15 @@ printf '%s\n' "$install_block" | sed 's/^/    /'
 (cd "$work/npm" && PATH="$work/venv/bin:$PATH" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     npm_config_offline=true npm_config_audit=false npm_config_fund=false bash -euo pipefail -c "$install_block")
 
-# The system libraries to hide: what the source build loads besides glibc and the C++/GCC runtime.
+# The system libraries to hide: what the source build loads besides glibc and the C++/GCC runtime
+# (scripts/vendored-libraries.sh).
 # zlib stays visible, as Python's own zlib module loads it; ldd proves the worker takes its own.
 reference=$root/.build-dist/release/image-worker
 [ -x "$reference" ] || reference=$root/.build/debug/image-worker
 hide=()
 while read -r lib; do
-    case $(basename "$lib") in
-        libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libutil.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libz.so.*) ;;
-        *) hide+=("$(realpath "$lib")") ;;
-    esac
-done < <(ldd "$reference" | sed -n 's/.* => \(\/[^ ]*\) (.*/\1/p')
+    case $(basename "$lib") in libz.so.*) ;; *) hide+=("$(realpath "$lib")") ;; esac
+done < <(scripts/vendored-libraries.sh "$reference")
 echo "package-check: hiding /opt/swift and ${#hide[@]} system libraries: ${hide[*]##*/}"
 
 # Run in a namespace of our own (as root, or as a mapped root in a user namespace).

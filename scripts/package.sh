@@ -99,15 +99,12 @@ fi
 licenses=$unpacked/image_worker/_licenses
 mkdir -p "$licenses/libraries" "$licenses/swift-packages"
 while read -r lib; do
-    case $(basename "$lib") in
-        libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libutil.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*) continue ;;
-    esac
     owner=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null \
         || dpkg -S "${lib/#\/usr\/lib\//\/lib\/}" 2>/dev/null) \
         || { echo "package: no Debian package owns $lib, so its licence is unknown" >&2; exit 1; }
     owner=${owner%%:*}
     cp "/usr/share/doc/$owner/copyright" "$licenses/libraries/$owner.txt"
-done < <(ldd "$binary" | sed -n 's/.* => \(\/[^ ]*\) (.*/\1/p')
+done < <(scripts/vendored-libraries.sh "$binary")
 swift_license=$(dirname "$(dirname "$(command -v swift)")")/share/swift/LICENSE.txt
 [ -f "$swift_license" ] || { echo "package: no Swift licence at $swift_license" >&2; exit 1; }
 cp "$swift_license" "$licenses/swift-runtime-LICENSE.txt"

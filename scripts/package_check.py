@@ -20,9 +20,10 @@ import image_worker  # noqa: E402
 from image_worker import PartialImage, Worker, download_many, find_binary  # noqa: E402
 from loopback import LoopbackServer  # noqa: E402
 
-# What a manylinux wheel may take from the system (PEP 600's policy: glibc and the GCC runtimes).
-SYSTEM = {"linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",
-          "librt.so.1", "libutil.so.1", "libstdc++.so.6", "libgcc_s.so.1"}
+def system_sonames() -> set[str]:
+    """What a wheel may take from the system: the sonames in scripts/system-libraries.txt."""
+    lines = (REPO / "scripts" / "system-libraries.txt").read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
 def check(condition: bool, message: str) -> None:
@@ -40,7 +41,8 @@ def main() -> None:
 
     ldd = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout
     libs_dir = (package.parent / "image_worker.libs").resolve()
-    vendored, system = [], []
+    system = system_sonames()
+    vendored, from_system = [], []
     for line in ldd.splitlines():
         name, _, where = line.strip().partition(" => ")
         name = name.split(" (")[0]
@@ -49,11 +51,11 @@ def main() -> None:
         if resolved and Path(resolved).resolve().is_relative_to(libs_dir):
             vendored.append(name)
             continue
-        check(os.path.basename(name) in SYSTEM, f"the worker loads {name} from the system ({resolved}); only glibc "
+        check(os.path.basename(name) in system, f"the worker loads {name} from the system ({resolved}); only glibc "
               "and the C++ runtime may come from there")
-        system.append(os.path.basename(name))
+        from_system.append(os.path.basename(name))
     print(f"package-check (python): ldd: {len(vendored)} libraries from the wheel; from the system only "
-          + ", ".join(sorted(system)))
+          + ", ".join(sorted(from_system)))
 
     licenses = package / "_licenses"
     carried = sorted(p.name for p in (licenses / "libraries").glob("*.txt"))
