@@ -183,7 +183,7 @@ def run_aria2(urls, out):
     return dict(files=len(urls), ok=len(urls), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
 
 
-def run_img2dataset(command, url_list, out, thumbnails):
+def run_img2dataset(command, url_list, files, out, thumbnails):
     """img2dataset as its README runs it on one machine (1 process, 6 threads, files output):
     originals (no resize, no re-encoding), or its default 256-pixel JPEG thumbnails."""
     shape = (["--image_size", "256", "--resize_mode", "border", "--encode_quality", "95"] if thumbnails
@@ -194,12 +194,7 @@ def run_img2dataset(command, url_list, out, thumbnails):
                                       "--retries", "0", *shape],
                                      stdout=subprocess.DEVNULL)
     written = sum(1 for _, _, names in os.walk(out) for name in names if name.endswith((".jpg", ".png", ".webp")))
-    return dict(files=len(urls_of(url_list)), ok=written, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
-
-
-def urls_of(url_list):
-    with open(url_list) as f:
-        return [line for line in f if line.strip()]
+    return dict(files=files, ok=written, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
 
 
 def fresh(directory):
@@ -294,7 +289,7 @@ def main():
             others["aria2c"].append(run_aria2(urls, fresh(os.path.join(scratch, "out"))))
         if a.img2dataset:
             for thumbnails, name in ((False, "img2dataset"), (True, "img2dataset-thumbnails")):
-                result = run_img2dataset(a.img2dataset, url_list, fresh(os.path.join(scratch, "out")), thumbnails)
+                result = run_img2dataset(a.img2dataset, url_list, len(urls), fresh(os.path.join(scratch, "out")), thumbnails)
                 if result["ok"] != len(urls):
                     print(f"pipeline: {name}: only {result['ok']} of {len(urls)} written", file=sys.stderr)
                 others[name].append(result)

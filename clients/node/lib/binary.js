@@ -22,6 +22,11 @@ function isExecutable(path) {
   }
 }
 
+/** This platform's package name, or undefined where none is built. */
+function platformPackage() {
+  return PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+}
+
 function isEntryPointScript(path) {
   let fd;
   try {
@@ -42,7 +47,7 @@ function isEntryPointScript(path) {
  * or null: not installed (a source checkout, or `--no-optional`), or no package for this platform.
  */
 export function bundledBinary() {
-  const name = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
+  const name = platformPackage();
   if (!name) return null;
   try {
     const manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
@@ -77,9 +82,9 @@ export function findBinary(explicit) {
   looked.push("'image-worker' on PATH");
   const bundled = bundledBinary();
   if (bundled) return { path: bundled, source: 'bundled' };
-  const platformPackage = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
-  looked.push(platformPackage
-    ? `${platformPackage} (not installed)`
+  const name = platformPackage();
+  looked.push(name
+    ? `${name} (not installed)`
     : `a platform package (none is built for ${process.platform}-${process.arch})`);
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {

@@ -256,10 +256,10 @@ def check_many(urls: Any, dir: Optional[str], concurrency: int, options: ManyOpt
 
 
 class _Job:
-    """A bulk job without its I/O, shared by the sync and asyncio runners (the thin shells below,
-    which send what it says and report what ended): the input read a window ahead, the URLs in
-    flight, the manifest, the progress bar and the counts. Every sent URL ends through
-    :meth:`ended` or :meth:`refused`, which make its outcome, record it and count it."""
+    """A bulk job without the worker's I/O, shared by the sync and asyncio runners (the thin
+    shells below, which send what it says and report what ended): the input read a window
+    ahead, the URLs in flight, the manifest, the progress bar and the counts. Every sent URL ends
+    through :meth:`ended` or :meth:`refused`, which make its outcome, record it and count it."""
 
     def __init__(self, urls: Iterable[Entry], dir: Optional[str], concurrency: int, progress: Union[bool, TextIO],
                  manifest: Any, resume: bool, options: ManyOptions) -> None:
