@@ -173,12 +173,13 @@ import Testing
         let random = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
         let h = ServerHarness([
             "/page.jpg": .body(html), "/noise.jpg": .body(random), "/fake.png": .body(DeliveryRulesTests.broken),
-            "/good.png": .body(Self.png),
+            "/good.png": .body(Self.png), "/metadata.jpg": .body(try Self.jpegWithLargeMetadata()),
         ])
         let output: JSONObject = ["delivery": "file", "dir": .string(dir), "verify": true]
         for token in ["page", "noise", "fake", "good"] {
             h.download(token, "/\(token == "good" || token == "fake" ? token + ".png" : token + ".jpg")", output: output)
         }
+        h.download("metadata", "/metadata.jpg", output: output)
         let page = try await h.completed("page")
         #expect(page["error"]?["data"]?["name"]?.stringValue == "UnsupportedFormat", "\(page)")
         #expect(page["error"]?["message"]?.stringValue?.contains("<!DOCTYPE html>") == true)
@@ -187,9 +188,20 @@ import Testing
         #expect(try await h.completed("fake")["error"]?["data"]?["name"]?.stringValue == "BadImageData")
         let good = try await h.completed("good")
         #expect(good["width"]?.integerValue == 40 && good["sourceFormat"]?.stringValue == "png")
-        #expect(files(dir) == ["good.png"], "nothing written for the refused bodies")
+        let metadata = try await h.completed("metadata")
+        #expect(metadata["width"]?.integerValue == 24 && metadata["height"]?.integerValue == 16, "a frame header after 130 kB of metadata")
+        #expect(files(dir) == ["good.png", "metadata.jpg"], "nothing written for the refused bodies")
         h.endInput()
         #expect(try await h.exitStatus() == 0)
+    }
+
+    /// A 24×16 JPEG whose frame header follows two 65 kB application segments.
+    static func jpegWithLargeMetadata() throws -> [UInt8] {
+        let image = DecodedImage(width: 24, height: 16, layout: .rgb, pixels: Array(repeating: 200, count: 24 * 16 * 3), format: .jpeg)
+        let jpeg = try ImageEncoders.encode(image, as: .jpeg(quality: 80, subsampling: .s420))
+        let length = 65_000
+        let segment: [UInt8] = [0xFF, 0xEF, UInt8(length >> 8), UInt8(length & 0xFF)] + Array(repeating: 0x41, count: length - 2)
+        return Array(jpeg[0..<2]) + segment + segment + Array(jpeg[2...])
     }
 
     @Test func conflictingNameOptionsAreRefused() async throws {
@@ -259,7 +271,7 @@ import Testing
         let first = dir + "/image.jpg"
         for n in 0..<300 {
             await yieldThePool(n, every: 20)
-            let written = try OutputDelivery.writeNew(Payload(Array("file \(n)".utf8)), at: FreeNames(first), keepExisting: false)
+            let written = try AtomicFile.create(Payload(Array("file \(n)".utf8)), at: FreeNames(first), keepExisting: false)
             #expect(written.path == FreeNames(first).name(n))
             // The next search tries `first`, then the name after the one just written.
             var next = FreeNames(first).makeIterator()
@@ -270,7 +282,7 @@ import Testing
         #expect(try String(contentsOfFile: dir + "/image-299.jpg", encoding: .utf8) == "file 299")
         // The search starts after the hint: a name freed below it is not taken first…
         try FileManager.default.removeItem(atPath: dir + "/image-7.jpg")
-        let next = try OutputDelivery.writeNew(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
+        let next = try AtomicFile.create(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
         #expect(next.path == dir + "/image-300.jpg")
         // …but once the names above it run out, the search wraps around to it.
         var wrapping = FreeNames.Iterator(names: FreeNames(first), start: FreeNames.maxSuffix - 1)
@@ -280,8 +292,33 @@ import Testing
         #expect(rest == FreeNames.maxSuffix - 3, "every suffix once, the hint's last")
         // A fixed path that exists: nothing replaces it.
         #expect(throws: DeliveryFailure.self) {
-            try OutputDelivery.writeNew(Payload(Array("none".utf8)), at: FreeNames(first, alternatives: false), keepExisting: false)
+            try AtomicFile.create(Payload(Array("none".utf8)), at: FreeNames(first, alternatives: false), keepExisting: false)
         }
         #expect(try String(contentsOfFile: first, encoding: .utf8) == "file 0", "no file was replaced")
+    }
+
+    /// Both ways of writing a new file (a file without a name, linked once complete; a hidden
+    /// temporary, linked then removed) make the folder, give the file its bytes and the usual
+    /// mode, keep an existing file when asked, and leave nothing else behind.
+    @Test(arguments: [true, false]) func newFilesAreWholeAndLeaveNothingElse(unnamed: Bool) throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = dir + "/made/on/the/way/photo.jpg"
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let written = try AtomicFile.create(Payload(bytes), at: FreeNames(first), keepExisting: false, unnamed: unnamed)
+        #expect(written.path == first && !written.skipped)
+        #expect(FileManager.default.contents(atPath: first) == Data(bytes))
+        var info = stat()
+        #expect(stat(first, &info) == 0)
+        let mask = umask(0o022)
+        umask(mask)
+        #expect(info.st_mode & 0o777 == 0o644 & ~mask, "the mode a new file usually gets")
+        let kept = try AtomicFile.create(Payload(Array("other".utf8)), at: FreeNames(first), keepExisting: true, unnamed: unnamed)
+        #expect(kept.path == first && kept.skipped)
+        #expect(FileManager.default.contents(atPath: first) == Data(bytes), "a kept file is not replaced")
+        let second = try AtomicFile.create(Payload(Array("other".utf8)), at: FreeNames(first), keepExisting: false, unnamed: unnamed)
+        #expect(second.path == dir + "/made/on/the/way/photo-1.jpg")
+        let entries = try FileManager.default.contentsOfDirectory(atPath: dir + "/made/on/the/way").sorted()
+        #expect(entries == ["photo-1.jpg", "photo.jpg"], "no temporary file is left, hidden or not")
     }
 }

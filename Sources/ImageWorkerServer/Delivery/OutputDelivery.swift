@@ -303,12 +303,7 @@ enum OutputDelivery {
         return kept.isEmpty ? "/" : "/" + kept.joined(separator: "/")
     }
 
-    /// Where a `file` token's payload went; `skipped`: the file was there already (`skipExisting`)
-    /// and was kept.
-    struct Written: Sendable {
-        var path: String
-        var skipped = false
-    }
+    typealias Written = AtomicFile.Written
 
     /// Writes a `file` token's payload where it asked: the path its partial images went to
     /// (`reserved`), its `path`, or its name (`FileNameTemplate`) in its `dir`.
@@ -316,17 +311,17 @@ enum OutputDelivery {
         _ payload: Payload, spec: OutputSpec, reserved: String?, url: String, token: DownloadToken, source: ImageFormat?,
         fileExtension: String?, sha256: String? = nil
     ) throws(DeliveryFailure) -> Written {
-        if let reserved { return Written(path: try write(payload, to: reserved)) }
+        if let reserved { return Written(path: try AtomicFile.replace(payload, at: reserved)) }
         switch spec.target {
         case .path(let path):
             let full = absolute(path)
-            if spec.skipExisting { return try writeNew(payload, at: FreeNames(full, alternatives: false), keepExisting: true) }
-            return Written(path: try write(payload, to: full))
+            if spec.skipExisting { return try AtomicFile.create(payload, at: FreeNames(full, alternatives: false), keepExisting: true) }
+            return Written(path: try AtomicFile.replace(payload, at: full))
         case .directory(let dir):
             let values = FileNameTemplate.values(url: url, token: token, source: source, forcedExtension: fileExtension, sha256: sha256)
             let first = absolute(dir + "/" + (spec.fileName ?? .urlName).render(values))
-            if spec.overwrite { return Written(path: try write(payload, to: first)) }
-            return try writeNew(payload, at: FreeNames(first), keepExisting: spec.skipExisting)
+            if spec.overwrite { return Written(path: try AtomicFile.replace(payload, at: first)) }
+            return try AtomicFile.create(payload, at: FreeNames(first), keepExisting: spec.skipExisting)
         case nil:
             throw .output("no path or directory to write to", path: nil)
         }
@@ -387,9 +382,11 @@ enum OutputDelivery {
     /// `original` bytes checked by their header (`output.verify`): the format and the stored size,
     /// or the token's failure when they are not an image (nothing is written).
     static func verified(_ body: ByteBuffer) throws(DeliveryFailure) -> ImageHeader {
-        // A header sits in the first bytes; a JPEG's frame header may follow large metadata.
-        var result = ImageHeader.read(Array(body.readableBytesView.prefix(256 * 1024)))
-        if case .failure(.badHeader) = result, body.readableBytes > 256 * 1024 {
+        // A header sits in the first bytes; a JPEG's frame header may follow large metadata
+        // (EXIF, an ICC profile): then the whole body is read.
+        let start = 16 * 1024
+        var result = ImageHeader.read(Array(body.readableBytesView.prefix(start)))
+        if case .failure(.badHeader) = result, body.readableBytes > start {
             result = ImageHeader.read(Array(body.readableBytesView))
         }
         switch result {
@@ -399,64 +396,6 @@ enum OutputDelivery {
         case .failure(.badHeader(let format)):
             throw .badData("Image data cannot be read: the \(format.rawValue) signature is not followed by a valid header")
         }
-    }
-
-    static func write(_ body: Payload, to path: String) throws(DeliveryFailure) -> String {
-        let dir = (path as NSString).deletingLastPathComponent
-        let temp = try writeTemporary(body, in: dir, for: path)
-        guard rename(temp, path) == 0 else {
-            let reason = errnoText()
-            unlink(temp)
-            throw .output("cannot write \(path): \(reason)", path: path)
-        }
-        return path
-    }
-
-    /// Writes under the first of `names` that does not exist (all in one directory); never
-    /// replaces another file by accident. `keepExisting`: when the first exists, nothing is
-    /// written and it is reported as kept. The usual write costs one `link`: the names after the
-    /// first are made only on a collision (`FreeNames`).
-    static func writeNew(_ body: Payload, at names: FreeNames, keepExisting: Bool) throws(DeliveryFailure) -> Written {
-        let first = names.first
-        let temp = try writeTemporary(body, in: (first as NSString).deletingLastPathComponent, for: first)
-        defer { unlink(temp) }
-        for candidate in names {
-            let path = candidate.path
-            if link(temp, path) == 0 {
-                names.taken(candidate)
-                return Written(path: path)
-            }
-            if errno != EEXIST { throw .output("cannot write \(path): \(errnoText())", path: path) }
-            if keepExisting { return Written(path: path, skipped: true) }
-        }
-        throw .output("no free file name for \((first as NSString).lastPathComponent) in \((first as NSString).deletingLastPathComponent)", path: first)
-    }
-
-    private static func makeDirectory(_ dir: String, for path: String) throws(DeliveryFailure) {
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw .output("cannot create directory \(dir): \(error.localizedDescription)", path: path)
-        }
-    }
-
-    private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DeliveryFailure) -> String {
-        let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
-        var fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 && errno == ENOENT {
-            // The directory is made only when missing: one `open` is all a usual write costs.
-            try makeDirectory(dir, for: path)
-            fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        }
-        guard fd >= 0 else { throw .output("cannot write \(path): \(errnoText())", path: path) }
-        let ok = body.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
-        let reason = ok ? "" : errnoText()
-        if close(fd) != 0 || !ok {
-            unlink(temp)
-            throw .output("cannot write \(path): \(ok ? errnoText() : reason)", path: path)
-        }
-        return temp
     }
 
     private static func errnoText() -> String { String(cString: strerror(errno)) }
