@@ -49,13 +49,13 @@ import Testing
 
     @Test func outputPathsAreMadeAbsoluteWithoutTouchingTheFileSystem() {
         let cwd = FileManager.default.currentDirectoryPath
-        #expect(OutputDelivery.absolute("/a/./b//c/") == "/a/b/c")
-        #expect(OutputDelivery.absolute("out/x.png") == cwd + "/out/x.png")
-        #expect(OutputDelivery.absolute("./x.png") == cwd + "/x.png")
-        #expect(OutputDelivery.absolute("/") == "/")
-        #expect(OutputDelivery.absolute("~/x.png") == NSHomeDirectory() + "/x.png")
+        #expect(FileTarget.absolute("/a/./b//c/") == "/a/b/c")
+        #expect(FileTarget.absolute("out/x.png") == cwd + "/out/x.png")
+        #expect(FileTarget.absolute("./x.png") == cwd + "/x.png")
+        #expect(FileTarget.absolute("/") == "/")
+        #expect(FileTarget.absolute("~/x.png") == NSHomeDirectory() + "/x.png")
         // `..` goes through Foundation, which resolves it (after any link) rather than dropping it.
-        #expect(OutputDelivery.absolute("/tmp/../tmp/x.png").hasSuffix("/tmp/x.png"))
-        #expect(!OutputDelivery.absolute("/tmp/../tmp/x.png").contains(".."))
+        #expect(FileTarget.absolute("/tmp/../tmp/x.png").hasSuffix("/tmp/x.png"))
+        #expect(!FileTarget.absolute("/tmp/../tmp/x.png").contains(".."))
     }
 }

@@ -130,5 +130,5 @@ enum AtomicFile {
         return temp
     }
 
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
+    static func errnoText() -> String { String(cString: strerror(errno)) }
 }

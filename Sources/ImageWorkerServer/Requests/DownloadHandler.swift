@@ -43,8 +43,8 @@ extension WorkerServer {
                 // `skipExisting`: a target there already is kept and described, and nothing fetched.
                 if spec.skipExisting {
                     let kept = await BlockingWork.run { () -> Result<JSONObject, DeliveryFailure>? in
-                        guard let path = OutputDelivery.existingTarget(spec: spec, url: sentURL, token: token) else { return nil }
-                        return Result { () throws(DeliveryFailure) in try OutputDelivery.describeExisting(path, spec: spec, url: sentURL) }
+                        guard let path = FileTarget.existing(spec: spec, url: sentURL, token: token) else { return nil }
+                        return Result { () throws(DeliveryFailure) in try FileTarget.describeExisting(path, spec: spec, url: sentURL) }
                     }
                     if let kept {
                         await self.downloader.complete(token, kept)

@@ -7,7 +7,7 @@ public struct OutputSpec: Sendable, Equatable {
     public enum Delivery: String, Sendable, CaseIterable {
         /// Metadata only.
         case none
-        /// Written to `path`, or into `dir`, atomically (temporary name, then rename).
+        /// Written to `path`, or into `dir`, atomically (`AtomicFile`: complete before it has its name).
         case file
         /// Base64 `data` in the completed event.
         case inline
