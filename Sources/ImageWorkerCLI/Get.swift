@@ -121,7 +121,6 @@ struct Get: AsyncParsableCommand {
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
         if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
         if continueRun && overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
-        if skipExisting && overwrite { throw ValidationError("--skip-existing and --overwrite exclude each other") }
         if let nameTemplate, let problem = OutputSpec.nameProblem(GetOptions.fillIndex(nameTemplate, index: 0)) {
             throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
         }
@@ -129,41 +128,37 @@ struct Get: AsyncParsableCommand {
         guard priorities.contains(priority) else {
             throw ValidationError("--priority must be one of \(priorities.joined(separator: ", "))")
         }
-        guard jobs >= 1 && jobs <= 1024 else { throw ValidationError("--jobs must be between 1 and 1024") }
-        guard perHost >= 1 && perHost <= 1024 else { throw ValidationError("--per-host must be between 1 and 1024") }
+        try Self.check("--jobs", jobs, OptionTable.Configure.maxConcurrentDownloads)
+        try Self.check("--per-host", perHost, OptionTable.Configure.maxConcurrentPerHost)
         if let p = proxy, !p.isEmpty {
             do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
         }
-        if let r = perHostRate, !(r > 0 && r <= 1_000_000) { throw ValidationError("--per-host-rate must be above 0 and at most 1000000") }
+        if let r = perHostRate, !(r > 0 && r <= OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound) {
+            throw ValidationError("--per-host-rate must be above 0 and at most \(Int(OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound))")
+        }
         if let format, OutputSpec.Format(rawValue: format) == nil {
             throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        if progressive, format == "original" {
-            throw ValidationError("--progressive needs a decoded --format (png, jpeg, webp, rgba, rgb or gray)")
-        }
-        if maxPixelSize != nil, format == nil || format == "original" {
-            throw ValidationError("--max-pixel-size needs a decoded --format (png, jpeg, webp, rgba, rgb or gray)")
-        }
-        if let q = quality {
-            guard format == "jpeg" || format == "webp" else { throw ValidationError("--quality goes with --format jpeg or webp") }
-            guard (1...100).contains(q) else { throw ValidationError("--quality must be between 1 and 100") }
-        }
-        if lossless, format != "webp" { throw ValidationError("--lossless goes with --format webp") }
-        if let m = maxPixelSize, m < 1 { throw ValidationError("--max-pixel-size must be positive") }
         if partialMaxPixelSize != nil, !progressive {
             throw ValidationError("--partial-max-pixel-size goes with --progressive")
         }
-        if let m = partialMaxPixelSize, m < 1 || m > 1_000_000 {
-            throw ValidationError("--partial-max-pixel-size must be between 1 and 1000000")
-        }
-        if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
-        if let d = deadlineMs, d < 1 || d > 86_400_000 { throw ValidationError("--deadline-ms must be between 1 and 86400000") }
+        try Self.check("--quality", quality, OptionTable.Output.quality)
+        try Self.check("--max-pixel-size", maxPixelSize, OptionTable.Output.maxPixelSize)
+        try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
+        try Self.check("--timeout-ms", timeoutMs, OptionTable.Download.timeoutMs)
+        try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
+        try Self.check("--retry-delay-ms", retryDelayMs, OptionTable.Download.retryDelayMs)
+        try Self.check("--max-retries", maxRetries, OptionTable.Download.maxRetries)
         if let c = cachePolicy, CachePolicy(rawValue: c) == nil {
             throw ValidationError("--cache-policy must be one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        // The rules between options (the protocol's, which the worker checks too), on the request
+        // the flags make, named by their flags.
+        let request = options(input: GetInput(entries: [])).downloadRequest(GetEntry(url: "", index: 0))
+        if let params = request["params"]?.objectValue, let problem = OptionRule.firstProblem(params, name: Self.flag) {
+            throw ValidationError(problem)
+        }
         if let d = cacheDir { try Serve.makeCacheDirectory(d) }
-        if let d = retryDelayMs, d < 0 || d > 600_000 { throw ValidationError("--retry-delay-ms must be between 0 and 600000") }
-        if let r = maxRetries, r < 0 || r > 100 { throw ValidationError("--max-retries must be between 0 and 100") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -209,7 +204,14 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         if let problem { throw ValidationError(problem) }
-        var options = GetOptions(input: list, directory: output)
+        let options = options(input: list)
+        let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
+        if code != 0 { throw ExitCode(code) }
+    }
+
+    /// What the flags ask of every download, the URLs read from `input`.
+    func options(input: GetInput) -> GetOptions {
+        var options = GetOptions(input: input, directory: output)
         options.format = format ?? (progressive ? "png" : "original")
         options.progressive = progressive
         options.priority = priority
@@ -238,7 +240,20 @@ struct Get: AsyncParsableCommand {
         options.verify = !noVerify
         options.progressLines = !json && !noProgress && isatty(STDERR_FILENO) != 1
         options.progressInterval = .milliseconds(Int64(progressInterval * 1000))
-        let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
-        if code != 0 { throw ExitCode(code) }
+        return options
+    }
+
+    /// A flag's value within the protocol's range for its option.
+    private static func check<Value: BinaryInteger>(_ flag: String, _ value: Value?, _ range: ClosedRange<Int64>) throws {
+        guard let value else { return }
+        guard range.contains(Int64(clamping: value)) else {
+            throw ValidationError("\(flag) must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+    }
+
+    /// The flag of an option's wire path: `output.skipExisting` is `--skip-existing`.
+    private static func flag(_ path: String) -> String {
+        let name = path.hasPrefix("output.") ? String(path.dropFirst("output.".count)) : path
+        return "--" + name.reduce(into: "") { text, c in text += c.isUppercase ? "-" + c.lowercased() : String(c) }
     }
 }

@@ -148,7 +148,7 @@ public struct GetOptions: Sendable {
     public func downloadRequest(_ entry: GetEntry) -> JSONValue {
         var output: JSONObject = ["delivery": "file", "dir": .string(directory), "format": .string(format)]
         if overwrite { output["overwrite"] = true }
-        if skipExisting && !overwrite { output["skipExisting"] = true }
+        if skipExisting { output["skipExisting"] = true }  // with overwrite: refused by `get`'s checks (OptionRule)
         if verify && format == "original" { output["verify"] = true }
         if manifest != nil { output["sha256"] = true }
         if let name = entry.name {

@@ -395,6 +395,16 @@ import TestSupport
         #expect(alone.status != 0 && alone.stderr.contains("--partial-max-pixel-size goes with --progressive"), "\(alone.stderr)")
         let none = try await Self.run(["get"])
         #expect(none.status != 0 && none.stderr.contains("URL"), "\(none.stderr)")
+        // The protocol's ranges and rules between options (OptionTable, from the schema), named by flag.
+        for (args, says) in [
+            (["--max-retries", "21"], "--max-retries must be between 0 and 20"),
+            (["--format", "png", "--quality", "80"], "--quality goes with --format \"jpeg\" or \"webp\""),
+            (["--skip-existing", "--overwrite"], "--overwrite and --skip-existing exclude each other"),
+            (["--max-pixel-size", "64"], "--max-pixel-size needs a decoded --format"),
+        ] {
+            let refused = try await Self.run(["get"] + args + ["http://127.0.0.1:9/a.jpg"])
+            #expect(refused.status != 0 && refused.stderr.contains(says), "\(args): \(refused.stderr)")
+        }
         let both = try await Self.run(["get", "--continue", "http://127.0.0.1:9/a.jpg"])
         #expect(both.status != 0 && both.stderr.contains("--continue needs --manifest"), "\(both.stderr)")
         let template = try await Self.run(["get", "--name-template", "{nope}.jpg", "http://127.0.0.1:9/a.jpg"])

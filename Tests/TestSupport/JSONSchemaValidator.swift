@@ -61,7 +61,8 @@ public final class JSONSchemaValidator: Sendable {
             if schema == .bool(false) { problems.append("\(path): not allowed") }
             return
         }
-        for key in s.keys where !Self.supported.contains(key) { problems.append("\(path): unsupported schema keyword \(key)") }
+        // `x-` keywords are annotations for generators (JSON Schema ignores unknown keywords).
+        for key in s.keys where !Self.supported.contains(key) && !key.hasPrefix("x-") { problems.append("\(path): unsupported schema keyword \(key)") }
         if case .string(let ref)? = s["$ref"] {
             guard let (target, targetDocument) = resolve(ref, from: document) else {
                 problems.append("\(path): unresolvable $ref \(ref)")

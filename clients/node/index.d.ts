@@ -35,11 +35,6 @@ export interface TypedEmitter<Events> {
 }
 
 export declare const PROTOCOL_VERSION: string;
-export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
-export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
-/** `original` bytes, or decoded (from JPEG, PNG, WebP, GIF or AVIF) to an encoded or raw format. */
-export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
-export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type Token = string | number;
 export declare const PRIORITIES: readonly Priority[];
 export declare const CACHE_POLICIES: readonly CachePolicy[];
@@ -216,73 +211,177 @@ export declare const EVENT_FIELDS: Record<string, string[]>;
 export declare const IMAGE_FIELDS: string[];
 export declare function parseEvent(method: string, params: unknown, url?: string): DownloadEvent | null;
 
+// BEGIN GENERATED OPTIONS (scripts/generate-options.py from protocol/schema: do not edit)
+export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
+export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
+export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
+export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
+export type ExecutionOrder = 'fifo' | 'lifo';
+
+/** `download()`'s options (protocol/SPEC.md, `download`): each optional. */
 export interface DownloadOptions {
-  /** Deliver a file into this directory (named after the URL). */
-  dir?: string;
-  /** Deliver a file at this path. */
-  path?: string;
-  /**
-   * Deliver the bytes in the completed event as base64 (`image.data`). Without it, `dir` or
-   * `path`, a decoded format's bytes come through shared memory (also `image.data`).
-   */
-  inline?: boolean;
-  /** Default 'original'; 'png' when `progressive`. */
-  format?: Format;
-  /** Partial images while bytes arrive. */
-  progressive?: boolean;
-  /**
-   * Only the terminal event: no started, response or progress events (not with `progressive`;
-   * `downloadMany` sets it unless `progressive`).
-   */
-  quiet?: boolean;
+  /** The order among queued downloads. */
   priority?: Priority;
+  /** Request headers, added to the worker's own. */
   headers?: Record<string, string>;
-  /** Idle timeout, per attempt. */
+  /** Idle timeout per attempt. */
   timeoutMs?: number;
-  /** Wall-clock limit from the download's start to its body, over every attempt (NetworkError 'deadline' past it). */
+  /**
+   * Wall-clock limit from the download's start to its body, over every attempt (NetworkError with reason deadline
+   * past it).
+   */
   deadlineMs?: number;
   /** Retries after a transient failure, for this download (default: the worker's maxRetries). */
   maxRetries?: number;
   /** The first retry's delay for this download, doubling each time. */
   retryDelayMs?: number;
+  /** User and password for basic authentication. */
   credentials?: { user: string; password: string };
+  /** Accept TLS certificates that do not verify (the HTTP cache is bypassed). */
   allowInvalidCertificates?: boolean;
+  /** Send and store cookies (the worker's jar). */
   handleCookies?: boolean;
+  /** Fetch a URL that failed recently instead of failing it at once. */
   retryFailed?: boolean;
   /**
-   * How the worker's HTTP cache (`--cache-dir`) answers: 'default' (RFC 9111), 'reload' (ignore
-   * stored responses), 'preferCache' (any stored copy, else load), 'cacheOnly' (a stored copy or
-   * NetworkError reason 'notCached').
+   * How the HTTP cache answers (when the worker has one): default (RFC 9111), reload (ignore stored responses),
+   * preferCache (any stored copy, else load), cacheOnly (a stored copy or NetworkError notCached).
    */
   cachePolicy?: CachePolicy;
-  maxPixelSize?: number;
-  maxPixelCount?: number;
-  applyOrientation?: boolean;
-  overwrite?: boolean;
-  /** With `dir`: the file's name, as given (a relative path). */
+  /** Partial images while bytes arrive (a decoded format: png unless one is given). */
+  progressive?: boolean;
+  /** Only the terminal event (download/completed): no started, response or progress events; not with progressive. */
+  quiet?: boolean;
+  /**
+   * Deliver the bytes in the completed event (base64 on the wire); without it, dir or path, a decoded format comes
+   * through shared memory.
+   */
+  inline?: boolean;
+  /** Delivery file: the file to write. */
+  path?: string;
+  /** Delivery file: the directory to write into, the file named after the URL (or name, nameTemplate). */
+  dir?: string;
+  /**
+   * Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP,
+   * GIF and AVIF are decoded).
+   */
+  format?: Format;
+  /** With dir: the file's name (a relative path; '/' makes subdirectories), used as given. */
   name?: string;
-  /** With `dir`: name files by `{token}`, `{name}`, `{ext}`, `{host}`, `{sha256:8}`… (downloadMany adds `{index}`). */
+  /** With dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}; {{ and }} for braces. */
   nameTemplate?: string;
-  /** Keep a target file that exists already: nothing fetched, `image.skipped` is true. */
+  /** Replace a file of the same name (default: name-1.ext, name-2.ext, ...). */
+  overwrite?: boolean;
+  /** A target file that exists already is kept and reported (skipped: true); nothing is fetched. */
   skipExisting?: boolean;
-  /** 'original': refuse bytes that are not an image (UnsupportedFormat), report width and height (default true in downloadMany). */
+  /** Original: refuse bytes that are not an image (UnsupportedFormat), report the header's width and height. */
   verify?: boolean;
-  /** Report the delivered bytes' SHA-256 as `image.sha256` (default true in downloadMany with a manifest). */
+  /** Report the delivered bytes' SHA-256 in the completed event. */
   sha256?: boolean;
+  /** Decoded formats: scale down so the longest side is at most this. */
+  maxPixelSize?: number;
+  /** Decoded formats: scale down to at most this many pixels. */
+  maxPixelCount?: number;
+  /** Decoded formats: turn the image upright by its EXIF orientation. */
+  applyOrientation?: boolean;
+  /** With progressive: the least time between two partial images. */
   partialIntervalMs?: number;
-  /** With `progressive`: partial images no larger than this on their longest side (the final image keeps its size). */
+  /** With progressive: partial images no larger than this on their longest side; the final image keeps its size. */
   partialMaxPixelSize?: number;
-  /** format 'jpeg' or 'webp': 1…100 (defaults 90 and 80; with `lossless`, WebP's effort). */
+  /** Format jpeg or webp: 1-100 (defaults 90 and 80); with lossless, WebP's effort. */
   quality?: number;
-  /** format 'webp': lossless instead of lossy. */
+  /** Format webp: lossless instead of lossy. */
   lossless?: boolean;
-  /** format 'jpeg': how colour is stored (default '4:2:0'). */
+  /** Format jpeg: how colour is stored (default 4:2:0). */
   chromaSubsampling?: ChromaSubsampling;
   /** Your own token (otherwise one is made). */
   token?: Token;
   /** Cancels the download when aborted. */
   signal?: AbortSignalLike;
 }
+
+/** `configure()`'s settings (protocol/SPEC.md, `configure`): each optional, applied all at once or not at all. */
+export interface Settings {
+  /** Fetches running at once, 1…1024 (default 6). */
+  maxConcurrentDownloads?: number;
+  /** Fetches running at once for one host (scheme, host, port). */
+  maxConcurrentPerHost?: number;
+  /** Fetch starts per second for one host, evenly spaced; 0: no limit. */
+  maxRequestsPerSecondPerHost?: number;
+  /** Among equal priorities (default 'fifo'). */
+  executionOrder?: ExecutionOrder;
+  /** While true, nothing new starts; running fetches go on. */
+  suspended?: boolean;
+  /** Idle timeout in ms, 1…86400000 (default 15000). */
+  timeoutMs?: number;
+  /** Default request headers (replaces the previous set). */
+  headers?: Record<string, string>;
+  /** Fraction of the expected size (0…1) between two progress events. */
+  minimumProgressInterval?: number;
+  /** Time between two progress events, 0…3600000 ms (default 100). */
+  progressIntervalMs?: number;
+  /** Retries after a transient failure, 0…20 (default 2). */
+  maxRetries?: number;
+  /** The first retry waits between half and all of this; it doubles each time (default 250). */
+  retryBaseDelayMs?: number;
+  /** Cap of one wait, also of a server's Retry-After (default 10000). */
+  retryMaxDelayMs?: number;
+  /** Larger bodies fail with LimitExceeded (default 256 MiB). */
+  maxBodyBytes?: number;
+  /** 0…100 (default 10). */
+  maxRedirects?: number;
+  /** How long a URL stays on the failed-URL list (default 600000). */
+  failedURLExpiryMs?: number;
+  /** The default User-Agent (default image-worker/VERSION). */
+  userAgent?: string;
+  /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
+  maxPixels?: number;
+  /** Progressive JPEGs with more scans fail with LimitExceeded (default 1000). */
+  maxProgressiveScans?: number;
+  /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit "frames"). */
+  maxFrames?: number;
+  /** Tokens decoding, scaling, encoding or writing at once (the delivery stage); default: the CPU count. */
+  decodeConcurrency?: number;
+  /**
+   * Bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA; a decode past it waits, one larger
+   * runs alone.
+   */
+  decodeMemoryBytes?: number;
+  /** Delivery shared: files written and not yet taken by the client, at most; a delivery past it waits. */
+  sharedMaxImages?: number;
+  /** Delivery shared: bytes of files written and not yet taken by the client, at most. */
+  sharedMaxBytes?: number;
+  /**
+   * Downloads live at once (queued, running or delivering); past it the worker reads no more input until one ends,
+   * and while suspended refuses downloads with -32001.
+   */
+  maxLiveDownloads?: number;
+  /** The HTTP cache's size on disk (--cache-dir); least recently used entries go past it. */
+  cacheMaxBytes?: number;
+  /**
+   * For http and https URLs alike: a proxy URL: http://[user:pass@]host[:port] (CONNECT tunnels for https too) or
+   * socks5://host[:port] (no credentials); "" for none (direct).
+   */
+  proxy?: string;
+  /**
+   * For http URLs: a proxy URL: http://[user:pass@]host[:port] (CONNECT tunnels for https too) or
+   * socks5://host[:port] (no credentials); "" for none (direct).
+   */
+  httpProxy?: string | null;
+  /**
+   * For https URLs: a proxy URL: http://[user:pass@]host[:port] (CONNECT tunnels for https too) or
+   * socks5://host[:port] (no credentials); "" for none (direct).
+   */
+  httpsProxy?: string | null;
+  /**
+   * Hosts reached directly (replaces the list): comma-separated names (with their subdomains), IP addresses, CIDR
+   * ranges, optional :port, or *.
+   */
+  noProxy?: string;
+  /** `true` empties the failed-URL list (not a setting). */
+  clearFailedURLs?: boolean;
+}
+// END GENERATED OPTIONS
 export declare function downloadParams(url: string, token: Token, options?: DownloadOptions): Record<string, unknown>;
 
 /** An input of downloadMany: a URL, or one with the name of its file. */
@@ -397,70 +496,6 @@ export interface WorkerOptions {
 export declare function bundledBinary(): string | null;
 export declare function findBinary(explicit?: string): { path: string; source: 'argument' | '$IMAGE_WORKER_BIN' | 'PATH' | 'bundled' | '.build/release' };
 export declare function spawnWorker(options?: WorkerOptions): Promise<Worker>;
-
-/** `configure()`'s settings (protocol/SPEC.md, `configure`): each optional, applied all at once or not at all. */
-export interface Settings {
-  /** Fetches running at once, 1…1024 (default 6). */
-  maxConcurrentDownloads?: number;
-  /** Fetches running at once for one host (scheme, host, port), 1…1024 (default 6). */
-  maxConcurrentPerHost?: number;
-  /** Fetch starts per second for one host, evenly spaced, 0…1000000; 0: no limit (the default). */
-  maxRequestsPerSecondPerHost?: number;
-  /** Among equal priorities (default 'fifo'). */
-  executionOrder?: 'fifo' | 'lifo';
-  /** While true, nothing new starts; running fetches go on. */
-  suspended?: boolean;
-  /** Idle timeout in ms, 1…86400000 (default 15000). */
-  timeoutMs?: number;
-  /** Default request headers (replaces the previous set). */
-  headers?: Record<string, string>;
-  /** Fraction of the expected size (0…1) between two progress events. */
-  minimumProgressInterval?: number;
-  /** Time between two progress events, 0…3600000 ms (default 100). */
-  progressIntervalMs?: number;
-  /** Retries after a transient failure, 0…20 (default 2). */
-  maxRetries?: number;
-  retryBaseDelayMs?: number;
-  retryMaxDelayMs?: number;
-  /** Larger bodies fail with LimitExceeded (default 256 MiB). */
-  maxBodyBytes?: number;
-  /** 0…100 (default 10). */
-  maxRedirects?: number;
-  failedURLExpiryMs?: number;
-  userAgent?: string;
-  /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
-  maxPixels?: number;
-  maxProgressiveScans?: number;
-  /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit 'frames'; default 50,000). */
-  maxFrames?: number;
-  /** Tokens decoding, scaling, encoding or writing at once (default: the CPU count; 1…1024). */
-  decodeConcurrency?: number;
-  /** Bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB). */
-  decodeMemoryBytes?: number;
-  /** Shared-memory results written and not yet taken, at most (files; default 64). */
-  sharedMaxImages?: number;
-  /** … and in bytes (default 256 MiB). */
-  sharedMaxBytes?: number;
-  /** Downloads live at once (default 10,000): past it the worker reads no more requests until one ends (writes to it wait); while suspended it refuses downloads (-32001). */
-  maxLiveDownloads?: number;
-  /** The HTTP cache's size on disk (`--cache-dir`), least recently used entries removed past it (default 1 GiB). */
-  cacheMaxBytes?: number;
-  /**
-   * A proxy for http and https URLs alike: 'http://[user:pass@]host[:port]' (CONNECT tunnels for
-   * https too) or 'socks5://host[:port]'; '' for none. Default: the worker's environment
-   * (http_proxy, https_proxy, all_proxy, no_proxy, in either case). Not a setting of its own:
-   * it sets `httpProxy` and `httpsProxy`.
-   */
-  proxy?: string;
-  /** The proxy for http URLs ('' for none); reported without its password, null when none. */
-  httpProxy?: string | null;
-  /** The proxy for https URLs ('' for none); reported without its password, null when none. */
-  httpsProxy?: string | null;
-  /** Hosts reached directly: comma-separated names (with subdomains), IPs, CIDR ranges, `:port`, `*`. */
-  noProxy?: string;
-  /** `true` empties the failed-URL list (not a setting). */
-  clearFailedURLs?: boolean;
-}
 
 /** The worker's whole configuration, as `configure()` and `initialize` report it. */
 export interface Configuration extends Required<Omit<Settings, 'clearFailedURLs' | 'proxy'>> {

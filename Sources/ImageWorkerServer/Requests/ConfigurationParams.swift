@@ -18,41 +18,41 @@ enum ConfigurationParams {
         let p = try ParamReader(request, allowed: fields)
         var c = configuration
         var d = decoding
-        if let v = try p.integer("maxPixels", in: 1...(1 << 40)) { d.maxPixels = UInt64(v) }
-        if let v = try p.integer("maxProgressiveScans", in: 1...100_000) { d.maxProgressiveScans = Int(v) }
-        if let v = try p.integer("maxFrames", in: 1...10_000_000) { d.maxFrames = Int(v) }
-        if let v = try p.integer("decodeConcurrency", in: 1...1024) { d.decodeConcurrency = Int(v) }
-        if let v = try p.integer("decodeMemoryBytes", in: (1 << 20)...(1 << 40)) { d.decodeMemoryBytes = Int(v) }
-        if let v = try p.integer("sharedMaxImages", in: 1...1_000_000) { d.sharedMaxImages = Int(v) }
-        if let v = try p.integer("sharedMaxBytes", in: (1 << 20)...(1 << 40)) { d.sharedMaxBytes = Int(v) }
-        if let v = try p.integer("maxLiveDownloads", in: 1...10_000_000) { d.maxLiveDownloads = Int(v) }
+        if let v = try p.integer("maxPixels", in: OptionTable.Configure.maxPixels) { d.maxPixels = UInt64(v) }
+        if let v = try p.integer("maxProgressiveScans", in: OptionTable.Configure.maxProgressiveScans) { d.maxProgressiveScans = Int(v) }
+        if let v = try p.integer("maxFrames", in: OptionTable.Configure.maxFrames) { d.maxFrames = Int(v) }
+        if let v = try p.integer("decodeConcurrency", in: OptionTable.Configure.decodeConcurrency) { d.decodeConcurrency = Int(v) }
+        if let v = try p.integer("decodeMemoryBytes", in: OptionTable.Configure.decodeMemoryBytes) { d.decodeMemoryBytes = Int(v) }
+        if let v = try p.integer("sharedMaxImages", in: OptionTable.Configure.sharedMaxImages) { d.sharedMaxImages = Int(v) }
+        if let v = try p.integer("sharedMaxBytes", in: OptionTable.Configure.sharedMaxBytes) { d.sharedMaxBytes = Int(v) }
+        if let v = try p.integer("maxLiveDownloads", in: OptionTable.Configure.maxLiveDownloads) { d.maxLiveDownloads = Int(v) }
         c.maxDeliveringFetches = d.deliveringFetches
-        if let v = try p.integer("maxConcurrentDownloads", in: 1...1024) { c.maxConcurrentDownloads = Int(v) }
-        if let v = try p.integer("maxConcurrentPerHost", in: 1...1024) { c.maxConcurrentPerHost = Int(v) }
-        if let v = try p.number("maxRequestsPerSecondPerHost", in: 0...1_000_000) { c.maxRequestsPerSecondPerHost = v > 0 ? v : nil }
+        if let v = try p.integer("maxConcurrentDownloads", in: OptionTable.Configure.maxConcurrentDownloads) { c.maxConcurrentDownloads = Int(v) }
+        if let v = try p.integer("maxConcurrentPerHost", in: OptionTable.Configure.maxConcurrentPerHost) { c.maxConcurrentPerHost = Int(v) }
+        if let v = try p.number("maxRequestsPerSecondPerHost", in: OptionTable.Configure.maxRequestsPerSecondPerHost) { c.maxRequestsPerSecondPerHost = v > 0 ? v : nil }
         if let v = try p.oneOf("executionOrder", ExecutionOrder.allCases.map(\.rawValue)) { c.executionOrder = ExecutionOrder(rawValue: v)! }
         if let v = try p.bool("suspended") { c.suspended = v }
-        if let v = try p.integer("timeoutMs", in: 1...86_400_000) { c.timeoutMs = v }
+        if let v = try p.integer("timeoutMs", in: OptionTable.Configure.timeoutMs) { c.timeoutMs = v }
         if let o = try p.object("headers") {
             var headers: [String: String] = [:]
             for (name, value) in try HeaderValidation.headers(o, field: "headers") { headers[name] = value }
             c.headers = headers
         }
-        if let v = try p.number("minimumProgressInterval", in: 0...1) { c.minimumProgressInterval = v }
-        if let v = try p.integer("progressIntervalMs", in: 0...3_600_000) { c.progressIntervalMs = v }
-        if let v = try p.integer("maxRetries", in: 0...20) { c.maxRetries = Int(v) }
-        if let v = try p.integer("retryBaseDelayMs", in: 0...600_000) { c.retryBaseDelayMs = v }
-        if let v = try p.integer("retryMaxDelayMs", in: 0...3_600_000) { c.retryMaxDelayMs = v }
-        if let v = try p.integer("maxBodyBytes", in: 1...(1 << 40)) { c.maxBodyBytes = v }
-        if let v = try p.integer("maxRedirects", in: 0...100) { c.maxRedirects = Int(v) }
-        if let v = try p.integer("failedURLExpiryMs", in: 0...(1 << 40)) { c.failedURLExpiryMs = v }
+        if let v = try p.number("minimumProgressInterval", in: OptionTable.Configure.minimumProgressInterval) { c.minimumProgressInterval = v }
+        if let v = try p.integer("progressIntervalMs", in: OptionTable.Configure.progressIntervalMs) { c.progressIntervalMs = v }
+        if let v = try p.integer("maxRetries", in: OptionTable.Configure.maxRetries) { c.maxRetries = Int(v) }
+        if let v = try p.integer("retryBaseDelayMs", in: OptionTable.Configure.retryBaseDelayMs) { c.retryBaseDelayMs = v }
+        if let v = try p.integer("retryMaxDelayMs", in: OptionTable.Configure.retryMaxDelayMs) { c.retryMaxDelayMs = v }
+        if let v = try p.integer("maxBodyBytes", in: OptionTable.Configure.maxBodyBytes) { c.maxBodyBytes = v }
+        if let v = try p.integer("maxRedirects", in: OptionTable.Configure.maxRedirects) { c.maxRedirects = Int(v) }
+        if let v = try p.integer("failedURLExpiryMs", in: OptionTable.Configure.failedURLExpiryMs) { c.failedURLExpiryMs = v }
         if let v = try p.string("userAgent") {
             guard !v.isEmpty, !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
                 throw .invalidParams("\"userAgent\" must be a non-empty string without CR, LF or NUL")
             }
             c.userAgent = v
         }
-        if let v = try p.integer("cacheMaxBytes", in: 0...(1 << 50)) { c.cacheMaxBytes = v }
+        if let v = try p.integer("cacheMaxBytes", in: OptionTable.Configure.cacheMaxBytes) { c.cacheMaxBytes = v }
         if let v = try p.string("proxy") { c.proxies.useForBoth(try proxy(v, "proxy")) }
         if let v = try p.string("httpProxy") { c.proxies.httpProxy = try proxy(v, "httpProxy") }
         if let v = try p.string("httpsProxy") { c.proxies.httpsProxy = try proxy(v, "httpsProxy") }

@@ -147,7 +147,7 @@ struct DownloadParams {
             priority = DownloadPriority(name: name)!
         }
         let headers = try p.object("headers").map { o throws(RPCError) in try HeaderValidation.headers(o, field: "headers") } ?? []
-        let timeout = try p.integer("timeoutMs", in: 1...86_400_000)
+        let timeout = try p.integer("timeoutMs", in: OptionTable.Download.timeoutMs)
         var credentials: Credentials?
         if let c = try p.object("credentials") {
             guard case .string(let user)? = c["user"], case .string(let password)? = c["password"], c.count == 2 else {
@@ -159,19 +159,15 @@ struct DownloadParams {
             token: token, url: url, priority: priority, headers: headers, timeoutMs: timeout,
             credentials: credentials, allowInvalidCertificates: try p.bool("allowInvalidCertificates") ?? false,
             handleCookies: try p.bool("handleCookies") ?? false, retryFailed: try p.bool("retryFailed") ?? false)
-        request.deadlineMs = try p.integer("deadlineMs", in: 1...86_400_000)
+        request.deadlineMs = try p.integer("deadlineMs", in: OptionTable.Download.deadlineMs)
         if let v = try p.oneOf("cachePolicy", CachePolicy.allCases.map(\.rawValue)) { request.cachePolicy = CachePolicy(rawValue: v)! }
-        request.maxRetries = try p.integer("maxRetries", in: 0...20).map { Int($0) }
-        request.retryDelayMs = try p.integer("retryDelayMs", in: 0...600_000)
+        request.maxRetries = try p.integer("maxRetries", in: OptionTable.Download.maxRetries).map { Int($0) }
+        request.retryDelayMs = try p.integer("retryDelayMs", in: OptionTable.Download.retryDelayMs)
         progressive = try p.bool("progressive") ?? false
         request.quiet = try p.bool("quiet") ?? false
-        if progressive && request.quiet {
-            throw .invalidParams("quiet sends only the terminal event: no partial images (progressive)")
-        }
         output = try DownloadParams.output(try p.object("output"))
-        if progressive && !output.format.needsDecoding {
-            throw .invalidParams("progressive needs a decoded output format (png, jpeg, webp, rgba, rgb or gray), for its partial images")
-        }
+        // Every field has its type now: the rules between them (the schema's, as the clients check them).
+        if case .object(let params)? = rpc.params { try OptionRule.check(params) }
         if progressive && output.fileName?.needsDigest == true {
             throw .invalidParams("progressive partial images are written before the final bytes exist: a {sha256} name cannot be used")
         }
@@ -207,51 +203,33 @@ struct DownloadParams {
         spec.skipExisting = try p.bool("skipExisting") ?? false
         spec.verify = try p.bool("verify") ?? false
         spec.sha256 = try p.bool("sha256") ?? false
-        if spec.overwrite && spec.skipExisting {
-            throw .invalidParams("output.overwrite and output.skipExisting exclude each other")
+        // Both a name and a template, or both a path and a dir: `OptionRule`'s, once every field is read.
+        if let name {
+            spec.fileName = try FileNameTemplate.fixed(name)
+        } else if let nameTemplate {
+            spec.fileName = try FileNameTemplate(parsing: nameTemplate)
         }
-        switch (name, nameTemplate) {
-        case (let name?, nil): spec.fileName = try FileNameTemplate.fixed(name)
-        case (nil, let template?): spec.fileName = try FileNameTemplate(parsing: template)
-        case (nil, nil): break
-        default: throw .invalidParams("output takes \"name\" or \"nameTemplate\", not both")
-        }
-        spec.maxPixelSize = try p.integer("maxPixelSize", in: 1...1_000_000).map { Int($0) }
-        spec.maxPixelCount = try p.integer("maxPixelCount", in: 1...1_000_000_000_000).map { Int($0) }
+        spec.maxPixelSize = try p.integer("maxPixelSize", in: OptionTable.Output.maxPixelSize).map { Int($0) }
+        spec.maxPixelCount = try p.integer("maxPixelCount", in: OptionTable.Output.maxPixelCount).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
-        spec.partialIntervalMs = try p.integer("partialIntervalMs", in: 0...3_600_000) ?? spec.partialIntervalMs
-        spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: 1...1_000_000).map { Int($0) }
-        spec.quality = try p.integer("quality", in: 1...100).map { Int($0) }
+        spec.partialIntervalMs = try p.integer("partialIntervalMs", in: OptionTable.Output.partialIntervalMs) ?? spec.partialIntervalMs
+        spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: OptionTable.Output.partialMaxPixelSize).map { Int($0) }
+        spec.quality = try p.integer("quality", in: OptionTable.Output.quality).map { Int($0) }
         spec.lossless = try p.bool("lossless") ?? false
         if let s = try p.oneOf("chromaSubsampling", ChromaSubsampling.allCases.map(\.rawValue)) {
             spec.chromaSubsampling = ChromaSubsampling(rawValue: s)
         }
-        if spec.quality != nil, spec.format != .jpeg, spec.format != .webp {
-            throw .invalidParams("output.quality goes with format \"jpeg\" or \"webp\"")
-        }
-        if spec.lossless, spec.format != .webp { throw .invalidParams("output.lossless goes with format \"webp\"") }
-        if spec.chromaSubsampling != nil, spec.format != .jpeg {
-            throw .invalidParams("output.chromaSubsampling goes with format \"jpeg\"")
-        }
-        if !spec.format.needsDecoding,
-            spec.maxPixelSize != nil || spec.maxPixelCount != nil || spec.applyOrientation || spec.partialMaxPixelSize != nil
-        {
-            throw .invalidParams(
-                "maxPixelSize, maxPixelCount, applyOrientation and partialMaxPixelSize need a decoded format (png, jpeg, webp, rgba, rgb, gray)")
-        }
+        try OptionRule.check(["output": .object(object)])
         switch spec.delivery {
         case .file:
-            switch (path, dir) {
-            case (let path?, nil):
+            if let path {
                 guard !path.isEmpty, !path.hasSuffix("/") else { throw .invalidParams("output.path must name a file") }
                 spec.target = .path(path)
-            case (nil, let dir?):
+            } else if let dir {
                 guard !dir.isEmpty else { throw .invalidParams("output.dir must not be empty") }
                 spec.target = .directory(dir)
-            case (nil, nil):
+            } else {
                 throw .invalidParams("output with delivery \"file\" needs \"path\" or \"dir\"")
-            default:
-                throw .invalidParams("output takes \"path\" or \"dir\", not both")
             }
         case .none, .inline, .shared:
             if path != nil || dir != nil || spec.fileName != nil || spec.overwrite || spec.skipExisting {

@@ -1,75 +1,136 @@
-// The `download` request's params from the client's options.
+// The `download` request's params from the client's options, checked by the tables that
+// scripts/generate-options.py writes from protocol/schema (lib/option-table.js): the ranges,
+// choices and rules between options the worker checks too.
+import { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, DOWNLOAD_OPTIONS, FORMATS, PRIORITIES, RELATIONS } from './option-table.js';
 
+export { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, FORMATS, PRIORITIES };
 export const PROTOCOL_VERSION = '1';
-export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
-export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
-export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
-export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
+
+/** Options of the client's own, not sent. */
+const CLIENT_ONLY = new Set(['token', 'signal']);
+const DECODED = FORMATS.filter((format) => format !== 'original');
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// eslint-disable-next-line no-control-regex
+const LINE_BREAK_OR_NUL = /[\r\n\0]/;
+
+function range(rule) {
+  const format = (n) => (n === undefined ? '' : n.toLocaleString('en-US'));
+  return rule.min === undefined && rule.max === undefined ? '' : ` in ${format(rule.min)}…${format(rule.max)}`;
+}
+
+/** `value` as sent, or a TypeError naming `name`. */
+function checked(name, value, rule) {
+  switch (rule.kind) {
+    case 'bool':
+      if (typeof value !== 'boolean') throw new TypeError(`${name} must be true or false, not ${JSON.stringify(value)}`);
+      return value;
+    case 'int':
+    case 'number': {
+      const integer = rule.kind === 'int';
+      if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value))
+        || (rule.min !== undefined && value < rule.min) || (rule.max !== undefined && value > rule.max)) {
+        throw new TypeError(`${name} must be ${integer ? 'an integer' : 'a number'}${range(rule)}, not ${JSON.stringify(value)}`);
+      }
+      return value;
+    }
+    case 'enum':
+      if (!rule.choices.includes(value)) throw new TypeError(`${name} must be one of ${rule.choices.join(', ')}`);
+      return value;
+    case 'string':
+    case 'text':
+      if (typeof value !== 'string' || (rule.kind === 'string' && !value) || LINE_BREAK_OR_NUL.test(value)) {
+        throw new TypeError(`${name} must be a${rule.kind === 'string' ? ' non-empty' : ''} string without CR, LF or NUL`);
+      }
+      return value;
+    case 'path': {
+      const path = String(value);
+      if (!path) throw new TypeError(`${name} must be a non-empty path`);
+      return path;
+    }
+    case 'headers':
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw new TypeError(`${name} must be an object of header names to strings`);
+      }
+      for (const [key, text] of Object.entries(value)) {
+        if (!HEADER_NAME.test(key)) throw new TypeError(`${name}: ${JSON.stringify(key)} is not a valid header name`);
+        if (typeof text !== 'string' || LINE_BREAK_OR_NUL.test(text)) {
+          throw new TypeError(`${name}: the value of header ${JSON.stringify(key)} must be a string without CR, LF or NUL`);
+        }
+      }
+      return { ...value };
+    case 'credentials':
+      if (typeof value?.user !== 'string' || typeof value?.password !== 'string') {
+        throw new TypeError(`${name} must be { user, password } strings`);
+      }
+      return { user: value.user, password: value.password };
+    default:
+      throw new Error(`no check for ${rule.kind}`);
+  }
+}
+
+function wireValue(params, path) {
+  return path.startsWith('output.') ? params.output?.[path.slice('output.'.length)] : params[path];
+}
+
+const isSet = (params, path) => {
+  const value = wireValue(params, path);
+  return value !== undefined && value !== null && value !== false;
+};
+
+/** The option a wire path stands for (`output.` for the output object's): the same names here. */
+const optionName = (path) => path.replace(/^output\./, '');
+
+/** Throws a TypeError for the first of the schema's rules between options that `params` break. */
+function checkRelations(params) {
+  const format = params.output?.format ?? 'original';
+  for (const rule of RELATIONS) {
+    if ('exclusive' in rule) {
+      const [a, b] = rule.exclusive;
+      if (isSet(params, a) && isSet(params, b)) {
+        throw new TypeError(`${optionName(a)} and ${optionName(b)} exclude each other${rule.why ? `: ${rule.why}` : ''}`);
+      }
+    } else if (isSet(params, rule.option)) {
+      if (rule.formats && !rule.formats.includes(format)) {
+        throw new TypeError(`${optionName(rule.option)} goes with format ${rule.formats.map((f) => `'${f}'`).join(' or ')}`);
+      }
+      if (rule.decoded && !DECODED.includes(format)) {
+        throw new TypeError(`${optionName(rule.option)} needs a decoded format (${DECODED.join(', ')})`);
+      }
+    }
+  }
+}
 
 /** The `download` params for `url` and the client's options (see README.md). */
 export function downloadParams(url, token, options = {}) {
-  const {
-    dir, path, inline = false, format, progressive = false, quiet = false, priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs,
-    credentials,
-    allowInvalidCertificates, handleCookies, retryFailed, cachePolicy, maxPixelSize, maxPixelCount, applyOrientation, overwrite,
-    partialIntervalMs, partialMaxPixelSize, name, nameTemplate, skipExisting, verify, sha256, quality, lossless,
-    chromaSubsampling,
-  } = options;
-  const known = new Set(['dir', 'path', 'inline', 'format', 'progressive', 'quiet', 'priority', 'headers', 'timeoutMs',
-    'deadlineMs', 'maxRetries', 'retryDelayMs',
-    'credentials', 'allowInvalidCertificates', 'handleCookies', 'retryFailed', 'cachePolicy', 'maxPixelSize', 'maxPixelCount',
-    'applyOrientation', 'overwrite', 'partialIntervalMs', 'partialMaxPixelSize', 'name', 'nameTemplate', 'skipExisting',
-    'verify', 'sha256', 'quality', 'lossless', 'chromaSubsampling', 'token', 'signal']);
-  for (const key of Object.keys(options)) {
-    if (!known.has(key)) throw new TypeError(`unknown download option ${JSON.stringify(key)}`);
-  }
-  if (dir != null && path != null) throw new TypeError('give dir or path, not both');
-  if (inline && (dir != null || path != null)) throw new TypeError('inline delivers the bytes in the event: no dir or path with it');
-  if ((name != null || nameTemplate != null) && dir == null) throw new TypeError(`${name != null ? 'name' : 'nameTemplate'} goes with dir`);
-  if (name != null && nameTemplate != null) throw new TypeError('give name or nameTemplate, not both');
-  if (skipExisting && overwrite) throw new TypeError('skipExisting and overwrite exclude each other');
-  if (skipExisting && dir == null && path == null) throw new TypeError('skipExisting goes with dir or path');
-  if (priority != null && !PRIORITIES.includes(priority)) throw new TypeError(`priority must be one of ${PRIORITIES.join(', ')}`);
-  if (cachePolicy != null && !CACHE_POLICIES.includes(cachePolicy)) {
-    throw new TypeError(`cachePolicy must be one of ${CACHE_POLICIES.join(', ')}`);
-  }
-  const chosenFormat = format ?? (progressive ? 'png' : undefined);
-  if (chosenFormat != null && !FORMATS.includes(chosenFormat)) throw new TypeError(`format must be one of ${FORMATS.join(', ')}`);
-  if (quality != null) {
-    if (chosenFormat !== 'jpeg' && chosenFormat !== 'webp') throw new TypeError("quality goes with format 'jpeg' or 'webp'");
-    if (!Number.isInteger(quality) || quality < 1 || quality > 100) throw new TypeError('quality must be an integer in 1…100');
-  }
-  if (lossless && chosenFormat !== 'webp') throw new TypeError("lossless goes with format 'webp'");
-  if (chromaSubsampling != null) {
-    if (chosenFormat !== 'jpeg') throw new TypeError("chromaSubsampling goes with format 'jpeg'");
-    if (!CHROMA_SUBSAMPLINGS.includes(chromaSubsampling)) throw new TypeError(`chromaSubsampling must be one of ${CHROMA_SUBSAMPLINGS.join(', ')}`);
-  }
-  const output = {};
-  if (dir != null) Object.assign(output, { delivery: 'file', dir: String(dir) });
-  else if (path != null) Object.assign(output, { delivery: 'file', path: String(path) });
-  else if (inline) output.delivery = 'inline';
-  // A decoded image with no file asked for: its bytes through shared memory (a Buffer in
-  // `image.data`), or inline when small; never base64 of megabytes of pixels.
-  else if ((chosenFormat ?? 'original') !== 'original') output.delivery = 'shared';
-  for (const [key, value] of Object.entries({
-    format: chosenFormat, name, nameTemplate, overwrite, skipExisting, verify, sha256, maxPixelSize, maxPixelCount,
-    applyOrientation, partialIntervalMs, partialMaxPixelSize, quality, lossless, chromaSubsampling,
-  })) {
-    if (value != null) output[key] = value;
-  }
   const params = { url, token };
-  for (const [key, value] of Object.entries({
-    priority, headers, timeoutMs, deadlineMs, maxRetries, retryDelayMs, allowInvalidCertificates, handleCookies, retryFailed,
-    cachePolicy,
-  })) {
-    if (value != null) params[key] = value;
+  const output = {};
+  for (const [name, value] of Object.entries(options)) {
+    const rule = DOWNLOAD_OPTIONS[name];
+    if (rule === undefined) {
+      if (CLIENT_ONLY.has(name)) continue;
+      throw new TypeError(`unknown download option ${JSON.stringify(name)}`);
+    }
+    if (value === undefined || value === null) continue;
+    (rule.output ? output : params)[rule.wire] = checked(name, value, rule);
   }
-  if (credentials != null) params.credentials = { user: credentials.user, password: credentials.password };
-  if (progressive) params.progressive = true;
-  if (quiet) {
-    if (progressive) throw new TypeError('quiet sends only the terminal event: no partial images (progressive)');
-    params.quiet = true;
+  const { dir, path, name, nameTemplate, skipExisting } = output;
+  if (output.delivery) {
+    if (dir != null || path != null) throw new TypeError('inline delivers the bytes in the event: no dir or path with it');
+    output.delivery = 'inline';
+  } else if (output.delivery === false) {
+    delete output.delivery;
+  }
+  if ((name != null || nameTemplate != null) && dir == null) throw new TypeError(`${name != null ? 'name' : 'nameTemplate'} goes with dir`);
+  if (skipExisting && dir == null && path == null) throw new TypeError('skipExisting goes with dir or path');
+  for (const flag of ['progressive', 'quiet']) if (params[flag] === false) delete params[flag];
+  if (params.progressive && output.format == null) output.format = 'png';
+  if (output.delivery == null) {
+    if (dir != null || path != null) output.delivery = 'file';
+    // A decoded image with no file asked for: its bytes through shared memory (a Buffer in
+    // `image.data`), or inline when small; never base64 of megabytes of pixels.
+    else if ((output.format ?? 'original') !== 'original') output.delivery = 'shared';
   }
   if (Object.keys(output).length) params.output = output;
+  checkRelations(params);
   return params;
 }

@@ -58,7 +58,10 @@ export class Schemas {
   #check(value, schema, document, path, problems) {
     if (schema === false) return problems.push(`${path}: not allowed`);
     if (typeof schema !== 'object' || schema === null) return;
-    for (const key of Object.keys(schema)) if (!SUPPORTED.has(key)) problems.push(`${path}: unsupported schema keyword ${key}`);
+    // `x-` keywords are annotations for generators (JSON Schema ignores unknown keywords).
+    for (const key of Object.keys(schema)) {
+      if (!SUPPORTED.has(key) && !key.startsWith('x-')) problems.push(`${path}: unsupported schema keyword ${key}`);
+    }
     if (schema.$ref) {
       const resolved = this.#resolve(schema.$ref, document);
       if (!resolved) return problems.push(`${path}: unresolvable $ref ${schema.$ref}`);

@@ -93,11 +93,16 @@ test('each error code rejects with its own class', () => withSetup(async (server
   assert.equal(truncated.reason, 'truncated');
   assert.ok((await worker.download(server.url('/files/broken.jpg'), { format: 'png' }).done.catch((e) => e)) instanceof BadImageData);
   assert.ok((await worker.download('not a url').done.catch((e) => e)) instanceof InvalidURL);
-  const refused = worker.download(server.url('/files/testorig.jpg'), { progressive: true, format: 'original' });
+  // A name template only the worker reads: its refusal fails the handle.
+  const refused = worker.download(server.url('/files/testorig.jpg'), { dir: '/tmp/image-worker-refused', nameTemplate: '{nope}' });
   await assert.rejects(refused.done, (e) => e instanceof RequestError && e.code === -32602);
   await assert.rejects(refused.accepted, RequestError);
   assert.throws(() => worker.download('u', { dir: 'a', path: 'b' }), TypeError);
   assert.throws(() => worker.download('u', { colour: 'red' }), /unknown download option/);
+  // The schema's rules between options are checked before sending (lib/option-table.js).
+  assert.throws(() => worker.download('u', { progressive: true, format: 'original' }), /progressive needs a decoded format/);
+  assert.throws(() => worker.download('u', { dir: 'a', overwrite: true, skipExisting: true }), /exclude each other/);
+  assert.throws(() => worker.download('u', { format: 'png', maxPixelSize: 0 }), /maxPixelSize must be an integer in 1…1,000,000/);
   assert.equal((await worker.download(server.url('/files/testorig.jpg')).done).byteLength, 5770);
   await worker.close();
 }));

@@ -45,3 +45,20 @@ def test_a_sync_script_does_not_pay_for_asyncio() -> None:
              "from image_worker import AsyncWorker; assert AsyncWorker.__name__ == 'AsyncWorker'")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_the_option_tables_are_what_the_schema_gives() -> None:
+    """``_option_table.py``, Node's ``lib/option-table.js``, ``index.d.ts`` and the worker's
+    ``OptionTable.swift`` are written by scripts/generate-options.py from protocol/schema: none
+    may drift from it (run the script after editing the schema)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    root = PACKAGE.parents[3]
+    script = root / "scripts" / "generate-options.py"
+    if not script.exists():
+        pytest.skip("an installed package, away from the repository")
+    run = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -1,239 +1,50 @@
-"""The options of ``download`` and ``configure``: typed for the type checker (``TypedDict``s of
-``Literal``s, used as ``**options: Unpack[DownloadOptions]``) and checked at run time before
-anything is sent, each bad one a :class:`RequestError` naming it. The ranges are the worker's
-(protocol/schema/; a test keeps the two equal)."""
+"""The options of ``download`` and ``configure``, checked at run time before anything is sent,
+each bad one a :class:`RequestError` naming it. Their types (``TypedDict``s of ``Literal``s, used as
+``**options: Unpack[DownloadOptions]``), ranges, choices and the rules between them come from
+``_option_table.py``, which scripts/generate-options.py writes from protocol/schema: the worker
+checks the same."""
 
 from __future__ import annotations
 
 import difflib
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union, cast
+from typing import Any, Dict, Mapping, Sequence, Union, cast
 
 from ._errors import RequestError
+from ._option_rules import Rule
+from ._option_table import (
+    CACHE_POLICIES,
+    CHROMA_SUBSAMPLINGS,
+    DOWNLOAD_RULES,
+    EXECUTION_ORDERS,
+    FORMATS,
+    PRIORITIES,
+    RELATIONS,
+    SETTING_RULES,
+    CachePolicy,
+    ChromaSubsampling,
+    DownloadOptions,
+    ExecutionOrder,
+    Format,
+    ManyOptions,
+    PathLike,
+    Priority,
+    Settings,
+)
+
+__all__ = [
+    "CACHE_POLICIES", "CHROMA_SUBSAMPLINGS", "DOWNLOAD_RULES", "EXECUTION_ORDERS", "FORMATS", "PRIORITIES", "SETTING_RULES",
+    "CachePolicy", "ChromaSubsampling", "DownloadOptions", "ExecutionOrder", "Format", "ManyOptions", "PathLike",
+    "Priority", "Rule", "Settings", "Token", "check", "check_priority", "configure_params", "download_params", "invalid",
+]
 
 Token = Union[str, int]
-Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
-Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
-ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
-ExecutionOrder = Literal["fifo", "lifo"]
-CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
-PathLike = Union[str, "os.PathLike[str]"]
-
-PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
-FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
-CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
-EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
-CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnly")
 
 #: JSON-RPC's "invalid params", the code the worker would answer with.
 INVALID_PARAMS = -32602
 #: An HTTP token (RFC 9110 5.1): what a header name may be.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-
-
-class ManyOptions(TypedDict, total=False):
-    """What :func:`download_many` passes on to each download (``dir`` is its own argument)."""
-
-    #: deliver a file at this path
-    path: PathLike
-    #: deliver the bytes in the completed event (``Image.data``)
-    inline: bool
-    #: ``original`` (default; ``png`` with ``progressive``), decoded to ``png``, ``jpeg`` or
-    #: ``webp``, or raw ``rgba``/``rgb``/``gray`` (JPEG, PNG, WebP, GIF and AVIF are decoded)
-    format: Format
-    #: ``jpeg`` or ``webp``: 1-100 (defaults 90 and 80; with ``lossless``, WebP's effort)
-    quality: int
-    #: ``webp``: lossless instead of lossy
-    lossless: bool
-    #: ``jpeg``: how colour is stored (default ``"4:2:0"``)
-    chroma_subsampling: ChromaSubsampling
-    #: partial images while bytes arrive
-    progressive: bool
-    #: only the terminal event: no started, response or progress events (not with ``progressive``;
-    #: the bulk helpers set it when they show no progress bar)
-    quiet: bool
-    priority: Priority
-    headers: Mapping[str, str]
-    #: idle timeout per attempt
-    timeout_ms: int
-    #: wall-clock limit from the download's start to its body, over every attempt (``NetworkError``
-    #: with ``reason == "deadline"`` past it)
-    deadline_ms: int
-    #: retries after a transient failure, for this download (default: the worker's ``max_retries``)
-    max_retries: int
-    #: the first retry's delay for this download, doubling each time
-    retry_delay_ms: int
-    #: ``(user, password)`` for basic authentication
-    credentials: Tuple[str, str]
-    allow_invalid_certificates: bool
-    handle_cookies: bool
-    retry_failed: bool
-    #: how the worker's HTTP cache (``--cache-dir``) answers: ``"default"`` (RFC 9111), ``"reload"``
-    #: (ignore stored responses), ``"preferCache"`` (any stored copy, else load), ``"cacheOnly"``
-    #: (a stored copy or :class:`NetworkError` with reason ``notCached``)
-    cache_policy: CachePolicy
-    max_pixel_size: int
-    max_pixel_count: int
-    apply_orientation: bool
-    overwrite: bool
-    #: with ``dir``: name files by ``{token}``, ``{name}``, ``{ext}``, ``{host}``, ``{sha256:8}``…
-    #: (the bulk helpers add ``{index}``, the URL's position, ``{index:5}`` zero-padded)
-    name_template: str
-    #: keep a target file that exists already: nothing fetched, ``Image.skipped`` is True
-    skip_existing: bool
-    #: ``original``: refuse bytes that are not an image (``UnsupportedFormat``), report the
-    #: header's width and height (default True in the bulk helpers)
-    verify: bool
-    #: report the delivered bytes' SHA-256 (``Image.sha256``; default True with a manifest)
-    sha256: bool
-    partial_interval_ms: int
-    #: partial images no larger than this on their longest side (the final image keeps its size)
-    partial_max_pixel_size: int
-
-
-class DownloadOptions(ManyOptions, total=False):
-    """What :meth:`Worker.download` takes besides the URL (protocol/SPEC.md, ``download``)."""
-
-    #: deliver a file into this directory, named after the URL (or ``name``, ``name_template``)
-    dir: PathLike
-    #: with ``dir``: the file's name, as given (a relative path)
-    name: str
-
-
-class Settings(TypedDict, total=False):
-    """What :meth:`Worker.configure` takes (protocol/SPEC.md, ``configure``)."""
-
-    max_concurrent_downloads: int
-    #: fetches running at once for one host (scheme, host, port); default 6
-    max_concurrent_per_host: int
-    #: fetch starts per second for one host, evenly spaced; 0: no limit (the default)
-    max_requests_per_second_per_host: float
-    execution_order: ExecutionOrder
-    suspended: bool
-    timeout_ms: int
-    headers: Mapping[str, str]
-    minimum_progress_interval: float
-    progress_interval_ms: int
-    max_retries: int
-    retry_base_delay_ms: int
-    retry_max_delay_ms: int
-    max_body_bytes: int
-    max_redirects: int
-    failed_url_expiry_ms: int
-    user_agent: str
-    max_pixels: int
-    max_progressive_scans: int
-    #: animated GIF, WebP and AVIF files with more frames fail (``LimitExceeded``, limit ``frames``)
-    max_frames: int
-    #: tokens decoding, scaling, encoding or writing at once (default: the CPU count)
-    decode_concurrency: int
-    #: bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA (default 256 MiB)
-    decode_memory_bytes: int
-    #: shared-memory results written and not yet taken, at most (files; default 64)
-    shared_max_images: int
-    #: … and in bytes (default 256 MiB)
-    shared_max_bytes: int
-    #: downloads live at once (default 10,000): past it the worker reads no more requests until one
-    #: ends (writes to it wait); while suspended it refuses downloads (-32001)
-    max_live_downloads: int
-    #: the HTTP cache's size on disk (``--cache-dir``); least recently used entries go past it (1 GiB)
-    cache_max_bytes: int
-    #: a proxy for http and https URLs alike: ``http://[user:pass@]host[:port]`` (CONNECT tunnels
-    #: for https too) or ``socks5://host[:port]``; ``""`` for none. Default: the worker's
-    #: environment (``http_proxy``, ``https_proxy``, ``all_proxy``, ``no_proxy``, either case)
-    proxy: str
-    #: the proxy for http URLs only (``""`` for none); reported without its password
-    http_proxy: str
-    #: the proxy for https URLs only (``""`` for none); reported without its password
-    https_proxy: str
-    #: hosts reached directly: comma-separated names (with subdomains), IPs, CIDR ranges, ``:port``, ``*``
-    no_proxy: str
-    #: ``True`` empties the failed-URL list (not a setting)
-    clear_failed_urls: bool
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One option: where it goes on the wire and what it may be."""
-
-    wire: str
-    #: 'bool', 'int', 'number', 'string', 'text' (a string that may be empty), 'enum', 'headers', 'credentials', 'path'
-    kind: str
-    minimum: Optional[float] = None
-    maximum: Optional[float] = None
-    choices: Tuple[str, ...] = ()
-    #: in ``output`` rather than at the top of the params
-    output: bool = False
-
-
-DOWNLOAD_RULES: Dict[str, Rule] = {
-    "dir": Rule("dir", "path", output=True),
-    "path": Rule("path", "path", output=True),
-    "inline": Rule("delivery", "bool", output=True),
-    "format": Rule("format", "enum", choices=FORMATS, output=True),
-    "progressive": Rule("progressive", "bool"),
-    "quiet": Rule("quiet", "bool"),
-    "priority": Rule("priority", "enum", choices=PRIORITIES),
-    "headers": Rule("headers", "headers"),
-    "timeout_ms": Rule("timeoutMs", "int", 1, 86_400_000),
-    "deadline_ms": Rule("deadlineMs", "int", 1, 86_400_000),
-    "max_retries": Rule("maxRetries", "int", 0, 20),
-    "retry_delay_ms": Rule("retryDelayMs", "int", 0, 600_000),
-    "credentials": Rule("credentials", "credentials"),
-    "allow_invalid_certificates": Rule("allowInvalidCertificates", "bool"),
-    "handle_cookies": Rule("handleCookies", "bool"),
-    "retry_failed": Rule("retryFailed", "bool"),
-    "cache_policy": Rule("cachePolicy", "enum", choices=CACHE_POLICIES),
-    "max_pixel_size": Rule("maxPixelSize", "int", 1, 1_000_000, output=True),
-    "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),
-    "apply_orientation": Rule("applyOrientation", "bool", output=True),
-    "overwrite": Rule("overwrite", "bool", output=True),
-    "name": Rule("name", "string", output=True),
-    "name_template": Rule("nameTemplate", "string", output=True),
-    "skip_existing": Rule("skipExisting", "bool", output=True),
-    "verify": Rule("verify", "bool", output=True),
-    "sha256": Rule("sha256", "bool", output=True),
-    "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
-    "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
-    "quality": Rule("quality", "int", 1, 100, output=True),
-    "lossless": Rule("lossless", "bool", output=True),
-    "chroma_subsampling": Rule("chromaSubsampling", "enum", choices=CHROMA_SUBSAMPLINGS, output=True),
-}
-
-SETTING_RULES: Dict[str, Rule] = {
-    "max_concurrent_downloads": Rule("maxConcurrentDownloads", "int", 1, 1024),
-    "max_concurrent_per_host": Rule("maxConcurrentPerHost", "int", 1, 1024),
-    "max_requests_per_second_per_host": Rule("maxRequestsPerSecondPerHost", "number", 0, 1_000_000),
-    "execution_order": Rule("executionOrder", "enum", choices=EXECUTION_ORDERS),
-    "suspended": Rule("suspended", "bool"),
-    "timeout_ms": Rule("timeoutMs", "int", 1, 86_400_000),
-    "headers": Rule("headers", "headers"),
-    "minimum_progress_interval": Rule("minimumProgressInterval", "number", 0, 1),
-    "progress_interval_ms": Rule("progressIntervalMs", "int", 0, 3_600_000),
-    "max_retries": Rule("maxRetries", "int", 0, 20),
-    "retry_base_delay_ms": Rule("retryBaseDelayMs", "int", 0, 600_000),
-    "retry_max_delay_ms": Rule("retryMaxDelayMs", "int", 0, 3_600_000),
-    "max_body_bytes": Rule("maxBodyBytes", "int", 1, 1 << 40),
-    "max_redirects": Rule("maxRedirects", "int", 0, 100),
-    "failed_url_expiry_ms": Rule("failedURLExpiryMs", "int", 0, 1 << 40),
-    "user_agent": Rule("userAgent", "string"),
-    "max_pixels": Rule("maxPixels", "int", 1, 1 << 40),
-    "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
-    "max_frames": Rule("maxFrames", "int", 1, 10_000_000),
-    "decode_concurrency": Rule("decodeConcurrency", "int", 1, 1024),
-    "decode_memory_bytes": Rule("decodeMemoryBytes", "int", 1 << 20, 1 << 40),
-    "shared_max_images": Rule("sharedMaxImages", "int", 1, 1_000_000),
-    "shared_max_bytes": Rule("sharedMaxBytes", "int", 1 << 20, 1 << 40),
-    "max_live_downloads": Rule("maxLiveDownloads", "int", 1, 10_000_000),
-    "cache_max_bytes": Rule("cacheMaxBytes", "int", 0, 1 << 50),
-    "proxy": Rule("proxy", "text"),
-    "http_proxy": Rule("httpProxy", "text"),
-    "https_proxy": Rule("httpsProxy", "text"),
-    "no_proxy": Rule("noProxy", "text"),
-    "clear_failed_urls": Rule("clearFailedURLs", "bool"),
-}
 
 
 def invalid(option: str, message: str) -> RequestError:
@@ -319,8 +130,6 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
             continue
         (output if rule.output else params)[rule.wire] = check(option, value, rule)
     given = {k for k, v in options.items() if v is not None}
-    if "dir" in given and "path" in given:
-        raise invalid("path", "give dir or path, not both")
     if output.pop("delivery", False):
         if "dir" in given or "path" in given:
             raise invalid("inline", "inline=True delivers the bytes in the event: no dir or path with it")
@@ -333,39 +142,30 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         output["delivery"] = "shared"
     if ("name" in given or "name_template" in given) and "dir" not in given:
         raise invalid("name" if "name" in given else "name_template", "goes with dir")
-    if "name" in given and "name_template" in given:
-        raise invalid("name_template", "give name or name_template, not both")
     if options.get("skip_existing") and not ("dir" in given or "path" in given):
         raise invalid("skip_existing", "goes with dir or path")
-    if options.get("skip_existing") and options.get("overwrite"):
-        raise invalid("skip_existing", "skip_existing and overwrite exclude each other")
-    if not params.get("progressive", True):
-        del params["progressive"]
-    if not params.get("quiet", True):
-        del params["quiet"]
-    if params.get("quiet") and params.get("progressive"):
-        raise invalid("quiet", "quiet sends only the terminal event: no partial images (progressive)")
+    for flag in ("progressive", "quiet"):
+        if not params.get(flag, True):
+            del params[flag]
     if params.get("progressive") and "format" not in output:
         output["format"] = "png"
-    decoded = output.get("format", "original") != "original"
-    if params.get("progressive") and not decoded:
-        raise invalid("format", "progressive needs a decoded format (png, jpeg, webp, rgba, rgb or gray), for its partial images")
-    if not decoded:
-        for option in ("max_pixel_size", "max_pixel_count", "partial_max_pixel_size"):
-            if option in given:
-                raise invalid(option, "needs a decoded format (png, jpeg, webp, rgba, rgb or gray)")
-        if options.get("apply_orientation"):
-            raise invalid("apply_orientation", "needs a decoded format (png, jpeg, webp, rgba, rgb or gray)")
-    encoded_as = output.get("format")
-    if "quality" in given and encoded_as not in ("jpeg", "webp"):
-        raise invalid("quality", "goes with format jpeg or webp")
-    if options.get("lossless") and encoded_as != "webp":
-        raise invalid("lossless", "goes with format webp")
-    if "chroma_subsampling" in given and encoded_as != "jpeg":
-        raise invalid("chroma_subsampling", "goes with format jpeg")
+    wire = dict(params, output=output)
+    for relation in RELATIONS:  # the schema's rules between options, as the worker checks them
+        problem = relation.problem(wire, _python_name, _DECODED)
+        if problem is not None:
+            raise invalid(*problem)
     if output:
         params["output"] = output
     return params
+
+
+#: Python's name of each wire path (``output.`` for the output object's).
+_PYTHON_NAMES: Dict[str, str] = {("output." if rule.output else "") + rule.wire: name for name, rule in DOWNLOAD_RULES.items()}
+_DECODED = tuple(f for f in FORMATS if f != "original")
+
+
+def _python_name(wire: str) -> str:
+    return _PYTHON_NAMES.get(wire, wire)
 
 
 def configure_params(settings: Mapping[str, Any]) -> Dict[str, Any]:

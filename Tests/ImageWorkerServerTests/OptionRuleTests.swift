@@ -1,0 +1,64 @@
+import ImageWorkerProtocol
+import Testing
+
+@testable import ImageWorkerServer
+
+/// The rules between `download` options (`OptionTable.rules`, generated from the schema's
+/// `x-rules`, as the clients check them): each refuses its case with invalid params through
+/// `DownloadParams`, and lets the same options through when they agree.
+struct OptionRuleTests {
+    private func params(_ fields: JSONObject) -> RPCRequest {
+        var all = fields
+        all["url"] = "http://127.0.0.1/a.jpg"
+        return RPCRequest(id: .int(1), method: WorkerMethod.download, params: .object(all))
+    }
+
+    private func refusal(_ fields: JSONObject) -> String? {
+        do {
+            _ = try DownloadParams(params(fields))
+            return nil
+        } catch {
+            return error.code == -32602 ? error.message : "code \(error.code): \(error.message)"
+        }
+    }
+
+    @Test func everyRuleRefusesItsCaseAndAllowsTheOthers() {
+        let file: JSONObject = ["delivery": "file", "dir": "/tmp/x"]
+        let cases: [(refused: JSONObject, allowed: JSONObject, says: String)] = [
+            (["output": ["delivery": "file", "dir": "/tmp", "path": "/tmp/a"]], ["output": .object(file)], "output.dir and output.path exclude each other"),
+            (["output": ["delivery": "file", "dir": "/tmp", "name": "a", "nameTemplate": "{name}"]],
+             ["output": ["delivery": "file", "dir": "/tmp", "name": "a"]], "output.name and output.nameTemplate"),
+            (["output": ["delivery": "file", "dir": "/tmp", "overwrite": true, "skipExisting": true]],
+             ["output": ["delivery": "file", "dir": "/tmp", "overwrite": false, "skipExisting": true]], "exclude each other"),
+            (["progressive": true, "quiet": true, "output": ["format": "png"]], ["progressive": true, "quiet": false, "output": ["format": "png"]],
+             "progressive and quiet exclude each other: quiet sends only the terminal event"),
+            (["output": ["format": "png", "quality": 80]], ["output": ["format": "webp", "quality": 80]], "output.quality goes with output.format \"jpeg\" or \"webp\""),
+            (["output": ["format": "jpeg", "lossless": true]], ["output": ["format": "webp", "lossless": true]], "output.lossless goes with output.format \"webp\""),
+            (["output": ["format": "webp", "chromaSubsampling": "4:4:4"]], ["output": ["format": "jpeg", "chromaSubsampling": "4:4:4"]],
+             "output.chromaSubsampling goes with output.format \"jpeg\""),
+            (["output": ["maxPixelSize": 64]], ["output": ["format": "rgba", "maxPixelSize": 64]], "output.maxPixelSize needs a decoded output.format"),
+            (["output": ["maxPixelCount": 64]], ["output": ["format": "gray", "maxPixelCount": 64]], "output.maxPixelCount needs a decoded"),
+            (["output": ["applyOrientation": true]], ["output": ["applyOrientation": false]], "output.applyOrientation needs a decoded"),
+            (["output": ["format": "original", "partialMaxPixelSize": 8]], ["output": ["format": "png", "partialMaxPixelSize": 8]],
+             "output.partialMaxPixelSize needs a decoded"),
+            (["progressive": true], ["progressive": true, "output": ["format": "png"]], "progressive needs a decoded output.format (png, jpeg, webp, rgba, rgb, gray)"),
+        ]
+        #expect(cases.count == OptionTable.rules.count, "a case per rule of the schema")
+        for (refused, allowed, says) in cases {
+            let message = refusal(refused)
+            #expect(message?.contains(says) == true, "\(refused): \(message ?? "accepted")")
+            #expect(refusal(allowed) == nil, "\(allowed): \(refusal(allowed) ?? "")")
+        }
+    }
+
+    /// A boolean counts as set only when true; an absent or null option never does.
+    @Test func anOptionIsSetWhenPresentAndNotFalse() {
+        let params: JSONObject = ["quiet": false, "progressive": .null, "output": ["format": "png", "overwrite": true]]
+        #expect(!OptionRule.isSet("quiet", in: params))
+        #expect(!OptionRule.isSet("progressive", in: params))
+        #expect(!OptionRule.isSet("retryFailed", in: params))
+        #expect(OptionRule.isSet("output.overwrite", in: params))
+        #expect(OptionRule.format(params) == "png")
+        #expect(OptionRule.format(["output": "not an object"]) == "original")
+    }
+}
