@@ -5,10 +5,9 @@ import ImageWorkerServer
 
 /// A bulk job's manifest: JSON Lines, one record per input URL, appended as each URL ends, so that
 /// an interrupted job keeps what finished and `--continue` fetches only the rest. The same records
-/// as the Python and Node clients' (GUIDE.md, "Manifests"):
-/// `{"index", "url", "name", "outcome": "ok"|"skipped"|"failed"|"cancelled", "path", "bytes",
-/// "format", "width", "height", "sha256", "error": {"name", "message", "code", "attempts"}, "ms"}`,
-/// absent fields omitted (`name`: the file name the input line gave).
+/// as the Python and Node clients', as `protocol/schema/manifest-record.schema.json` defines them
+/// (the tests of all three check what they write against it; GUIDE.md, "Manifests"), absent
+/// fields omitted (`name`: the file name the input line gave).
 public enum Manifest {
     /// The record of the URL at `index` (with its own `name` when the input gave one) from its
     /// `download/completed` params; `format`: the `output.format` asked (`original`: the bytes'

@@ -253,8 +253,14 @@ import TestSupport
         #expect(bad.status != 0 && bad.stderr.contains("--deadline-ms"), "\(bad.stderr)")
     }
 
+    /// The manifest's records, each checked against protocol/schema/manifest-record.schema.json.
     static func manifest(_ url: URL) throws -> [JSONValue] {
-        try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+        let records = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+        for record in records {
+            let problems = try E2E.schemas().validate(record, against: "manifest-record.schema.json")
+            #expect(problems.isEmpty, "\(record): \(problems)")
+        }
+        return records
     }
 
     /// A list file with names and a template, a manifest with one record per URL, then

@@ -1,5 +1,6 @@
 // Bulk-job manifests: JSON Lines, one record per input URL, appended as each URL ends (the same
-// records as `image-worker get --manifest` and the Python client's; GUIDE.md, "Manifests").
+// records as `image-worker get --manifest` and the Python client's, as
+// protocol/schema/manifest-record.schema.json defines them; GUIDE.md, "Manifests").
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Cancelled, DownloadError } from './errors.js';

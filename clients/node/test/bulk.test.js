@@ -4,8 +4,18 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cancelled, InvalidDownloadStatusCode, UnsupportedFormat, downloadMany, fillIndex, readManifest, spawnWorker } from '../index.js';
+import { Cancelled, InvalidDownloadStatusCode, UnsupportedFormat, downloadMany, fillIndex, readManifest as readRecords, spawnWorker } from '../index.js';
 import { binaryPath, startServer } from './loopback.js';
+import { Schemas } from './schema.js';
+
+const schemas = new Schemas();
+
+/** The manifest's records, each checked against protocol/schema/manifest-record.schema.json. */
+function readManifest(path) {
+  const records = readRecords(path);
+  for (const record of records) assert.deepEqual(schemas.problems(record, 'manifest-record.schema.json'), [], JSON.stringify(record));
+  return records;
+}
 
 const binary = binaryPath();
 

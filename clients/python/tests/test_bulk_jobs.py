@@ -18,10 +18,17 @@ from image_worker import (AsyncWorker, Cancelled, InvalidDownloadStatusCode, Net
                           WorkerExited, download_many, iter_downloads)
 from image_worker._manifest import fill_index
 from loopback import LoopbackServer
+from protocol_files import Schemas
+
+SCHEMAS = Schemas()
 
 
 def read_manifest(path: Path) -> List[Dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """The manifest's records, each checked against protocol/schema/manifest-record.schema.json."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        assert not SCHEMAS.problems(record, "manifest-record.schema.json"), record
+    return records
 
 
 def test_index_placeholders() -> None:

@@ -12,10 +12,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ._errors import DownloadError, ImageWorkerError
 from ._events import Image
+from ._manifest_fields import ERROR_TYPES, FIELDS, TYPES
 
-#: The record's fields, in order (Parquet columns; absent ones are null).
-FIELDS: Tuple[str, ...] = ("index", "url", "name", "outcome", "path", "bytes", "format", "width", "height", "sha256",
-                           "error", "ms", "shard")
 
 def fill_placeholder(template: str, placeholder: str, value: int) -> str:
     """``template`` with ``{placeholder}`` (``{placeholder:N}``: zero-padded to N digits)
@@ -209,13 +207,10 @@ class ManifestFile:
             return
         if self.parquet:
             pa = _pyarrow()
-            error = pa.struct([("name", pa.string()), ("message", pa.string()), ("code", pa.int64()),
-                               ("attempts", pa.int64())])
-            schema = pa.schema([
-                ("index", pa.int64()), ("url", pa.string()), ("name", pa.string()), ("outcome", pa.string()),
-                ("path", pa.string()), ("bytes", pa.int64()), ("format", pa.string()), ("width", pa.int64()),
-                ("height", pa.int64()), ("sha256", pa.string()), ("error", error), ("ms", pa.int64()),
-                ("shard", pa.int64())])  # image_worker.distributed's records
+            # The columns and their types from protocol/schema/manifest-record.schema.json.
+            column = {"int": pa.int64(), "str": pa.string(), "enum": pa.string()}
+            error = pa.struct([(name, column[kind]) for name, kind in ERROR_TYPES.items()])
+            schema = pa.schema([(name, error if kind == "dict" else column[kind]) for name, kind in TYPES.items()])
             rows = [{f: r.get(f) for f in FIELDS} for r in sorted(self._records, key=lambda r: r.get("index", 0))]
             temp = f"{self.path}.tmp-{os.getpid()}"
             pa.parquet.write_table(pa.Table.from_pylist(rows, schema=schema), temp)
