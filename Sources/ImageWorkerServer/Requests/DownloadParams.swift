@@ -203,7 +203,7 @@ struct DownloadParams {
         spec.skipExisting = try p.bool("skipExisting") ?? false
         spec.verify = try p.bool("verify") ?? false
         spec.sha256 = try p.bool("sha256") ?? false
-        // Both a name and a template, or both a path and a dir: `OptionRule`'s, once every field is read.
+        // Both a name and a template, or both a path and a dir, are refused by `OptionRule` (in `init`).
         if let name {
             spec.fileName = try FileNameTemplate.fixed(name)
         } else if let nameTemplate {
@@ -219,7 +219,6 @@ struct DownloadParams {
         if let s = try p.oneOf("chromaSubsampling", ChromaSubsampling.allCases.map(\.rawValue)) {
             spec.chromaSubsampling = ChromaSubsampling(rawValue: s)
         }
-        try OptionRule.check(["output": .object(object)])
         switch spec.delivery {
         case .file:
             if let path {
