@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(ROOT, "protocol", "schema")
@@ -138,30 +139,29 @@ def py_tuple(values):
     return f"({items},)" if len(values) == 1 else f"({items})"
 
 
+def int_literal(value):
+    """An integer as the three languages write it: digits grouped by `_` from 10,000."""
+    return f"{value:_}" if value >= 10_000 else str(value)
+
+
 def number(value):
     if value is None:
         return "None"
-    return (f"{value:_}" if value >= 10_000 else str(value)) if isinstance(value, int) else repr(value)
+    return int_literal(value) if isinstance(value, int) else repr(value)
 
 
 def js_number(value):
     if value is None:
         return "undefined"
-    return (f"{value:_}" if value >= 10_000 else str(value)) if isinstance(value, int) else repr(value)
+    return int_literal(value) if isinstance(value, int) else repr(value)
+
+
+def wrapped(text, width):
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def py_comment(text, indent="    "):
-    if not text:
-        return []
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if line and len(indent) + 4 + len(line) + 1 + len(word) > 118:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
-    return [f"{indent}#: {part}" for part in lines]
+    return [f"{indent}#: {part}" for part in wrapped(text, 114 - len(indent))]
 
 
 def js_doc(text, indent="  "):
@@ -170,16 +170,9 @@ def js_doc(text, indent="  "):
     text = text[0].upper() + text[1:]
     if len(indent) + len(text) + 7 <= 118:
         return [f"{indent}/** {text}. */" if not text.endswith(".") else f"{indent}/** {text} */"]
-    words, lines, line = text.split(), [f"{indent}/**"], ""
-    for word in words:
-        if line and len(indent) + 3 + len(line) + 1 + len(word) > 118:
-            lines.append(f"{indent} * {line}")
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(f"{indent} * {line}{'' if line.endswith('.') else '.'}")
-    lines.append(f"{indent} */")
-    return lines
+    lines = wrapped(text, 115 - len(indent))
+    lines[-1] += "" if lines[-1].endswith(".") else "."
+    return [f"{indent}/**", *(f"{indent} * {line}" for line in lines), f"{indent} */"]
 
 
 PY_TYPES = {"bool": "bool", "int": "int", "number": "float", "string": "str", "text": "str", "path": "PathLike",
@@ -353,7 +346,7 @@ def swift_int(value):
         return repr(value)
     if value >= 1 << 20 and value & (value - 1) == 0:
         return f"(1 << {value.bit_length() - 1})"
-    return f"{value:_}" if value >= 10_000 else str(value)
+    return int_literal(value)
 
 
 def manifest_source():

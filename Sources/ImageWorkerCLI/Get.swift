@@ -148,7 +148,7 @@ struct Get: AsyncParsableCommand {
         try Self.check("--timeout-ms", timeoutMs, OptionTable.Download.timeoutMs)
         try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
         try Self.check("--retry-delay-ms", retryDelayMs, OptionTable.Download.retryDelayMs)
-        try Self.check("--max-retries", maxRetries, OptionTable.Download.maxRetries)
+        try Self.check("--max-retries", maxRetries, OptionTable.Configure.maxRetries)  // the worker's setting (GetRunner)
         if let c = cachePolicy, CachePolicy(rawValue: c) == nil {
             throw ValidationError("--cache-policy must be one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }

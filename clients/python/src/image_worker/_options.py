@@ -149,13 +149,13 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
             del params[flag]
     if params.get("progressive") and "format" not in output:
         output["format"] = "png"
-    wire = dict(params, output=output)
+    params["output"] = output
     for relation in RELATIONS:  # the schema's rules between options, as the worker checks them
-        problem = relation.problem(wire, _python_name, _DECODED)
+        problem = relation.problem(params, _python_name, _DECODED)
         if problem is not None:
             raise invalid(*problem)
-    if output:
-        params["output"] = output
+    if not output:
+        del params["output"]
     return params
 
 
