@@ -147,7 +147,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageDownloaderTests",
-            dependencies: ["ImageDownloader", "TestSupport"]
+            dependencies: ["ImageDownloader", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "ImageDecodingTests",

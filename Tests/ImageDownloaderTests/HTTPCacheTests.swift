@@ -257,7 +257,7 @@ import TestSupport
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iw-victim-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let file = folder + "/precious"
-        FileManager.default.createFile(atPath: file, contents: Data(repeating: 1, count: 50_000))
+        #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 1, count: 50_000)))
         // Old enough for the start-up cleanup of stale temporary files.
         var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
         utimensat(AT_FDCWD, file, &times, 0)

@@ -1,12 +1,13 @@
 import Foundation
 
-/// Performing `FetchOperation`'s actions: the fan-out of a fetch's events to its tokens, the
+/// Performing what `FetchOperation` decides: the fan-out of a fetch's events to its tokens, the
 /// queue, each token's processing, the failed-URL list, and each token's one ending.
 extension Downloader {
     func startFetches(_ ids: [FetchID]) {
         for id in ids {
-            guard let actions = update(id, { $0.machine.start() }) else { continue }
-            perform(id, actions)
+            guard let start = fetches[id]?.machine.start() else { continue }
+            for token in start.started { started(token) }
+            launchAttempt(id, start.launch)
         }
         wakeQueueWhenDue()
     }
@@ -32,70 +33,94 @@ extension Downloader {
         startFetches(queue.tick(now: clock()))
     }
 
-    func perform(_ id: FetchID, _ actions: [FetchOperation.Action]) {
-        for action in actions {
-            switch action {
-            case .emitStarted(let token):
-                tokens.markStarted(token, now: clock())
-                if tokens[token]?.quiet != true { sink(.started(token, url: tokens[token]?.url ?? "")) }
-                startDeadline(token)
-            case .emitResponse(let token, let info):
+    /// Sends the machine's token events.
+    func emit(_ events: [FetchOperation.TokenEvent]) {
+        for event in events {
+            switch event {
+            case .started(let token):
+                started(token)
+            case .response(let token, let info):
                 if tokens[token]?.quiet != true { sink(.response(token, url: tokens[token]?.url ?? "", info)) }
-            case .emitProgress(let token, let received, let expected):
+            case .progress(let token, let received, let expected):
                 if tokens[token]?.quiet != true { sink(.progress(token, received: received, expected: expected)) }
-            case .emitCancelled(let token):
-                processing.removeValue(forKey: token)?.cancel()
-                finishToken(token, .cancelled)
-            case .emitFailure(let token, let failure):
-                processing.removeValue(forKey: token)?.cancel()
-                finishToken(token, .failure(failure))
-            case .process(let token):
-                process(token, of: id)
-            case .setQueuePriority(let priority):
-                queue.setPriority(id, priority)
-            case .leaveQueue:
-                startFetches(queue.remove(id, now: clock()))
-            case .enterDelivery:
-                // Counted first: the slot given back starts another fetch only if the delivery
-                // stage has room.
-                delivering.insert(id)
-                startFetches(queue.setSuspended(queueHeld, now: clock()))
-                startFetches(queue.remove(id, now: clock()))
-            case .startAttempt(let attempt):
-                launchAttempt(id, attempt)
-            case .cancelAttempt:
-                update(id) { fetch in
-                    fetch.tasks.transfer?.cancel()
-                    fetch.tasks.watchdog?.cancel()
-                }
-            case .scheduleRetry(let attempt, let delayMs):
-                scheduleRetry(id, attempt: attempt, delayMs: delayMs)
-            case .cancelRetryTimer:
-                update(id) { $0.tasks.retry?.cancel() }
-            case .recordFailure(let failure):
-                guard let fetch = fetches[id] else { continue }
-                let expiry = UInt64(max(0, configuration.failedURLExpiryMs)) * 1_000_000
-                for url in urlsOf(fetch) {
-                    failedURLs.record(url, reason: failure.description, now: clock(), expiryNanos: expiry)
-                }
-            case .recordSuccess:
-                guard let fetch = fetches[id] else { continue }
-                for url in urlsOf(fetch) { failedURLs.remove(url) }
-            case .finished:
-                if delivering.remove(id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
-                guard let fetch = fetches.removeValue(forKey: id) else { continue }
-                totals.add(fetch.metrics)
-                if fetch.streamsBody && fetch.resource == nil { bodyObserver?(.abort(fetchID: id)) }
-                fetch.tasks.watchdog?.cancel()
-                fetchByKey.remove(fetch)
             }
         }
     }
 
+    private func started(_ token: DownloadToken) {
+        tokens.markStarted(token, now: clock())
+        if tokens[token]?.quiet != true { sink(.started(token, url: tokens[token]?.url ?? "")) }
+        startDeadline(token)
+    }
+
+    /// A token ends before its processing: cancelled (`failure` nil) or failed.
+    func end(_ token: DownloadToken, _ failure: DownloadFailure?) {
+        processing.removeValue(forKey: token)?.cancel()
+        finishToken(token, failure.map { .failure($0) } ?? .cancelled)
+    }
+
+    /// A token left a fetch (`cancel`, its deadline): it ends, then the fetch goes on or stops.
+    func perform(_ id: FetchID, _ removal: FetchOperation.Removal?) {
+        guard let removal else { return }
+        end(removal.token, removal.failure)
+        switch removal.then {
+        case .none:
+            break
+        case .setQueuePriority(let priority):
+            queue.setPriority(id, priority)
+        case .dropQueued:
+            leaveQueue(id)
+            finish(id)
+        case .stopTransfer:
+            fetches[id]?.running?.tasks.transfer?.cancel()
+            fetches[id]?.running?.tasks.watchdog?.cancel()
+            leaveQueue(id)
+            finish(id)
+        case .stopRetryTimer:
+            fetches[id]?.running?.tasks.retry?.cancel()
+            leaveQueue(id)
+            finish(id)
+        case .endDelivery:
+            finish(id)
+        }
+    }
+
+    /// Out of the operation queue (a waiting place or a running slot): another fetch may start.
+    func leaveQueue(_ id: FetchID) {
+        startFetches(queue.remove(id, now: clock()))
+    }
+
+    /// The body is in: the running slot goes back, and the fetch counts in the delivery stage
+    /// until it is finished. Counted first: the slot given back starts another fetch only if the
+    /// delivery stage has room.
+    func enterDelivery(_ id: FetchID) {
+        delivering.insert(id)
+        startFetches(queue.setSuspended(queueHeld, now: clock()))
+        startFetches(queue.remove(id, now: clock()))
+    }
+
+    /// Puts the fetch's URLs on the failed-URL list.
+    func recordFailure(of fetch: Fetch, _ failure: DownloadFailure) {
+        let expiry = UInt64(max(0, configuration.failedURLExpiryMs)) * 1_000_000
+        for url in urlsOf(fetch) {
+            failedURLs.record(url, reason: failure.description, now: clock(), expiryNanos: expiry)
+        }
+    }
+
+    /// Nothing is left of the fetch: it is forgotten.
+    func finish(_ id: FetchID) {
+        if delivering.remove(id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
+        guard let fetch = fetches.removeValue(forKey: id) else { return }
+        totals.add(fetch.running?.metrics ?? FetchMetrics())
+        if fetch.streamsBody && fetch.running?.resource == nil { bodyObserver?(.abort(fetchID: id)) }
+        fetch.running?.tasks.watchdog?.cancel()
+        fetchByKey.remove(fetch)
+    }
+
     /// Runs the token's processor on the fetched resource; its result (or failure) ends the
     /// token unless it was cancelled meanwhile.
-    private func process(_ token: DownloadToken, of id: FetchID) {
-        guard let resource = fetches[id]?.resource, let record = tokens[token], let processor = record.processor else { return }
+    func process(_ token: DownloadToken, of id: FetchID) {
+        guard let resource = fetches[id]?.running?.resource, let record = tokens[token], let processor = record.processor else { return }
         let ticket = ProcessingTicket(token: token, priority: record.priority, url: record.url)
         processing[token] = Task {
             let result: Result<Delivered, Failure>
@@ -110,23 +135,20 @@ extension Downloader {
 
     private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, Failure>) {
         processing[token] = nil
-        guard let (live, actions) = update(id, { $0.machine.tokenProcessed(token) }) else {
+        switch fetches[id]?.machine.tokenProcessed(token) ?? .dropResult {
+        case .dropResult:
             if case .success(let value) = result { discarded?(value) }
-            return
-        }
-        if live {
+        case .endToken(let fetchFinished):
             switch result {
             case .success(let value): finishToken(token, .success(value))
             case .failure(let failure): finishToken(token, .processingFailed(failure))
             }
-        } else if case .success(let value) = result {
-            discarded?(value)
+            if fetchFinished { finish(id) }
         }
-        perform(id, actions)
     }
 
     /// The URL strings the tokens of this fetch asked for (the failed-URL list is keyed by them).
-    private func urlsOf(_ fetch: Fetch) -> Set<String> {
+    func urlsOf(_ fetch: Fetch) -> Set<String> {
         var urls: Set<String> = [fetch.url]
         for entry in fetch.machine.tokens { if let url = tokens[entry.token]?.url { urls.insert(url) } }
         return urls
@@ -145,7 +167,7 @@ extension Downloader {
 
     private func deadlineReached(_ token: DownloadToken, _ ms: Int64) {
         guard let record = tokens[token], case .attached(let id) = record.place else { return }
-        perform(id, update(id) { $0.machine.deadlineReached(token, deadlineMs: ms) } ?? [])
+        perform(id, fetches[id]?.machine.deadlineReached(token, deadlineMs: ms))
     }
 
     /// A token's one `completed` event (its deadline timer stopped); the idle waiters resume when
@@ -173,7 +195,7 @@ extension Downloader {
             metrics.queuedMs = until > enqueued ? Double(until - enqueued) / 1e6 : 0
         }
         if case .attached(let id) = record.place, let fetch = fetches[id] {
-            fetch.metrics.fill(&metrics, now: now)
+            fetch.running?.metrics.fill(&metrics, now: now)
         }
         return metrics
     }

@@ -12,7 +12,7 @@ extension Downloader {
         case .reserved:
             _ = tokens.cancelReserved(token)
         case .attached(let id):
-            perform(id, update(id) { $0.machine.cancel(token) } ?? [])
+            perform(id, fetches[id]?.machine.cancel(token))
         }
         return true
     }
@@ -39,7 +39,7 @@ extension Downloader {
         guard let record = tokens[token] else { return false }
         tokens.setPriority(token, priority)
         if case .attached(let id) = record.place {
-            perform(id, update(id) { $0.machine.setPriority(token, priority) } ?? [])
+            if let changed = fetches[id]?.machine.setPriority(token, priority) { queue.setPriority(id, changed) }
         }
         return true
     }

@@ -1,8 +1,8 @@
 import Foundation
-import NIOCore
 
-/// A fetch as the downloader holds it: its machine, what makes it the same as another request's
-/// (`key`), what the loader is sent, and what exists once it runs (`Transfer`).
+/// A fetch as the downloader holds it: its machine (which holds the body, the response and the
+/// resume point), what makes it the same as another request's (`key`), what the loader is sent,
+/// and the I/O it runs (tasks, metrics).
 extension Downloader {
     /// The tasks one fetch runs, cancelled as its machine says.
     struct FetchTasks {
@@ -26,60 +26,27 @@ extension Downloader {
         let isFile: Bool
         /// The request's own idle timeout (else the configuration's, read when it applies).
         let timeoutMs: Int64?
-        var body = ByteBuffer()
         /// A token asked for the body as it arrives.
         var streamsBody = false
         /// What exists once the fetch runs, apart: a queued fetch holds none of it.
-        private var transfer: Transfer?
+        private(set) var running: Running?
 
-        final class Transfer {
+        final class Running {
+            /// The loader's task, the idle watchdog and the retry timer (the machine says when
+            /// each stops).
             var tasks = FetchTasks()
-            var attempt: FetchAttempt?
-            var resource: FetchedResource?
-            var validator: String?
-            var expectedTotal: Int64?
-            var resume: ResumePoint?
+            /// What the attempts went through, for the tokens' metrics.
             var metrics = FetchMetrics()
+            /// The complete body, once delivering, as each token's processor gets it.
+            var resource: FetchedResource?
         }
 
-        private var running: Transfer {
-            if let transfer { return transfer }
-            let made = Transfer()
-            transfer = made
+        /// `running`, made when the first attempt launches.
+        func runs() -> Running {
+            if let running { return running }
+            let made = Running()
+            running = made
             return made
-        }
-
-        var tasks: FetchTasks {
-            get { transfer?.tasks ?? FetchTasks() }
-            set { running.tasks = newValue }
-        }
-        /// The current attempt (nil before the first).
-        var attempt: FetchAttempt? {
-            get { transfer?.attempt }
-            set { running.attempt = newValue }
-        }
-        var resource: FetchedResource? {
-            get { transfer?.resource }
-            set { running.resource = newValue }
-        }
-        /// The response's `If-Range` validator, when it allows resuming (`Accept-Ranges: bytes`).
-        var validator: String? {
-            get { transfer?.validator }
-            set { running.validator = newValue }
-        }
-        /// The body's whole length, from the first response.
-        var expectedTotal: Int64? {
-            get { transfer?.expectedTotal }
-            set { running.expectedTotal = newValue }
-        }
-        /// Where the next attempt resumes; nil: it fetches the whole body.
-        var resume: ResumePoint? {
-            get { transfer?.resume }
-            set { running.resume = newValue }
-        }
-        var metrics: FetchMetrics {
-            get { transfer?.metrics ?? FetchMetrics() }
-            set { running.metrics = newValue }
         }
 
         init(id: FetchID, machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {

@@ -95,14 +95,6 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             suspended: configuration.suspended)
     }
 
-    /// Mutates fetch `id` in place (its body is never copied); nil if the fetch has ended. `body`
-    /// must not reach `fetches` itself.
-    @discardableResult
-    func update<R>(_ id: FetchID, _ body: (inout Fetch) throws -> R) rethrows -> R? {
-        guard fetches[id] != nil else { return nil }
-        return try body(&fetches[id]!)  // present: checked on the line above
-    }
-
     // MARK: Requests
 
     /// Takes `token` for a download that `start` will begin. Fails if the token is live.
@@ -173,7 +165,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         let id = nextFetchID
         nextFetchID += 1
         let fetch = Fetch(
-            id: id, machine: FetchOperation(token: token, priority: record.priority, limits: limits), key: key, url: url, headers: headers,
+            id: id,
+            machine: FetchOperation(
+                token: token, priority: record.priority, limits: limits,
+                callerRange: headers.contains { $0.0.caseInsensitiveCompare("Range") == .orderedSame }),
+            key: key, url: url, headers: headers,
             timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
         fetches[id] = fetch
         fetchByKey.insert(fetch)
@@ -203,14 +199,16 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         processor: @escaping TicketProcessor
     ) {
         tokens.attach(token, to: id, processor: processor, now: clock())
-        let firstStreamer = streamsBody && fetches[id]?.streamsBody == false
-        let actions = update(id) { fetch in
-            if streamsBody { fetch.streamsBody = true }
-            return fetch.machine.join(token, priority: priority, limits: limits)
+        guard let fetch = fetches[id] else { return }
+        let firstStreamer = streamsBody && !fetch.streamsBody
+        if streamsBody { fetch.streamsBody = true }
+        switch fetch.machine.join(token, priority: priority, limits: limits) {
+        case .none: break
+        case .setQueuePriority(let changed): queue.setPriority(id, changed)
+        case .catchUp(let events): emit(events)
         }
-        perform(id, actions ?? [])
-        if firstStreamer, let fetch = fetches[id], fetch.body.readableBytes > 0 {
-            bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: fetch.body, tokens: fetch.machine.tokens.map(\.token)))
+        if firstStreamer, let body = fetch.machine.body, body.readableBytes > 0 {
+            bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: body, tokens: fetch.machine.tokens.map(\.token)))
         }
     }
 

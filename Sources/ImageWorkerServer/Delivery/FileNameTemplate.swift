@@ -70,7 +70,7 @@ struct FileNameTemplate: Sendable, Equatable {
                     throw .invalidParams("\(field): {\(name)} needs a digit count from 1 to 64, as in {sha256:8}")
                 }
                 parts.append(.sha256(digits: n))
-            case "index", _ where name.hasPrefix("index:"):
+            case _ where name == "index" || name.hasPrefix("index:"):
                 throw .invalidParams(
                     "\(field): {\(name)} is the URL's position in a list, filled in by the clients' bulk helpers and `get`; "
                         + "the worker takes {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}")
