@@ -35,13 +35,14 @@ public final class WorkerServer: Sendable {
     let logger: Logger
     let session = LockedState(SessionState())
     let decodeSettings: LockedState<DecodeSettings>
-    let decodes = SharedDecodes()
     let slots = DecodeSlots()
     /// Live downloads against `maxLiveDownloads`: the input loop waits for room.
     let backlog = DownloadBacklog()
     /// `delivery: "shared"`: the worker's folder in /dev/shm.
     let shared: SharedOutput
-    let progressive: ProgressiveDecodes
+    /// What the tokens of each fetch share in the delivery stage (decodes, the progressive
+    /// decoder, their targets).
+    let deliveries: FetchDeliveries
     /// The last `download`'s output spec and its processor, shared by the next ones that ask
     /// for the same.
     let recentOutput = LockedState<OutputProcessor?>(nil)
@@ -85,8 +86,8 @@ public final class WorkerServer: Sendable {
         backlog.setLimit(DecodeSettings().maxLiveDownloads, suspended: options.configuration.suspended)
         let settings = LockedState(DecodeSettings())
         self.decodeSettings = settings
-        let progressive = ProgressiveDecodes(writer: writer, settings: settings, slots: slots)
-        self.progressive = progressive
+        let deliveries = FetchDeliveries(writer: writer, settings: settings, slots: slots)
+        self.deliveries = deliveries
         let shared = SharedOutput()
         self.shared = shared
         var configuration = options.configuration
@@ -96,7 +97,7 @@ public final class WorkerServer: Sendable {
             httpLoader: loader,
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,
-            bodyObserver: { progressive.observe($0) },
+            bodyObserver: { deliveries.observe($0) },
             // A cancelled token's result in shared memory: nobody will take its file.
             discarded: { [shared] result in
                 if result["shared"] == .bool(true), case .string(let path)? = result["path"] { shared.discard(path) }
@@ -108,7 +109,7 @@ public final class WorkerServer: Sendable {
                     return
                 }
                 // Atomically with the end of the token's partial images.
-                progressive.finish(token) { writer.send(message) }
+                deliveries.finish(token) { writer.send(message) }
                 backlog.ended()
                 session.withLock { s in
                     if let id = s.requestByToken.removeValue(forKey: token) { s.tokenByRequest[id] = nil }

@@ -141,21 +141,6 @@ import Testing
     }
 }
 
-/// The per-fetch delivery session: released by the last of its consumers, whatever each did.
-@Suite struct DeliverySessionTests {
-    @Test func theLastConsumerReleases() {
-        var session = DeliverySession(consumers: 3)
-        #expect(session.tokenFinished() == .none)
-        #expect(session.tokenFinished() == .none)
-        #expect(session.state == .open(remaining: 1))
-        #expect(session.tokenFinished() == .release)
-        #expect(session.state == .released)
-        #expect(session.tokenFinished() == .none, "released once")
-        var single = DeliverySession(consumers: 0)
-        #expect(single.tokenFinished() == .release, "a resource always has at least the consumer that reports")
-    }
-}
-
 extension DeliveryRulesTests {
     /// A progressive token, a decoded one and an original one share a fetch; when all three have
     /// their results, nothing of the fetch is left: no shared decode, no progressive decoder.
@@ -181,8 +166,7 @@ extension DeliveryRulesTests {
             #expect(try await h.completed(token)["outcome"]?.stringValue == "error", "\(token)")
         }
         #expect(h.loader.loadCount("/a.png") == 1 && h.loader.loadCount("/bad.png") == 1)
-        #expect(await h.server.decodes.openFetches == 0)
-        #expect(h.server.progressive.openSessions == 0)
+        #expect(h.server.deliveries.openFetches == 0, "no shared decode, no progressive decoder")
         h.endInput()
         #expect(try await h.exitStatus() == 0)
     }

@@ -125,7 +125,8 @@ extension Downloader {
         case .deliver(let delivery):
             if fetch.streamsBody { bodyObserver?(.end(fetchID: id)) }
             emit(delivery.progress)
-            io.resource = FetchedResource(response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count)
+            io.resource = FetchedResource(
+                response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count, streamed: fetch.streamsBody)
             for url in urlsOf(fetch) { failedURLs.remove(url) }
             enterDelivery(id)
             for token in delivery.tokens { process(token, of: id) }

@@ -80,6 +80,9 @@ public struct FetchedResource: Sendable {
     /// How many tokens' processors receive this resource (each is called exactly once), so work
     /// shared among them (one decode) knows when the last one is done.
     public var consumers: Int
+    /// The body also went to the body observer as it arrived (a token asked for it,
+    /// `DownloadRequest.streamsBody`); false: nothing watched it.
+    public var streamed = false
 
     public var byteCount: Int { body.readableBytes }
 }

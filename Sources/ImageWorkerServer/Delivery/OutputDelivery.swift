@@ -10,28 +10,27 @@ import NIOCore
 enum OutputDelivery {
     /// `url`: the token's URL as sent (user information removed); the resource's is the final one.
     static func deliver(
-        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec,
+        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
         outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
-                    resource, token: token, priority: priority, url: url, spec: spec, decodes: decodes, progressive: progressive, slots: slots,
-                    shared: shared, settings: settings,
-                    outputCapacity: outputCapacity))
+                    resource, token: token, priority: priority, url: url, spec: spec, deliveries: deliveries, slots: slots,
+                    shared: shared, settings: settings, outputCapacity: outputCapacity))
         } catch {
             result = .failure(error)
         }
-        // Whatever happened, this token is through: the last of the fetch releases its session.
-        if await decodes.tokenFinished(resource) { progressive.release(resource.fetchID) }
+        // Whatever happened, this token is through: the last of the fetch releases what it shared.
+        deliveries.delivered(resource)
         return try result.get()
     }
 
     private static func deliverToken(
-        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec, decodes: SharedDecodes,
-        progressive: ProgressiveDecodes, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec,
+        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
         outputCapacity: @Sendable () async -> Void
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
@@ -58,7 +57,7 @@ enum OutputDelivery {
             guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
             let decodeStart = DispatchTime.now().uptimeNanoseconds
             // The progressive decode's final image, if the fetch had one.
-            let progressiveResult = await progressive.take(resource)
+            let progressiveResult = await deliveries.frame(of: resource)
             let image: DecodedImage
             // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
             if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
@@ -68,7 +67,7 @@ enum OutputDelivery {
             } else {
                 // No progressive decode, or one scaled for other tokens below what this one asks
                 // (a token that joined the fetch after its decode began): decoded whole.
-                image = try await decode(resource, source: source, spec: spec, decodes: decodes, settings: settings)
+                image = try await decode(resource, source: source, spec: spec, deliveries: deliveries, settings: settings)
             }
             let rendered = try await render(image, spec: spec)
             timings["decodeMs"] = since(decodeStart)
@@ -87,61 +86,50 @@ enum OutputDelivery {
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
-        let reserved = progressive.reservedPath(token)
-        let needsDigest = spec.needsDigest && (spec.delivery != .none || !spec.format.needsDecoding)
-        switch spec.delivery {
-        case .shared where payload.count > SharedOutput.inlineLimit:
+        // A progressive token's partial images went to a path chosen then: the final image
+        // replaces the last of them there.
+        let target = FrameDelivery.Target(
+            token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? deliveries.reservedPath(token) : nil)
+        let placed: FrameDelivery.Placed
+        if spec.delivery == .shared, payload.count > SharedOutput.inlineLimit {
             // No new file while the client has not taken enough of the earlier ones (the wait is in
             // `write`): the decode slot goes back first.
             if let held = slot {
                 slots.release(held)
                 slot = nil
             }
-            if needsDigest {
+            if FrameDelivery.wantsDigest(spec) {
                 result["sha256"] = .string(await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
             let path = try await shared.write(payload, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
             timings["writeMs"] = since(writeStart)
-            result["path"] = .string(path)
-            result["shared"] = true
-        case .none, .inline, .shared:
-            if needsDigest {
-                result["sha256"] = .string(
-                    payload.count < 256 * 1024 ? payload.withUnsafeBytes { SHA256.hex($0) } : await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
-            }
-            guard spec.delivery != .none else { break }
-            // No new inline payload while the reader is behind: memory stays bounded.
-            if let held = slot {
-                slots.release(held)
-                slot = nil
-            }
-            await outputCapacity()
-            result["data"] = .string(payload.base64())
-        case .file:
-            // Named from the URL as given (not where redirects led): the name `skipExisting`
-            // looks for before the download is the one written.
-            let url = sentURL
-            let writeStart = DispatchTime.now().uptimeNanoseconds
-            let (written, digest) = try await BlockingWork.run { () throws(DeliveryFailure) -> (AtomicFile.Written, String?) in
-                let digest = needsDigest ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
-                // A progressive token's partial images went to a path chosen then: the final
-                // image replaces the last of them there.
-                let written = try FileTarget.write(
-                    payload, spec: spec, reserved: reserved, url: url, token: token, source: source, fileExtension: fileExtension,
-                    sha256: digest)
-                return (written, digest)
-            }
-            if written.skipped {
-                // Kept as it was (it appeared while this token downloaded): described as on disk.
-                return try await BlockingWork.run { () throws(DeliveryFailure) -> JSONObject in
-                    try FileTarget.describeExisting(written.path, spec: spec, url: sentURL)
+            placed = .delivered(["path": .string(path), "shared": true], path: path)
+        } else {
+            if spec.delivery != .none, spec.delivery != .file {
+                // No new inline payload while the reader is behind: memory stays bounded.
+                if let held = slot {
+                    slots.release(held)
+                    slot = nil
                 }
+                await outputCapacity()
             }
-            timings["writeMs"] = since(writeStart)
-            if let digest { result["sha256"] = .string(digest) }
-            result["path"] = .string(written.path)
-            result["uri"] = .string(URL(fileURLWithPath: written.path, isDirectory: false).absoluteString)
+            let writeStart = DispatchTime.now().uptimeNanoseconds
+            let deliver = { @Sendable () throws(DeliveryFailure) -> FrameDelivery.Placed in
+                try FrameDelivery.deliver(payload, fileExtension: fileExtension, source: source, to: target, final: true)
+            }
+            // Hashing, base64 and writing a large image are work for the blocking pool.
+            placed = spec.delivery != .file && payload.count < 256 * 1024 ? try deliver() : try await BlockingWork.run(deliver)
+            if spec.delivery == .file { timings["writeMs"] = since(writeStart) }
+        }
+        switch placed {
+        case .keptExisting(let path):
+            // Kept as it was (it appeared while this token downloaded): described as on disk.
+            return try await BlockingWork.run { () throws(DeliveryFailure) -> JSONObject in
+                try FileTarget.describeExisting(path, spec: spec, url: sentURL)
+            }
+        case .delivered(let fields, _):
+            for (key, value) in fields { result[key] = value }
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
@@ -181,7 +169,7 @@ enum OutputDelivery {
 
     /// A progressive decode's image at what the token asked of the file's image, or nil when the
     /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
-    static func fitted(_ frame: ProgressiveDecodes.Frame, spec: OutputSpec) -> DecodedImage? {
+    static func fitted(_ frame: FetchDeliveries.Frame, spec: OutputSpec) -> DecodedImage? {
         let target = ImageResampler.fittedSize(
             width: frame.source.width, height: frame.source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
@@ -270,12 +258,11 @@ enum OutputDelivery {
     /// The decoded image this token asked for, decoded once for every token of the fetch that
     /// asked the same. `source`: the format the body's signature names.
     static func decode(
-        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, decodes: SharedDecodes, settings: DecodeSettings
+        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> DecodedImage {
-        let key = SharedDecodes.Key(
-            fetchID: resource.fetchID, format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        let key = FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
-        let result = await decodes.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
+        let result = await deliveries.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
             options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels

@@ -53,6 +53,22 @@ enum EventEncoder {
         }
     }
 
+    /// A `download/partialImage` notification: the image's own fields (size, format, layout),
+    /// how much of it is decoded (`filledRows`, `passes`), and where it went (`delivery`:
+    /// `FrameDelivery.deliver`'s fields). Only the newest of a token's partial images waits to
+    /// be sent: it replaces an unsent one under its key.
+    static func partialImage(
+        _ token: DownloadToken, sequence: Int, image: OutputDelivery.Rendered, filledRows: Int, passes: Int, delivery: JSONObject
+    ) -> (message: JSONValue, replaceKey: String) {
+        var params: JSONObject = ["token": token.json, "sequence": JSONValue(sequence)]
+        for (key, value) in image.fields { params[key] = value }
+        params["filledRows"] = JSONValue(filledRows)
+        params["passes"] = JSONValue(passes)
+        params["byteLength"] = JSONValue(image.byteLength)
+        for (key, value) in delivery { params[key] = value }
+        return (RPCResponse.notification(method: WorkerEvent.partialImage, params: .object(params)), replaceKey(token, "partial"))
+    }
+
     /// `TransferMetrics` on the wire: milliseconds rounded to 0.01, absent phases left out.
     static func metricsObject(_ m: TransferMetrics) -> JSONObject {
         var o: JSONObject = [

@@ -31,7 +31,7 @@ extension WorkerServer {
             }
         }
         let sentURL = DownloadURL.redacted(params.request.url)
-        if params.progressive { progressive.register(token, url: sentURL, spec: params.output) }
+        if params.progressive { deliveries.register(token, url: sentURL, spec: params.output) }
         // A queued download holds no closure of its own: the processor is shared with the
         // downloads before it that asked for the same output, and told the token and URL.
         let output = sharedOutput(params.output)
@@ -59,8 +59,8 @@ extension WorkerServer {
     func deliver(_ resource: FetchedResource, _ ticket: ProcessingTicket, spec: OutputSpec) async throws(DeliveryFailure) -> JSONObject {
         let writer = self.writer
         return try await OutputDelivery.deliver(
-            resource, token: ticket.token, priority: ticket.priority, url: ticket.url, spec: spec, decodes: decodes, progressive: progressive,
-            slots: slots, shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
+            resource, token: ticket.token, priority: ticket.priority, url: ticket.url, spec: spec, deliveries: deliveries, slots: slots,
+            shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
     }
 
     /// The output spec and its processor, shared with the previous download's when the two

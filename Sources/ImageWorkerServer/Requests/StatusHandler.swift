@@ -24,7 +24,7 @@ extension WorkerServer {
             ]
         }
         let (shuttingDown, framing) = (session.withLock { $0.lifecycle.isShuttingDown }, writer.framing)
-        let decodesStarted = await decodes.decodesStarted + progressive.decodesStarted
+        let decodesStarted = deliveries.decodesStarted
         return RPCReply([
             "queued": JSONValue(s.queuedTokens),
             "running": JSONValue(s.runningTokens),

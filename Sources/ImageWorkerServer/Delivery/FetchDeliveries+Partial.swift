@@ -1,0 +1,156 @@
+import Dispatch
+import Foundation
+import ImageDecoding
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// Partial images while bytes arrive: a partial image is rendered for each progressive token at
+/// most every `partialIntervalMs`, delivered like the final image (`FrameDelivery.deliver`: the
+/// same file, replaced atomically, or inline), and sent under the ledger's lock, which also sends
+/// the token's terminal event, so no partial image can follow it. Partial files are written on
+/// the fetch's queue before the final result is handed out, so a late partial never overwrites
+/// the final file.
+extension FetchDeliveries {
+    /// How to decode for `tokens`: the smallest size that gives each what its spec asks of an
+    /// image of `source` size (the largest of their fitted sizes; the full size when one asks no
+    /// scaling), in their layout when they share one (so that the pixels are the whole-buffer
+    /// path's), else RGBA.
+    func decodePlan(for tokens: [DownloadToken], source: (width: Int, height: Int)) -> (
+        target: (width: Int, height: Int), layout: PixelLayout
+    ) {
+        let specs = ledger.withLock { l in tokens.compactMap { l.targets[$0]?.spec } }
+        let fitted = specs.map {
+            ImageResampler.fittedSize(width: source.width, height: source.height, maxPixelSize: $0.maxPixelSize, maxPixelCount: $0.maxPixelCount)
+        }
+        let layouts = Set(specs.map(\.format.layout))
+        let layout = layouts.count == 1 ? layouts.first! : .rgba
+        guard let widest = fitted.map(\.width).max(), let tallest = fitted.map(\.height).max() else { return (source, layout) }
+        return ((widest, tallest), layout)
+    }
+
+    /// Whether a frame decoded now would be used for any of `tokens`: when not, the decoder skips
+    /// rendering it (a progressive JPEG's output pass over the whole image). Tokens served by the
+    /// decoder's preview need no frame.
+    func wantsPartialFrame(_ tokens: [DownloadToken], decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)?) -> Bool {
+        ledger.withLock { $0.due(tokens, now: DispatchTime.now().uptimeNanoseconds) }.contains { _, target in
+            guard let source else { return true }
+            return !Self.previewServes(target.spec, decoder, source: source)
+        }
+    }
+
+    /// The size of a token's partial images for an image of `source` size: its final size, fitted
+    /// into `partialMaxPixelSize` when it has one.
+    static func partialSize(_ spec: OutputSpec, source: (width: Int, height: Int)) -> (width: Int, height: Int) {
+        let asked = ImageResampler.fittedSize(
+            width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        guard let limit = spec.partialMaxPixelSize else { return asked }
+        return ImageResampler.fittedSize(width: asked.width, height: asked.height, maxPixelSize: limit, maxPixelCount: nil)
+    }
+
+    /// Whether the decoder's preview (a progressive JPEG's block averages, an eighth of the image)
+    /// serves the token's partial images: when it is at least 90% of their size on both sides
+    /// (enlarged by at most a ninth, a difference the eye does not see in a preview: 500 pixels
+    /// for 512 from a 4000-pixel photo). Then they need no partial frame.
+    static func previewServes(_ spec: OutputSpec, _ decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)) -> Bool {
+        guard spec.partialMaxPixelSize != nil, let preview = decoder.previewSize else { return false }
+        let size = partialSize(spec, source: source)
+        return preview.width * 10 >= size.width * 9 && preview.height * 10 >= size.height * 9
+    }
+
+    /// On the session's queue: renders and sends a partial image for each due progressive token,
+    /// from the decoder's frame when this feed updated it (`frameUpdated`), or from its preview
+    /// for tokens whose `partialMaxPixelSize` the preview covers.
+    func partialImages(
+        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken], fetchID: Int,
+        frameUpdated: Bool
+    ) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        // While the reader is behind, no new inline payload is built: its partial images wait
+        // for the next frame after it caught up (the final image is never skipped).
+        let backedUp = writer.backedUp
+        let due = ledger.withLock { $0.due(tokens, now: now) }.filter {
+            !backedUp || ($0.1.spec.delivery != .inline && $0.1.spec.delivery != .shared)
+        }
+        guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
+        let filled = decoder.filledRows
+        let orientation = decoder.orientation
+        // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
+        // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
+        var preview: (image: DecodedImage, passes: Int)??
+        var renders: [RenderKey: (rendered: OutputDelivery.Rendered, passes: Int, filledRows: Int)] = [:]
+        for (token, target) in due {
+            let spec = target.spec
+            let key = RenderKey(spec)
+            if renders[key] == nil {
+                let size = Self.partialSize(spec, source: source)
+                if Self.previewServes(spec, decoder, source: source) {
+                    if preview == nil { preview = decoder.preview() }
+                    guard let (image, passes) = preview ?? nil,
+                        let rendered = try? OutputDelivery.renderNow(OutputDelivery.resized(image, to: size, spec: spec), spec: spec)
+                    else { continue }
+                    renders[key] = (rendered, passes, size.height)
+                } else {
+                    guard frameUpdated else { continue }  // no new frame for this token
+                    // Within the frame (a late joiner may ask more than it holds).
+                    let target = (width: min(size.width, frameWidth), height: min(size.height, frameHeight))
+                    let rows = frameHeight > 0 ? filled * target.height / frameHeight : 0
+                    var rendered: OutputDelivery.Rendered?
+                    if spec.delivery == .none, !spec.format.isEncoded {
+                        // Delivered nowhere: described, never copied out of the decoder.
+                        rendered = OutputDelivery.described(
+                            width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
+                    } else if spec.format.isEncoded, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                        rendered = decoder.withCurrentPixels { frame in
+                            try? OutputDelivery.renderPartialEncoded(frame, orientation: orientation, source: decoder.format, spec: spec)
+                        } ?? nil
+                    } else {
+                        // Taken from the frame where it lies (scaled down, or copied at full
+                        // size), then in the token's layout.
+                        let image = decoder.withCurrentPixels { frame in
+                            ImageResampler.resize(
+                                frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
+                        }
+                        if let image { rendered = try? OutputDelivery.renderNow(spec.format.pixels(of: image), spec: spec) }
+                    }
+                    guard let rendered else { continue }
+                    renders[key] = (rendered, decoder.completedPasses, rows)
+                }
+            }
+            guard let (rendered, passes, rows) = renders[key] else { continue }
+            let placed: FrameDelivery.Placed
+            do throws(DeliveryFailure) {
+                placed = try FrameDelivery.deliver(
+                    rendered.payload, fileExtension: rendered.fileExtension, source: decoder.format,
+                    to: FrameDelivery.Target(token: token, url: target.url, spec: spec, reservedPath: target.reservedPath), final: false)
+            } catch {
+                continue  // the final delivery reports output failures
+            }
+            // A `skipExisting` file that appeared meanwhile is kept: no partial images into it.
+            guard case .delivered(let fields, let path) = placed else { continue }
+            let (message, replaceKey) = EventEncoder.partialImage(
+                token, sequence: target.sequence + 1, image: rendered, filledRows: rows, passes: passes, delivery: fields)
+            ledger.withLock { l in
+                guard l.partialReady(token, of: target, path: path ?? target.reservedPath, now: now) else { return }
+                writer.send(message, replaceKey: replaceKey, alwaysReplace: true)
+            }
+        }
+    }
+
+    /// What makes two tokens' partial images the same bytes.
+    struct RenderKey: Hashable {
+        var format: OutputSpec.Format
+        var encoding: ImageEncoding?
+        var maxPixelSize: Int?
+        var maxPixelCount: Int?
+        var partialMaxPixelSize: Int?
+        var applyOrientation: Bool
+        /// Described only (raw pixels delivered nowhere) or made.
+        var described: Bool
+
+        init(_ spec: OutputSpec) {
+            (format, encoding, maxPixelSize, maxPixelCount, partialMaxPixelSize, applyOrientation) =
+                (spec.format, spec.encoding, spec.maxPixelSize, spec.maxPixelCount, spec.partialMaxPixelSize, spec.applyOrientation)
+            described = spec.delivery == .none && !spec.format.isEncoded
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import ImageDecoding
+import ImageDownloader
+import ImageWorkerProtocol
+
+/// Where a token's image goes, partial or final: the one path from an image's bytes to the
+/// fields that say where it went (`data`, or `path` and `uri`). A partial image's event is
+/// `EventEncoder.partialImage`, the final one's `download/completed`.
+enum FrameDelivery {
+    /// The token an image is for, and where its images go.
+    struct Target: Sendable {
+        var token: DownloadToken
+        /// The URL the token asked for (as sent), which names its file in a `dir`.
+        var url: String
+        var spec: OutputSpec
+        /// Where its partial images went: a later image replaces the last there.
+        var reservedPath: String?
+    }
+
+    enum Placed: Sendable {
+        /// The fields to add to the event; `path` where the file now is.
+        case delivered(JSONObject, path: String?)
+        /// A `skipExisting` file appeared while the token downloaded: kept as it was, at this path.
+        case keptExisting(String)
+    }
+
+    /// Puts `payload` where the target asks, on the calling thread (off the network and
+    /// cooperative threads; the file is written atomically, `AtomicFile`). A final image carries
+    /// its SHA-256 when the spec wants one (a name template with `{sha256}`, `output.sha256`).
+    /// `shared` delivery puts images inline here: partial images always (a replaced, never sent
+    /// partial event must leave no file nobody will take), a final one when it is small (a
+    /// larger one is written to shared memory by `OutputDelivery`, which may wait for room).
+    static func deliver(
+        _ payload: Payload, fileExtension: String?, source: ImageFormat?, to target: Target, final: Bool
+    ) throws(DeliveryFailure) -> Placed {
+        let spec = target.spec
+        let digest = final && wantsDigest(spec) ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
+        var fields: JSONObject = [:]
+        if let digest { fields["sha256"] = .string(digest) }
+        switch spec.delivery {
+        case .none:
+            return .delivered(fields, path: nil)
+        case .inline, .shared:
+            fields["data"] = .string(payload.base64())
+            return .delivered(fields, path: nil)
+        case .file:
+            let written = try FileTarget.write(
+                payload, spec: spec, reserved: target.reservedPath, url: target.url, token: target.token, source: source,
+                fileExtension: fileExtension, sha256: digest)
+            if written.skipped { return .keptExisting(written.path) }
+            fields["path"] = .string(written.path)
+            fields["uri"] = .string(URL(fileURLWithPath: written.path, isDirectory: false).absoluteString)
+            return .delivered(fields, path: written.path)
+        }
+    }
+
+    /// Whether a final image's event says its SHA-256: asked for, and there are bytes to hash
+    /// (a decoded image delivered nowhere is never made).
+    static func wantsDigest(_ spec: OutputSpec) -> Bool {
+        spec.needsDigest && (spec.delivery != .none || !spec.format.needsDecoding)
+    }
+}
