@@ -57,11 +57,7 @@ struct AVIFDecodingTests {
         let image = try ImageDecoders.decode(try Corpora.localBytes("avif/colors-animated-8bpc.avif"))
         #expect((image.animation?.frameCount ?? 0) > 1)
         #expect(image.animation?.loopCount == nil)
-        var options = DecodeOptions()
-        options.maxFrames = 1
-        #expect {
-            _ = try ImageDecoders.decode(try Corpora.localBytes("avif/colors-animated-8bpc.avif"), options: options)
-        } throws: { Corpora.isLimit($0, saying: "exceeds the limit of 1 frames") }
+        Corpora.expectFrameLimit("avif/colors-animated-8bpc.avif", maxFrames: 1, saying: "exceeds the limit of 1 frames")
     }
 
     /// irot and imir become the EXIF orientation, which `applyingOrientation` turns upright.

@@ -1,6 +1,7 @@
 import Foundation
 import ImageDecoding
 import TestSupport
+import Testing
 
 /// The shared test corpora (`../shared/corpora` beside the repository), and reference decoders.
 enum Corpora {
@@ -27,6 +28,16 @@ enum Corpora {
     static func isLimit(_ error: any Error, saying text: String = "") -> Bool {
         guard case .limit(let message, _, _)? = error as? DecodeError else { return false }
         return text.isEmpty || message.contains(text)
+    }
+
+    /// Decodes the local file `path` with at most `maxFrames` frames, expecting the frame
+    /// limit's error saying `text`.
+    static func expectFrameLimit(_ path: String, maxFrames: Int, saying text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        var options = DecodeOptions()
+        options.maxFrames = maxFrames
+        #expect(sourceLocation: sourceLocation) {
+            _ = try ImageDecoders.decode(try localBytes(path), options: options)
+        } throws: { isLimit($0, saying: text) }
     }
 
     /// A binary PAM (P7, as `dwebp -pam` writes): RGBA, RGB or grey, 8-bit.

@@ -110,11 +110,7 @@ import TestSupport
     }
 
     @Test func framesOverTheLimitAreRefused() throws {
-        var options = DecodeOptions()
-        options.maxFrames = 13
-        #expect {
-            _ = try ImageDecoders.decode(try Corpora.localBytes("gif/samples_moon_impact.gif"), options: options)
-        } throws: { Corpora.isLimit($0, saying: "limit of 13 frames") }
+        Corpora.expectFrameLimit("gif/samples_moon_impact.gif", maxFrames: 13, saying: "limit of 13 frames")
     }
 
     /// A 4x3 screen whose first frame, 2x2 at (1, 1), has a transparent colour: the screen

@@ -11,6 +11,13 @@ struct PNGDecodingTests {
         + Corpora.files("png-edge/iccp", suffix: ".png") + Corpora.files("png-edge/sbit", suffix: ".png")
         + Corpora.files("png-edge/text_chunk_examples", suffix: ".png") + Corpora.files("png-edge/animated", suffix: ".png")
 
+    /// `bytes` decoded into `layout`.
+    static func decode(_ bytes: [UInt8], as layout: PixelLayout) throws -> DecodedImage {
+        var options = DecodeOptions()
+        options.layout = layout
+        return try ImageDecoders.decode(bytes, options: options)
+    }
+
     @Test func theCorpusIsThere() {
         #expect(Self.valid.count == 161)
         #expect(Self.corrupt.count == 14)
@@ -206,9 +213,7 @@ struct PNGDecodingTests {
                 for fast in [false, true] {
                     let encoded = try ImageDecoders.encodePNG(converted, fast: fast)
                     #expect(ImageFormat.detect(encoded) == .png)
-                    var options = DecodeOptions()
-                    options.layout = layout
-                    #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(path) as \(layout), fast \(fast)")
+                    #expect(try Self.decode(encoded, as: layout) == converted, "\(path) as \(layout), fast \(fast)")
                 }
             }
         }
@@ -245,9 +250,7 @@ struct PNGDecodingTests {
             let image = DecodedImage(width: width, height: height, layout: layout, pixels: pixels, format: .png)
             let encoded = try ImageDecoders.encodePNG(image, fast: true)
             #expect(encoded.count < count / 2, "\(width)x\(height) \(layout): compressed")
-            var options = DecodeOptions()
-            options.layout = layout
-            #expect(try ImageDecoders.decode(encoded, options: options) == image, "\(width)x\(height) \(layout)")
+            #expect(try Self.decode(encoded, as: layout) == image, "\(width)x\(height) \(layout)")
         }
     }
 
@@ -265,9 +268,7 @@ struct PNGDecodingTests {
                 for fast in [false, true] {
                     let encoded = try ImageDecoders.encodePNG(converted, fast: fast)
                     if name == "noise" { #expect(encoded.count > converted.pixels.count / 2 + 65536, "\(layout): the buffer had to grow") }
-                    var options = DecodeOptions()
-                    options.layout = layout
-                    #expect(try ImageDecoders.decode(encoded, options: options) == converted, "\(name) as \(layout), fast \(fast)")
+                    #expect(try Self.decode(encoded, as: layout) == converted, "\(name) as \(layout), fast \(fast)")
                 }
             }
         }

@@ -87,6 +87,14 @@ import TestSupport
         #expect(q.runningCount == 0 && q.waitingCount == 0)
     }
 
+    /// Gives a random waiting download a random priority, in the queue and in its model.
+    static func reprioritise(_ q: inout DownloadQueue<Int>, _ model: inout NaiveQueue, _ rng: inout SplitMix) {
+        guard let id = model.waiting.randomElement(using: &rng)?.id else { return }
+        let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
+        q.setPriority(id, p)
+        model.setPriority(id, p)
+    }
+
     /// Against a naive model, over random operations: the same operations start, in the same order.
     @Test(arguments: [1, 2, 3, 7])
     func agreesWithANaiveModel(seed: UInt64) async {
@@ -104,11 +112,7 @@ import TestSupport
             case 3:
                 if let id = model.running.randomElement(using: &rng)?.id { #expect(q.remove(id) == model.remove(id)) }
             case 4:
-                if let id = model.waiting.randomElement(using: &rng)?.id {
-                    let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
-                    q.setPriority(id, p)
-                    model.setPriority(id, p)
-                }
+                Self.reprioritise(&q, &model, &rng)
             case 5:
                 if let id = model.waiting.randomElement(using: &rng)?.id { #expect(q.remove(id) == model.remove(id)) }
             default:
@@ -207,11 +211,7 @@ import TestSupport
             case 3, 4:
                 if let id = model.running.randomElement(using: &rng)?.id { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
             case 5:
-                if let id = model.waiting.randomElement(using: &rng)?.id {
-                    let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
-                    q.setPriority(id, p)
-                    model.setPriority(id, p)
-                }
+                Self.reprioritise(&q, &model, &rng)
             case 6:
                 if let id = model.waiting.randomElement(using: &rng)?.id { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
             case 7:

@@ -8,18 +8,6 @@ public struct RetryPolicy: Sendable, Equatable {
     public var baseDelayMs: Int64
     public var maxDelayMs: Int64
 
-    public init(maxRetries: Int, baseDelayMs: Int64, maxDelayMs: Int64) {
-        self.maxRetries = maxRetries
-        self.baseDelayMs = baseDelayMs
-        self.maxDelayMs = maxDelayMs
-    }
-
-    public init(_ configuration: DownloaderConfiguration) {
-        self.init(
-            maxRetries: configuration.maxRetries, baseDelayMs: configuration.retryBaseDelayMs,
-            maxDelayMs: configuration.retryMaxDelayMs)
-    }
-
     /// - Parameters:
     ///   - retry: 1 for the first retry (the second attempt), 2 for the next…
     ///   - jitter: a random number in 0..<1.
@@ -39,5 +27,14 @@ public struct RetryPolicy: Sendable, Equatable {
         if let seconds = Double(trimmed), seconds >= 0 { return seconds }
         guard let date = HTTPDate.parse(trimmed) else { return nil }
         return max(0, date.timeIntervalSince(now))
+    }
+}
+
+extension RetryPolicy {
+    /// The worker's policy. (In an extension, so that the memberwise initializer stays.)
+    public init(_ configuration: DownloaderConfiguration) {
+        self.init(
+            maxRetries: configuration.maxRetries, baseDelayMs: configuration.retryBaseDelayMs,
+            maxDelayMs: configuration.retryMaxDelayMs)
     }
 }
