@@ -61,7 +61,8 @@ class Relation:
 def _value(params: Mapping[str, Any], path: str) -> Any:
     if path.startswith("output."):
         output = params.get("output")
-        return output.get(path[len("output."):]) if isinstance(output, Mapping) else None
+        # (A dict first: the ABC check is slow, and params are dicts.)
+        return output.get(path[len("output."):]) if isinstance(output, dict) or isinstance(output, Mapping) else None
     return params.get(path)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from typing import Any, Dict, Mapping, Sequence, Union, cast
+from typing import Any, Dict, List, Mapping, Sequence, Union, cast
 
 from ._errors import RequestError
 from ._option_rules import Rule
@@ -150,8 +150,12 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
     if params.get("progressive") and "format" not in output:
         output["format"] = "png"
     params["output"] = output
-    for relation in RELATIONS:  # the schema's rules between options, as the worker checks them
-        problem = relation.problem(params, _python_name, _DECODED)
+    # The schema's rules between options, as the worker checks them: those of the options set
+    # (a bulk job checks every URL's params), in the table's order.
+    applicable = [i for key, value in params.items() if value is not None and value is not False for i in _RELATIONS_OF.get(key, ())]
+    applicable += [i for key, value in output.items() if value is not None and value is not False for i in _RELATIONS_OF.get("output." + key, ())]
+    for index in sorted(applicable):
+        problem = RELATIONS[index].problem(params, _python_name, _DECODED)
         if problem is not None:
             raise invalid(*problem)
     if not output:
@@ -162,6 +166,11 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
 #: Python's name of each wire path (``output.`` for the output object's).
 _PYTHON_NAMES: Dict[str, str] = {("output." if rule.output else "") + rule.wire: name for name, rule in DOWNLOAD_RULES.items()}
 _DECODED = tuple(f for f in FORMATS if f != "original")
+#: Each wire path's rules between options (by their place in ``RELATIONS``): a rule applies only
+#: when its option is set.
+_RELATIONS_OF: Dict[str, List[int]] = {}
+for _index, _relation in enumerate(RELATIONS):
+    _RELATIONS_OF.setdefault(_relation.option, []).append(_index)
 
 
 def _python_name(wire: str) -> str:
