@@ -117,6 +117,20 @@ import TestSupport
         #expect(h.server.hits("/status/404") == 2)
     }
 
+    /// A URL asked for in a form that is fetched as another (spaces around it, a backslash for
+    /// a slash) is blocked in the form it was asked in, and a success takes it off the list.
+    @Test func aURLIsBlockedAsItWasAsked() async throws {
+        let h = try await DownloaderHarness.make()
+        defer { Task { await h.shutdown() } }
+        let asked = " " + h.server.url("/status/404").replacingOccurrences(of: "/status/", with: "\\status/") + " "
+        try await h.start(t, asked)
+        #expect(try await h.outcome(t).failure == .statusCode(404, retryAfterSeconds: nil))
+        let again = DownloadToken.string("again")
+        try await h.start(again, asked)
+        guard case .blocked? = try await h.outcome(again).failure else { Issue.record("expected BlockedURL"); return }
+        #expect(h.server.hits("/status/404") == 1, "a blocked URL is refused without a request")
+    }
+
     @Test func serverErrorsAreRetriedThenFail() async throws {
         let h = try await DownloaderHarness.make { $0.maxRetries = 2 }
         defer { Task { await h.shutdown() } }

@@ -99,10 +99,10 @@ extension Downloader {
         startFetches(queue.remove(id, now: clock()))
     }
 
-    /// Puts the fetch's URLs on the failed-URL list.
-    func recordFailure(of fetch: Fetch, _ failure: DownloadFailure) {
+    /// Puts the fetch's URLs on the failed-URL list: its own, and each of `tokens`' as asked.
+    func recordFailure(of fetch: Fetch, tokens failing: [DownloadToken], _ failure: DownloadFailure) {
         let expiry = UInt64(max(0, configuration.failedURLExpiryMs)) * 1_000_000
-        for url in urlsOf(fetch) {
+        for url in urlsOf(fetch, tokens: failing) {
             failedURLs.record(url, reason: failure.description, now: clock(), expiryNanos: expiry)
         }
     }
@@ -147,10 +147,12 @@ extension Downloader {
         }
     }
 
-    /// The URL strings the tokens of this fetch asked for (the failed-URL list is keyed by them).
-    func urlsOf(_ fetch: Fetch) -> Set<String> {
+    /// The URL strings `tokens` of this fetch asked for (the failed-URL list is keyed by them:
+    /// they may differ from the fetch's, as a URL with spaces around it or a backslash for a
+    /// slash is fetched as its normal form), and the fetch's own.
+    func urlsOf(_ fetch: Fetch, tokens asking: [DownloadToken]) -> Set<String> {
         var urls: Set<String> = [fetch.url]
-        for entry in fetch.machine.tokens { if let url = tokens[entry.token]?.url { urls.insert(url) } }
+        for token in asking { if let url = tokens[token]?.url { urls.insert(url) } }
         return urls
     }
 

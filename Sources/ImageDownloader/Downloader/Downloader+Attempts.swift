@@ -119,7 +119,8 @@ extension Downloader {
         case .fail(let cause, let failing, let failure, let blocksURL):
             logger.debug("attempt failed", metadata: ["url": "\(fetch.url)", "attempt": "\(number)", "error": "\(cause)"])
             leaveQueue(id)
-            if blocksURL { recordFailure(of: fetch, failure) }
+            // (Before the tokens end: their URLs as asked are known until then.)
+            if blocksURL { recordFailure(of: fetch, tokens: failing, failure) }
             for token in failing { end(token, failure) }
             finish(id)
         case .deliver(let delivery):
@@ -127,7 +128,7 @@ extension Downloader {
             emit(delivery.progress)
             io.resource = FetchedResource(
                 response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count, streamed: fetch.streamsBody)
-            for url in urlsOf(fetch) { failedURLs.remove(url) }
+            for url in urlsOf(fetch, tokens: delivery.tokens) { failedURLs.remove(url) }
             enterDelivery(id)
             for token in delivery.tokens { process(token, of: id) }
         }
