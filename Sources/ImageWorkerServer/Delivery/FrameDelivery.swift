@@ -10,7 +10,9 @@ enum FrameDelivery {
     /// The token an image is for, and where its images go.
     struct Target: Sendable {
         var token: DownloadToken
-        /// The URL the token asked for (as sent), which names its file in a `dir`.
+        /// The URL the token asked for (as sent), which names its file in a `dir`: not where
+        /// redirects led, so that the name `skipExisting` looks for before the download is the
+        /// one written.
         var url: String
         var spec: OutputSpec
         /// Where its partial images went: a later image replaces the last there.

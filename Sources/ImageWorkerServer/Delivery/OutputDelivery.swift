@@ -118,8 +118,9 @@ enum OutputDelivery {
             let deliver = { @Sendable () throws(DeliveryFailure) -> FrameDelivery.Placed in
                 try FrameDelivery.deliver(payload, fileExtension: fileExtension, source: source, to: target, final: true)
             }
-            // Hashing, base64 and writing a large image are work for the blocking pool.
-            placed = spec.delivery != .file && payload.count < 256 * 1024 ? try deliver() : try await BlockingWork.run(deliver)
+            // Writing a file, and hashing or base64 of a large image, are work for the blocking pool.
+            let heavy = spec.delivery == .file || (payload.count >= 256 * 1024 && (spec.delivery != .none || FrameDelivery.wantsDigest(spec)))
+            placed = heavy ? try await BlockingWork.run(deliver) : try deliver()
             if spec.delivery == .file { timings["writeMs"] = since(writeStart) }
         }
         switch placed {
