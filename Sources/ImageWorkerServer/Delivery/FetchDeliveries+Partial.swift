@@ -61,7 +61,7 @@ extension FetchDeliveries {
     /// from the decoder's frame when this feed updated it (`frameUpdated`), or from its preview
     /// for tokens whose `partialMaxPixelSize` the preview covers.
     func partialImages(
-        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken], fetchID: Int,
+        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken],
         frameUpdated: Bool
     ) {
         let now = DispatchTime.now().uptimeNanoseconds

@@ -74,7 +74,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             let progress = try active.feed(chunk, isLast: false)
             if !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size {
                 owner.partialImages(
-                    from: active, source: source, tokens: tokens, fetchID: fetchID, frameUpdated: progress.contains(.pixels))
+                    from: active, source: source, tokens: tokens, frameUpdated: progress.contains(.pixels))
             }
         } catch {
             result = .failure(error)

@@ -66,6 +66,10 @@ def _value(params: Mapping[str, Any], path: str) -> Any:
     return params.get(path)
 
 
-def _is_set(params: Mapping[str, Any], path: str) -> bool:
-    value = _value(params, path)
+def is_set(value: Any) -> bool:
+    """Whether an option's value sets it: present, and true when a boolean."""
     return value is not None and value is not False
+
+
+def _is_set(params: Mapping[str, Any], path: str) -> bool:
+    return is_set(_value(params, path))

@@ -12,7 +12,7 @@ import re
 from typing import Any, Dict, List, Mapping, Sequence, Union, cast
 
 from ._errors import RequestError
-from ._option_rules import Rule
+from ._option_rules import Rule, is_set
 from ._option_table import (
     CACHE_POLICIES,
     CHROMA_SUBSAMPLINGS,
@@ -152,9 +152,9 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
     params["output"] = output
     # The schema's rules between options, as the worker checks them: those of the options set
     # (a bulk job checks every URL's params), in the table's order.
-    applicable = [i for key, value in params.items() if value is not None and value is not False for i in _RELATIONS_OF.get(key, ())]
-    applicable += [i for key, value in output.items() if value is not None and value is not False for i in _RELATIONS_OF.get("output." + key, ())]
-    for index in sorted(applicable):
+    set_paths = [key for key, value in params.items() if is_set(value)]
+    set_paths += ["output." + key for key, value in output.items() if is_set(value)]
+    for index in sorted(i for path in set_paths for i in _RELATIONS_OF.get(path, ())):
         problem = RELATIONS[index].problem(params, _python_name, _DECODED)
         if problem is not None:
             raise invalid(*problem)
