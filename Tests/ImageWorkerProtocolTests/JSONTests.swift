@@ -53,10 +53,20 @@ import Testing
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(text) }
     }
 
-    @Test func rejectsInvalidUTF8() {
+    @Test func rejectsInvalidUTF8() throws {
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xC3, 0x28, 0x22]) }
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0x5C, 0x6E, 0xED, 0xA0, 0x80, 0x22]) }  // encoded surrogate
+        // Each entry point (an array, a slice of a line, any collection), on ASCII, valid and
+        // invalid UTF-8 without escapes.
+        let line = Array(#"x["ab", "é😀"]y"#.utf8)
+        let valid = line[1..<line.count - 1]
+        #expect(try JSONParser.parse(valid) == ["ab", "é😀"])
+        #expect(try JSONParser.parse(Array(valid)) == ["ab", "é😀"])
+        #expect(try JSONParser.parse(valid.reversed().reversed()) == ["ab", "é😀"])
+        let invalid: [UInt8] = Array(#"x["ab", ""#.utf8) + [0xC3, 0x28, 0x22, 0x5D]
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(invalid[1...]) }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(Array(invalid[1...])) }
     }
 
     @Test func limitsNestingDepth() throws {
