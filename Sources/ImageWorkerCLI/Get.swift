@@ -90,7 +90,7 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "No progress bars or progress lines.")
     var noProgress = false
 
-    @Option(help: "Seconds between progress lines when stderr is not a terminal (a log file).")
+    @Option(help: "Seconds between progress lines when stderr is not a terminal (a log file); each counts the URLs ended and their bytes.")
     var progressInterval: Double = 5
 
     @Option(help: "Idle timeout of each download in milliseconds (default 15000).")

@@ -101,6 +101,12 @@ public struct GetOptions: Sendable {
     public var progressLines = false
     public var progressInterval = Duration.seconds(5)
 
+    /// Downloads ask for their `completed` event alone (`quiet`) when nothing shows their progress:
+    /// no bars, no `--json` (every event is passed on), no manifest (its `ms` is timed from
+    /// `download/started`), no partial images. Each event skipped is an encode, a write and a
+    /// parse saved; the progress lines then count what has ended.
+    public var quietEvents: Bool { !progressBars && !json && manifest == nil && !progressive }
+
     public init(urls: [String], directory: String) {
         self.init(input: GetInput(urls.map { .url($0) }), directory: directory)
     }
@@ -165,6 +171,7 @@ public struct GetOptions: Sendable {
             "output": .object(output),
         ]
         if progressive { params["progressive"] = true }
+        if quietEvents { params["quiet"] = true }
         if let timeoutMs { params["timeoutMs"] = .int(timeoutMs) }
         if let deadlineMs { params["deadlineMs"] = .int(deadlineMs) }
         if let cachePolicy { params["cachePolicy"] = .string(cachePolicy) }

@@ -89,6 +89,7 @@ public enum GetRunner {
         let outputClosed = Mutex(false)
         var initial = GetSession()
         initial.total = total
+        initial.quiet = options.quietEvents
         if manifest != nil { initial.recordFormat = options.format }
         // Entries fed and not yet taken by the reader: registered before their request is written,
         // so no message of a token comes before its entry.

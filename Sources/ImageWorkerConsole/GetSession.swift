@@ -117,8 +117,10 @@ public struct GetSession: Sendable {
     public var items: [Item] { live.values.sorted { $0.index < $1.index } }
     /// The URLs of the run: all of them when known, else those fed so far.
     public var count: Int { total ?? registered }
-    /// Under way: started and not ended.
-    public var running: Int { live.values.count { $0.phase != .waiting } }
+    /// Under way: started and not ended (nil when the downloads are quiet: no event says so).
+    public var running: Int? { quiet ? nil : live.values.count { $0.phase != .waiting } }
+    /// The downloads were asked for their `completed` event alone (`GetOptions.quietEvents`).
+    public var quiet = false
 
     public var allEnded: Bool { live.isEmpty && ended == count }
     public var receivedBytes: Int64 { live.values.reduce(endedBytes) { $0 + $1.receivedBytes } }
@@ -175,12 +177,22 @@ public struct GetSession: Sendable {
         case WorkerEvent.partialImage:
             live[n]!.partialImages = Int(params["sequence"]?.integerValue ?? Int64(live[n]!.partialImages + 1))
         case WorkerEvent.completed:
-            let item = live[n]!
             if let metrics = params["metrics"] {
                 let timing = Timing(metrics)
                 // The downloads that reached the network or the cache (not those cancelled in the queue).
-                if timing.attempts > 0 || timing.fromCache { timings.append(timing) }
+                if timing.attempts > 0 || timing.fromCache {
+                    timings.append(timing)
+                    // A quiet download's first event: it did start.
+                    if live[n]!.phase == .waiting { live[n]!.phase = .finishing }
+                }
             }
+            // A quiet download's bytes received, which no progress event gave (a kept file's were not).
+            if quiet, params["outcome"]?.stringValue == "success", params["skipped"]?.boolValue != true,
+                let bytes = params["byteLength"]?.integerValue
+            {
+                live[n]!.receivedBytes = bytes
+            }
+            let item = live[n]!
             var outputs = end(n, Self.outcome(params))
             if let recordFormat {
                 let ms = now.flatMap { now in item.startedAt.map { Int64(((now - $0) * 1000).rounded()) } }

@@ -21,12 +21,11 @@ public enum ProgressBoard {
     /// `40/100 done, 2 failed, 1 cancelled, 6 running, 12.3 MB, 10 s`: the progress line written
     /// every few seconds when stderr is not a terminal.
     public static func statusLine(_ session: GetSession, seconds: Double) -> String {
-        let running = session.running
         var text = "\(session.ended)/\(session.count) done"
         if session.kept > 0 { text += ", \(session.kept) kept" }
         if session.failed > 0 { text += ", \(session.failed) failed" }
         if session.cancelled > 0 { text += ", \(session.cancelled) cancelled" }
-        if running > 0 { text += ", \(running) running" }
+        if let running = session.running, running > 0 { text += ", \(running) running" }
         return text + ", \(ByteCount.format(session.receivedBytes)), \(Int(seconds.rounded())) s"
     }
 

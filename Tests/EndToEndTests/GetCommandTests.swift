@@ -78,6 +78,10 @@ import TestSupport
         #expect(try Data(contentsOf: out.appendingPathComponent("basn2c08.png")) == Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
         #expect(run.stderr.hasPrefix("2 downloaded, 2 failed,"), "\(run.stderr)")
         #expect(!run.stderr.contains("\u{1B}["))
+        // Off a terminal the downloads are quiet (their `completed` event alone), and the summary
+        // still counts every byte received.
+        let served = try [urls[0], urls[2]].map { try Data(contentsOf: E2E.samples.appendingPathComponent(String($0.split(separator: "/").last!))).count }
+        #expect(run.stderr.contains("2 failed, \(String(format: "%.1f", Double(served.reduce(0, +)) / 1e3)) kB in "), "\(served): \(run.stderr)")
         // Then the medians of where the time went (the invalid URL never reached the network).
         let timings = try #require(run.stderr.split(separator: "\n").last { $0.hasPrefix("timings (median of ") }, "\(run.stderr)")
         #expect(timings.contains("queued ") && timings.contains("ttfb ") && timings.contains("transfer "), "\(timings)")

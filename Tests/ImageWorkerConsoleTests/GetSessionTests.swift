@@ -172,6 +172,40 @@ import Testing
         #expect(ProgressBoard.statusLine(session, seconds: 1) == "3/3 done, 1 cancelled, 0 B, 1 s")
     }
 
+    /// Quiet downloads (nothing shows their progress): `completed` alone tells that a URL had
+    /// started and how many bytes came; the progress line does not claim to know what is running.
+    @Test func aQuietSessionLearnsEverythingFromCompleted() {
+        var session = GetSession(urls: ["http://h/a", "http://h/b", "http://h/c", "http://h/d"])
+        session.quiet = true
+        _ = session.handle(Self.event("download/completed", [
+            "token": "1", "outcome": "success", "byteLength": 1500, "path": "/o/a", "metrics": ["queuedMs": 1, "attempts": 1],
+        ]))
+        _ = session.handle(Self.event("download/completed", [
+            "token": "2", "outcome": "success", "skipped": true, "byteLength": 7000, "path": "/o/b", "metrics": ["queuedMs": 1, "attempts": 0],
+        ]))
+        let started = session.handle(Self.event("download/completed", ["token": "3", "outcome": "cancelled", "metrics": ["queuedMs": 1, "attempts": 1]]))
+        #expect(started.first == .result("cancelled http://h/c"), "it had started: a line")
+        #expect(session.running == nil)
+        #expect(ProgressBoard.statusLine(session, seconds: 2) == "3/4 done, 1 kept, 1 cancelled, 1.5 kB, 2 s", "the kept file's bytes did not come")
+        let queued = session.handle(Self.event("download/completed", ["token": "4", "outcome": "cancelled", "metrics": ["queuedMs": 9, "attempts": 0]]))
+        #expect(queued == [.redraw])
+        #expect(session.summary(seconds: 2).hasPrefix("1 downloaded, 1 kept, 2 cancelled (1 before they started), 1.5 kB"), "\(session.summary(seconds: 2))")
+    }
+
+    /// `get` asks for quiet downloads only when nothing would show their other events.
+    @Test func quietWhenNothingShowsProgress() {
+        var options = GetOptions(urls: ["http://h/a"], directory: "/o")
+        let entry = GetEntry(url: "http://h/a", index: 0)
+        #expect(options.downloadRequest(entry)["params"]?["quiet"] == true)
+        options.progressLines = true
+        #expect(options.downloadRequest(entry)["params"]?["quiet"] == true, "lines count what ended")
+        for change: (inout GetOptions) -> Void in [{ $0.progressBars = true }, { $0.json = true }, { $0.manifest = "/m" }, { $0.progressive = true }] {
+            var other = options
+            change(&other)
+            #expect(other.downloadRequest(entry)["params"]?["quiet"] == nil)
+        }
+    }
+
     @Test func inputListsAndIndexPlaceholders() {
         let text = "http://h/a.jpg\n\n# a comment\n  http://h/b.jpg\tb name.jpg\r\nhttp://h/c.jpg\t\n"
         #expect(GetEntry.parse(lines: text, firstIndex: 2) == [
