@@ -115,7 +115,10 @@ let package = Package(
         // Benchmarks (not tests): drives the built binary against the loopback server, prints figures.
         .executableTarget(
             name: "ImageWorkerBenchmark",
-            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures"]
+            dependencies: [
+                "ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         // A misbehaving loopback HTTP server and a seeded generator, shared by tests and benchmarks.
         .target(

@@ -38,6 +38,16 @@ struct WorkerBenchmark {
             return arguments[i + 1]
         }
         let worker = option("--worker") ?? defaultWorker()
+        if arguments.first == "http-floor" {
+            let concurrency = max(1, Int(option("--concurrency") ?? "") ?? 6)
+            let rounds = max(1, Int(option("--rounds") ?? "") ?? 3)
+            guard arguments.count == 2, let list = try? String(contentsOfFile: arguments[1], encoding: .utf8) else {
+                print("usage: image-worker-bench http-floor URL-LIST [--concurrency N] [--rounds N]")
+                exit(2)
+            }
+            try await HTTPFloor.run(urls: list.split(whereSeparator: \.isNewline).map(String.init), concurrency: concurrency, rounds: rounds)
+            return
+        }
         if arguments.first == "progressive" {
             let rounds = max(1, Int(option("--rounds") ?? "") ?? 5)
             guard arguments.count == 2 else {
