@@ -9,6 +9,39 @@ import Testing
         #expect(value["b"] == .object(JSONObject()))
     }
 
+    /// An object keeps its keys' first order, the last value of a key, and equality without order,
+    /// small (pairs searched) and large (indexed), through removals.
+    @Test func objectsKeepOrderAndTheLastValue() throws {
+        for size in [3, 16, 16 + 1, 200] {
+            var object = JSONObject()
+            for i in 0..<size { object["k\(i)"] = .int(Int64(i)) }
+            object["k0"] = "again"
+            #expect(object.keys == (0..<size).map { "k\($0)" } && object["k0"] == "again" && object.count == size)
+            object["k1"] = nil
+            object["k1"] = nil
+            #expect(object["k1"] == nil && object.count == size - 1 && object.keys.first(where: { $0 == "k1" }) == nil)
+            object["k1"] = true
+            #expect(object.keys.last == "k1" && object["k1"] == true && object["k2"] == 2)
+            var reversed = JSONObject()
+            for (key, value) in object.reversed() { reversed[key] = value }
+            #expect(reversed == object && reversed.keys != object.keys)
+            reversed["k2"] = 3
+            #expect(reversed != object)
+            reversed["k2"] = 2
+            reversed["extra"] = nil
+            #expect(reversed == object)
+            reversed["extra"] = 1
+            #expect(reversed != object)
+        }
+        // Parsed: a duplicate key's last value at its first place; a large object whole.
+        let parsed = try JSONParser.parse(#"{"a":1,"b":2,"a":3}"#)
+        #expect(parsed.objectValue?.keys == ["a", "b"] && parsed["a"] == 3)
+        let many = (0..<5000).map { "\"\($0 % 2500)\":\($0)" }.joined(separator: ",")
+        let large = try #require(try JSONParser.parse("{" + many + "}").objectValue)
+        #expect(large.count == 2500 && large["0"] == 2500 && large["2499"] == 4999 && large.keys.first == "0")
+        #expect(JSONWriter.encode(.object(large)).count == JSONWriter.encode(try JSONParser.parse(JSONWriter.encode(.object(large)))).count)
+    }
+
     /// A value's extent, found without parsing it (the framer's and the manifest index's scan).
     @Test func aValuesEndIsFoundWithoutParsingIt() {
         func end(_ text: String, from start: Int = 0) -> Int? { JSONParser.valueEnd(in: Array(text.utf8)[...], from: start) }

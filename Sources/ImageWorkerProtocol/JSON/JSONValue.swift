@@ -91,43 +91,64 @@ extension JSONValue {
 }
 
 /// A JSON object whose keys keep the order they were inserted in. Equality ignores order.
+///
+/// The pairs are kept in an array, found by comparing keys: the protocol's objects are small
+/// (an event has up to about 30 keys), and comparing short strings costs less than hashing them
+/// (a dictionary per object showed in the profile of every message). Past `indexedCount` keys
+/// an index by key is kept too, so that a large object (a hostile request's) is not quadratic.
 public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
-    public private(set) var keys: [String] = []
-    private var storage: [String: JSONValue] = [:]
+    public typealias Element = (key: String, value: JSONValue)
+
+    private var pairs: [Element] = []
+    private var index: [String: Int]? = nil
+    static let indexedCount = 16
 
     public init() {}
 
     public init(_ pairs: [(String, JSONValue)]) {
+        self.pairs.reserveCapacity(pairs.count)
         for (k, v) in pairs { self[k] = v }
     }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) { self.init(elements) }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    public var keys: [String] { pairs.map(\.key) }
+    public var count: Int { pairs.count }
+    public var isEmpty: Bool { pairs.isEmpty }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return pairs.firstIndex { $0.key == key }
+    }
 
     /// Setting a key again keeps its first position (the last value wins, as in most JSON parsers);
     /// setting nil removes it.
     public subscript(key: String) -> JSONValue? {
-        get { storage[key] }
+        get { position(of: key).map { pairs[$0].value } }
         set {
-            if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+            let at = position(of: key)
+            switch (at, newValue) {
+            case (let at?, let value?):
+                pairs[at].value = value
+            case (nil, let value?):
+                pairs.append((key, value))
+                if index != nil {
+                    index![key] = pairs.count - 1
+                } else if pairs.count > Self.indexedCount {
+                    index = Dictionary(uniqueKeysWithValues: pairs.enumerated().map { ($1.key, $0) })
+                }
+            case (let at?, nil):
+                pairs.remove(at: at)
+                if index != nil { index = Dictionary(uniqueKeysWithValues: pairs.enumerated().map { ($1.key, $0) }) }
+            case (nil, nil):
+                break
             }
         }
     }
 
-    public func makeIterator() -> AnyIterator<(key: String, value: JSONValue)> {
-        var index = 0
-        return AnyIterator {
-            guard index < keys.count else { return nil }
-            defer { index += 1 }
-            let key = keys[index]
-            return (key, storage[key]!)
-        }
-    }
+    public func makeIterator() -> IndexingIterator<[Element]> { pairs.makeIterator() }
 
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.storage == rhs.storage }
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.count == rhs.count && lhs.pairs.allSatisfy { rhs[$0.key] == $0.value }
+    }
 }
