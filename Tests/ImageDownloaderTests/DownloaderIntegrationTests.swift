@@ -76,6 +76,26 @@ import TestSupport
         #expect(try await h.outcome(t).failure == .network(.timeout, "no data for 300 ms"))
     }
 
+    /// One timer watches every attempt: a shorter deadline armed after a longer one still comes
+    /// first, each attempt is stopped by its own timeout, and an attempt whose bytes keep coming
+    /// is never stopped.
+    @Test func eachAttemptKeepsItsOwnIdleDeadline() async throws {
+        let h = try await DownloaderHarness.make { $0.maxRetries = 0 }
+        defer { Task { await h.shutdown() } }
+        h.server.setFile("s.bin", bytes(10_000))
+        h.server.setFile("slow.bin", bytes(60_000))
+        let long = DownloadToken.string("long"), short = DownloadToken.string("short"), steady = DownloadToken.string("steady")
+        try await h.start(long, h.server.url("/files/s.bin?stallAfter=1000&n=1")) { $0.timeoutMs = 60_000 }
+        try await h.until("the long one has started") { h.started(long) }
+        try await h.start(short, h.server.url("/files/s.bin?stallAfter=1000&n=2")) { $0.timeoutMs = 300 }
+        try await h.start(steady, h.server.url("/files/slow.bin?chunk=6000&delayMs=100")) { $0.timeoutMs = 400 }
+        #expect(try await h.outcome(short, timeout: .seconds(15)).failure == .network(.timeout, "no data for 300 ms"))
+        #expect(try await h.outcome(steady, timeout: .seconds(15)).value == 60_000, "a chunk every 100 ms never idles 400 ms")
+        #expect(!h.events(long).contains { if case .completed = $0 { return true } else { return false } }, "still within its 60 s")
+        _ = await h.downloader.cancel(long)
+        #expect(try await h.outcome(long).isCancelled)
+    }
+
     @Test func aResetMidBodyIsANetworkErrorNeverASuccess() async throws {
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }

@@ -73,7 +73,7 @@ extension Downloader {
             finish(id)
         case .stopTransfer:
             fetches[id]?.running?.tasks.transfer?.cancel()
-            fetches[id]?.running?.tasks.watchdog?.cancel()
+            unwatch(id)
             leaveQueue(id)
             finish(id)
         case .stopRetryTimer:
@@ -113,7 +113,7 @@ extension Downloader {
         guard let fetch = fetches.removeValue(forKey: id) else { return }
         totals.add(fetch.running?.metrics ?? FetchMetrics())
         if fetch.streamsBody && fetch.running?.resource == nil { bodyObserver?(.abort(fetchID: id)) }
-        fetch.running?.tasks.watchdog?.cancel()
+        unwatch(id)
         fetchByKey.remove(fetch)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 
-/// Each attempt's I/O: the loader's task, the idle watchdog and the retry timer. What an event
+/// Each attempt's I/O: the loader's task, the idle watchdog (`Downloader+Watchdog.swift`) and the retry timer. What an event
 /// means is the fetch machine's to say (`FetchOperation+Transfer`, with `FetchAttempt` inside);
 /// this file only runs the tasks, hands them the events and performs the answers.
 extension Downloader {
@@ -42,9 +42,8 @@ extension Downloader {
         guard !Task.isCancelled, let fetch = fetches[id] else { return }
         let now = clock()
         guard fetch.machine.attemptBegan(number, now: now) else { return }
-        let io = fetch.runs()
-        io.metrics.attemptBeganAt = now
-        io.tasks.watchdog = Task { await self.watch(id, number) }
+        fetch.runs().metrics.attemptBeganAt = now
+        watch(id, number, from: now, timeoutMs: fetch.timeoutMs ?? configuration.timeoutMs)
     }
 
     private func headReceived(_ id: FetchID, _ number: Int, _ head: LoadedHead) throws {
@@ -107,7 +106,7 @@ extension Downloader {
         if case .stale = action { return }
         let io = fetch.runs()
         io.metrics.endedAt = now
-        io.tasks.watchdog?.cancel()
+        unwatch(id)
         io.tasks.transfer = nil
         switch action {
         case .stale:
@@ -141,29 +140,12 @@ extension Downloader {
             if Task.isCancelled { return }
             self.retryFired(id)
         }
-        fetches[id]?.running?.tasks.watchdog?.cancel()
+        unwatch(id)
         fetches[id]?.running?.tasks.retry = timer
     }
 
     private func retryFired(_ id: FetchID) {
         guard let launch = fetches[id]?.machine.retryTimerFired() else { return }
         launchAttempt(id, launch)
-    }
-
-    /// The idle timeout: the attempt fails when no byte (or head) arrived for the request's
-    /// timeout, or else the configured one (read each time, so `configure` applies at once).
-    private func watch(_ id: FetchID, _ number: Int) async {
-        while !Task.isCancelled, let fetch = fetches[id] {
-            let now = clock()
-            switch fetch.machine.watchdogWoke(number, now: now, timeoutMs: fetch.timeoutMs ?? configuration.timeoutMs) {
-            case .stopTransfer:
-                fetch.running?.tasks.transfer?.cancel()
-                return
-            case .checkAt(let deadline):
-                try? await Task.sleep(nanoseconds: deadline - now)
-            case .stop:
-                return
-            }
-        }
     }
 }

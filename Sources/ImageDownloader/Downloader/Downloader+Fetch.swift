@@ -7,7 +7,6 @@ extension Downloader {
     /// The tasks one fetch runs, cancelled as its machine says.
     struct FetchTasks {
         var transfer: Task<Void, Never>?
-        var watchdog: Task<Void, Never>?
         var retry: Task<Void, Never>?
     }
 
@@ -32,8 +31,7 @@ extension Downloader {
         private(set) var running: Running?
 
         final class Running {
-            /// The loader's task, the idle watchdog and the retry timer (the machine says when
-            /// each stops).
+            /// The loader's task and the retry timer (the machine says when each stops).
             var tasks = FetchTasks()
             /// What the attempts went through, for the tokens' metrics.
             var metrics = FetchMetrics()

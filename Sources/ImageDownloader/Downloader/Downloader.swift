@@ -16,7 +16,8 @@ import NIOCore
 /// This file holds the requests; `Downloader+Fetch.swift` what a fetch holds and
 /// `Downloader+FetchesByKey.swift` the table requests join fetches by; `Downloader+Actions.swift`
 /// performs the fetch machine's actions (events, queue, processing, failed URLs) and
-/// `Downloader+Attempts.swift` runs each attempt's transfer, idle watchdog and retry timer.
+/// `Downloader+Attempts.swift` runs each attempt's transfer and retry timer, `Downloader+Watchdog.swift`
+/// the attempts' idle deadlines.
 public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Turns a fetched body into what a token asked for; its `Failure` (the caller's type: the
     /// downloader knows nothing of decoding or writing) fails that token alone.
@@ -65,6 +66,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
     /// The timer that wakes the queue when a host's spacing ends (`maxRequestsPerSecondPerHost`).
     var queueWake: (at: UInt64, task: Task<Void, Never>)?
+    /// The running attempts' idle deadlines, and the one timer for the earliest (Downloader+Watchdog).
+    var watched: [FetchID: (attempt: Int, at: UInt64)] = [:]
+    var watchdog: (at: UInt64, task: Task<Void, Never>)?
     /// Fetches whose bodies are in and whose tokens are being processed (decoded, written): they
     /// gave their queue slots back, and new fetches wait while there are `maxDeliveringFetches`.
     var delivering: Set<FetchID> = []
