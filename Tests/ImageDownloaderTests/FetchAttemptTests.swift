@@ -14,6 +14,22 @@ import Testing
         return attempt
     }
 
+    /// What a response allows resuming with: `Accept-Ranges: bytes` among its values (any case,
+    /// spaces and tabs around), then a strong ETag as sent, or a Last-Modified a minute before Date.
+    @Test func theResumeValidatorOfAResponse() {
+        func v(_ headers: [(String, String)]) -> String? { ResumePoint.validator(headers: headers) }
+        #expect(v([("Accept-Ranges", "bytes"), ("ETag", "\"a\"")]) == "\"a\"")
+        #expect(v([("accept-ranges", "none,\t Bytes "), ("etag", " \t\"a b\" ")]) == "\"a b\"")
+        #expect(v([("Accept-Ranges", "none"), ("ETag", "\"a\"")]) == nil)
+        #expect(v([("Accept-Ranges", "bytesx"), ("ETag", "\"a\"")]) == nil)
+        #expect(v([("Accept-Ranges", "bytes"), ("ETag", "W/\"a\"")]) == nil, "weak")
+        #expect(v([("Accept-Ranges", "bytes"), ("ETag", "  ")]) == nil)
+        let date = ("Date", "Wed, 26 Nov 2026 10:00:00 GMT")
+        #expect(v([("Accept-Ranges", "bytes"), ("Last-Modified", "Wed, 26 Nov 2026 09:58:00 GMT"), date]) == "Wed, 26 Nov 2026 09:58:00 GMT")
+        #expect(v([("Accept-Ranges", "bytes"), ("Last-Modified", "Wed, 26 Nov 2026 09:59:30 GMT"), date]) == nil, "too recent")
+        #expect(ResumePoint.trimmingOWS(" \t x y\t ") == "x y" && ResumePoint.trimmingOWS(" \t") == "" && ResumePoint.trimmingOWS("") == "")
+    }
+
     @Test func aWholeBodySucceeds() {
         var attempt = receiving(expected: 10)
         let r2 = attempt.bodyReceived(total: 4, maxBodyBytes: 1_000, now: 1)

@@ -6,13 +6,15 @@ import Testing
     @Test(arguments: [
         "http://127.0.0.1:70000/x.jpg", "http://[::1]:70000/x.jpg", "https://h:65536/", "http://h:0/",
         "http://h:99999999999999999999/", "http://h:-1/", "http://h:8o/", "http:///x.jpg", "http://", "ftp://h/x",
-        "", "   ", "not a url", "javascript:alert(1)",
+        "", "   ", "not a url", "javascript:alert(1)", "http://u:p@h:99999999999999999999/x", "http://[::1]:99999999999999999999/x",
+        "http://h:99999999999999999999?q=1",
     ])
     func refusesWhatCannotBeFetched(_ text: String) {
         #expect(throws: DownloadURL.Invalid.self) { try DownloadURL.parse(text, fileURLsEnabled: true) }
     }
 
-    @Test(arguments: ["http://h/x", "https://h:1/x", "http://h:65535/x", "http://[::1]:8080/x", "http://h:/x", "HTTP://H/x", "file:///tmp/x"])
+    @Test(arguments: ["http://h/x", "https://h:1/x", "http://h:65535/x", "http://[::1]:8080/x", "http://h:/x", "HTTP://H/x", "file:///tmp/x",
+                     "http://[::1]/x", "http://h/x?a=b:99999999999999999999", "http://h#x:99999999999999999999"])
     func acceptsWhatCanBe(_ text: String) throws {
         #expect(try DownloadURL.parse(text, fileURLsEnabled: true).userInfo == nil)
     }

@@ -19,15 +19,23 @@ public struct ResumePoint: Sendable, Equatable {
     /// before its `Date` (RFC 9110 §8.8.2.2); nil otherwise.
     public static func validator(headers: [(String, String)]) -> String? {
         func header(_ name: String) -> String? { headers.first { LoadedHead.sameName($0.0, name) }?.1 }
-        guard let ranges = header("Accept-Ranges"), ranges.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "bytes" })
+        guard let ranges = header("Accept-Ranges"), ranges.split(separator: ",").contains(where: { LoadedHead.sameName(String(trimmingOWS($0)), "bytes") })
         else { return nil }
-        if let etag = header("ETag")?.trimmingCharacters(in: .whitespaces), etag.hasPrefix("\""), etag.count >= 2 { return etag }
+        if let etag = header("ETag").map({ String(trimmingOWS($0[...])) }), etag.hasPrefix("\""), etag.count >= 2 { return etag }
         if let modified = header("Last-Modified"), let lastModified = HTTPDate.parse(modified), let date = header("Date").flatMap({ HTTPDate.parse($0) }),
             date.timeIntervalSince(lastModified) >= 60
         {
             return modified
         }
         return nil
+    }
+
+    /// A header value without the spaces and tabs around it (RFC 9110's OWS), in Swift: Foundation's
+    /// `trimmingCharacters(in:)` bridged through NSString, 1.5% of the plumbing job's profile.
+    static func trimmingOWS(_ value: Substring) -> Substring {
+        func isOWS(_ c: Character) -> Bool { c == " " || c == "\t" }
+        guard let first = value.firstIndex(where: { !isOWS($0) }), let last = value.lastIndex(where: { !isOWS($0) }) else { return "" }
+        return value[first...last]
     }
 }
 
