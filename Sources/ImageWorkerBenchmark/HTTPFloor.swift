@@ -17,6 +17,7 @@ enum HTTPFloor {
             redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: nil), decompression: .disabled)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .automatic
+        configuration.tracing.tracer = nil
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         print("AsyncHTTPClient alone: \(urls.count) URLs, concurrency \(concurrency), \(ProcessInfo.processInfo.activeProcessorCount) cores")
         print("api        files/s   CPU ms/file   files/s per busy core   bytes")
