@@ -37,8 +37,6 @@ import TestSupport
         }
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
         try process.run()
         if let ready {
             // Once the download is under way (so the signal handlers are surely installed).
@@ -47,13 +45,13 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
             kill(process.processIdentifier, SIGINT)
         }
-        var status: Int32 = -1
-        for await s in exited.stream {
-            status = s
-            break
+        var status = ChildExit.status(of: process)
+        while status == nil {
+            try await Task.sleep(for: .milliseconds(20))
+            status = ChildExit.status(of: process)
         }
         return Run(
-            status: status, stdout: try String(contentsOf: outURL, encoding: .utf8),
+            status: status!, stdout: try String(contentsOf: outURL, encoding: .utf8),
             stderr: try String(contentsOf: errURL, encoding: .utf8))
     }
 
@@ -181,8 +179,6 @@ import TestSupport
         process.standardError = FileHandle.nullDevice
         let stdout = try WorkerProcess.pipeClosedOnExec()  // no other child may hold its read end open
         process.standardOutput = stdout.write
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.continuation.yield($0.terminationStatus) }
         try process.run()
         try stdout.write.close()
         // Read the first line (download/started), then close the pipe as `head -n 1` does.
@@ -195,17 +191,14 @@ import TestSupport
         }
         try reader.close()
         #expect(String(decoding: first, as: UTF8.self).contains("download/started"))
-        let deadline = Task {
-            try await Task.sleep(for: .seconds(30))
-            process.terminate()
+        let deadline = ContinuousClock.now + .seconds(30)
+        var status = ChildExit.status(of: process)
+        while status == nil {
+            if ContinuousClock.now >= deadline { process.terminate() }
+            try await Task.sleep(for: .milliseconds(20))
+            status = ChildExit.status(of: process)
         }
-        var status: Int32 = -1
-        for await s in exited.stream {
-            status = s
-            break
-        }
-        deadline.cancel()
-        #expect(status == 141, "exit status \(status): the run was not cancelled when its stdout closed")
+        #expect(status == 141, "exit status \(status ?? -1): the run was not cancelled when its stdout closed")
         #expect(server.hits("/files/testorig.jpg") == 1)
     }
 

@@ -28,6 +28,7 @@ public final class WorkerProcess: Sendable {
     /// The worker's stdout and stderr, read by two threads (kept open as long as this object).
     private let outputHandles: [FileHandle]
     private let inbox = Mutex(Inbox())
+    private let exited = Mutex<Int32?>(nil)
     private let stderrText = Mutex("")
 
     /// The binary under test: `$IMAGE_WORKER_BIN`, or the one built beside the test bundle.
@@ -226,11 +227,13 @@ public final class WorkerProcess: Sendable {
     /// Waits for the process to exit; returns its status (killing it after `timeout`).
     public func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            // Foundation learns of the exit on a thread of its own, which a loaded machine can
-            // hold back for seconds: a worker that has ended (a zombie) is not waited on twice.
-            let late = ContinuousClock.now >= deadline
-            if late, !Self.hasEnded(process.processIdentifier) || ContinuousClock.now >= deadline + .seconds(120) {
+        while true {
+            if let status = exitStatus() {
+                // Let the reader thread take the last lines.
+                for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
+                return status
+            }
+            if ContinuousClock.now >= deadline {
                 // A worker that does not exit is a bug to find: its threads' stacks say where it waits.
                 let stacks = Self.stacks(of: process.processIdentifier)
                 process.terminate()
@@ -238,18 +241,15 @@ public final class WorkerProcess: Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // Let the reader thread take the last lines.
-        for _ in 0..<100 where !inbox.withLock({ $0.closed }) { try await Task.sleep(for: .milliseconds(10)) }
-        return process.terminationStatus
     }
 
-    /// Whether process `pid` has ended (is a zombie, or gone), whether or not it was reaped.
-    static func hasEnded(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return true }
-        // "pid (name) S ...": the state follows the name, which may itself hold ")".
-        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first == "Z"
+    /// The exit status, once the worker has ended (`ChildExit`: reaped here if Foundation has
+    /// not noticed; its pid is then never signalled again).
+    private func exitStatus() -> Int32? {
+        exited.withLock { exited in
+            if exited == nil { exited = ChildExit.status(of: process) }
+            return exited
+        }
     }
 
     /// A pipe whose ends are closed in every child this test process spawns (`FD_CLOEXEC`; the
@@ -297,10 +297,11 @@ public final class WorkerProcess: Sendable {
     }
 
     public func signal(_ number: Int32) {
+        guard exitStatus() == nil else { return }
         kill(process.processIdentifier, number)
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        if exitStatus() == nil { process.terminate() }
     }
 }

@@ -1,0 +1,18 @@
+import Foundation
+
+/// A child's exit status without waiting for Foundation to notice the exit. Foundation's `Process`
+/// learns of it when a socket it shares with the child closes, and it makes that socket without
+/// close-on-exec: a child spawned meanwhile by a test running in parallel can inherit it, and the
+/// exit is then seen only once that other child ends too (minutes, for a long test; a full run
+/// once "timed out waiting for exit" of a worker that had exited). A child that has ended is
+/// reaped here instead (`waitpid`, `WNOHANG`); Foundation's own `waitpid` then finds nothing.
+public enum ChildExit {
+    /// The status of `process` once it has ended, as Foundation reports it (the exit code, or the
+    /// signal that ended it); nil while it runs.
+    public static func status(of process: Process) -> Int32? {
+        if !process.isRunning { return process.terminationStatus }
+        var status: Int32 = 0
+        guard waitpid(process.processIdentifier, &status, WNOHANG) == process.processIdentifier else { return nil }
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
+    }
+}
