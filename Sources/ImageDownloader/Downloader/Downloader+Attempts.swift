@@ -1,9 +1,10 @@
 import Foundation
 import NIOCore
 
-/// Each attempt's I/O: the loader's task, the idle watchdog (`Downloader+Watchdog.swift`) and the retry timer. What an event
-/// means is the fetch machine's to say (`FetchOperation+Transfer`, with `FetchAttempt` inside);
-/// this file only runs the tasks, hands them the events and performs the answers.
+/// Each attempt's I/O: the loader's task and the retry timer (its idle deadline is watched in
+/// `Downloader+Watchdog.swift`). What an event means is the fetch machine's to say
+/// (`FetchOperation+Transfer`, with `FetchAttempt` inside); this file only runs the tasks, hands
+/// them the events and performs the answers.
 extension Downloader {
     /// Runs attempt `launch.attempt` of fetch `id`.
     func launchAttempt(_ id: FetchID, _ launch: FetchOperation.Launch) {

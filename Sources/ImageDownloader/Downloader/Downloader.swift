@@ -15,9 +15,9 @@ import NIOCore
 ///
 /// This file holds the requests; `Downloader+Fetch.swift` what a fetch holds and
 /// `Downloader+FetchesByKey.swift` the table requests join fetches by; `Downloader+Actions.swift`
-/// performs the fetch machine's actions (events, queue, processing, failed URLs) and
-/// `Downloader+Attempts.swift` runs each attempt's transfer and retry timer, `Downloader+Watchdog.swift`
-/// the attempts' idle deadlines.
+/// performs the fetch machine's actions (events, queue, processing, failed URLs);
+/// `Downloader+Attempts.swift` runs each attempt's transfer and retry timer, and
+/// `Downloader+Watchdog.swift` watches the attempts' idle deadlines.
 public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Turns a fetched body into what a token asked for; its `Failure` (the caller's type: the
     /// downloader knows nothing of decoding or writing) fails that token alone.
