@@ -37,7 +37,7 @@ import TestSupport
         }
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
-        try process.run()
+        try ChildExit.run(process)
         if let ready {
             // Once the download is under way (so the signal handlers are surely installed).
             let deadline = ContinuousClock.now + .seconds(20)
@@ -179,7 +179,7 @@ import TestSupport
         process.standardError = FileHandle.nullDevice
         let stdout = try WorkerProcess.pipeClosedOnExec()  // no other child may hold its read end open
         process.standardOutput = stdout.write
-        try process.run()
+        try ChildExit.run(process)
         try stdout.write.close()
         // Read the first line (download/started), then close the pipe as `head -n 1` does.
         let reader = stdout.read

@@ -102,7 +102,7 @@ import TestSupport
         proxy.arguments = ["-d", "-c", configPath]
         proxy.standardOutput = FileHandle.nullDevice
         proxy.standardError = FileHandle.nullDevice
-        try proxy.run()
+        try ChildExit.run(proxy)
         defer { proxy.terminate() }
         // Listening?
         let deadline = ContinuousClock.now + .seconds(10)

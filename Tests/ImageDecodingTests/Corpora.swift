@@ -101,7 +101,7 @@ enum Corpora {
         let out = try WorkerProcess.pipeClosedOnExec()  // its write end in no other child
         process.standardOutput = out.write
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildExit.run(process)
         try out.write.close()
         let data = Array(out.read.readDataToEndOfFile())
         process.waitUntilExit()

@@ -1,12 +1,24 @@
 import Foundation
+import Synchronization
 
 /// A child's exit status without waiting for Foundation to notice the exit. Foundation's `Process`
 /// learns of it when a socket it shares with the child closes, and it makes that socket without
 /// close-on-exec: a child spawned meanwhile by a test running in parallel can inherit it, and the
 /// exit is then seen only once that other child ends too (minutes, for a long test; a full run
-/// once "timed out waiting for exit" of a worker that had exited). A child that has ended is
-/// reaped here instead (`waitpid`, `WNOHANG`); Foundation's own `waitpid` then finds nothing.
+/// once "timed out waiting for exit" of a worker that had exited). Children are started one at a
+/// time (`run`), and a child that has ended is reaped here if Foundation has not noticed yet
+/// (`waitpid`, `WNOHANG`); Foundation's own `waitpid` then finds nothing.
 public enum ChildExit {
+    private static let starting = Mutex(())
+
+    /// Starts `process` while no other start is under way in this test process. Foundation lists
+    /// the descriptors a child must close when it starts it: a socket another thread makes for
+    /// its own child in the meantime is not on that list, and this child inherits it (with the
+    /// other child's exit then unseen until this one ends). Every child of the tests starts here.
+    public static func run(_ process: Process) throws {
+        try starting.withLock { _ in try process.run() }
+    }
+
     /// The status of `process` once it has ended, as Foundation reports it (the exit code, or the
     /// signal that ended it); nil while it runs.
     public static func status(of process: Process) -> Int32? {

@@ -64,7 +64,7 @@ public final class WorkerProcess: Sendable {
         process.standardInput = stdin.read
         process.standardOutput = stdout.write
         process.standardError = stderr.write
-        try process.run()
+        try ChildExit.run(process)
         // The child's ends are the child's: closed here, so that its exit ends our reads.
         for end in [stdin.read, stdout.write, stderr.write] { try? end.close() }
         self.process = process
@@ -289,7 +289,7 @@ public final class WorkerProcess: Sendable {
         run.standardOutput = output
         run.standardError = FileHandle.nullDevice  // gdb's symbol-reading complaints
         run.standardInput = FileHandle.nullDevice
-        guard (try? run.run()) != nil else { return "" }
+        guard (try? ChildExit.run(run)) != nil else { return "" }
         run.waitUntilExit()
         try? output.close()
         let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
