@@ -17,15 +17,19 @@ extension Downloader {
         guard let at = queue.nextWakeUp else { return }
         if let current = queueWake, current.at <= at { return }
         queueWake?.task.cancel()
-        let delay = at > clock() ? at - clock() : 0
-        queueWake = (
-            at,
-            Task {
-                try? await Task.sleep(nanoseconds: delay)
-                if Task.isCancelled { return }
-                self.queueWoke()
-            }
-        )
+        queueWake = (at, timer(at: at) { $0.queueWoke() })
+    }
+
+    /// A task that calls `fire` on the downloader at `at` (on its clock) unless cancelled first:
+    /// the queue's wake-up and the attempts' idle deadlines each keep one.
+    func timer(at: UInt64, _ fire: @escaping @Sendable (isolated Downloader) -> Void) -> Task<Void, Never> {
+        let now = clock()
+        let delay = at > now ? at - now : 0
+        return Task {
+            try? await Task.sleep(nanoseconds: delay)
+            if Task.isCancelled { return }
+            fire(self)
+        }
     }
 
     private func queueWoke() {

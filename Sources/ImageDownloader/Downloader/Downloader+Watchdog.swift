@@ -22,16 +22,7 @@ extension Downloader {
     private func wakeWatchdog(at: UInt64) {
         if let current = watchdog, current.at <= at { return }
         watchdog?.task.cancel()
-        let now = clock()
-        let delay = at > now ? at - now : 0
-        watchdog = (
-            at,
-            Task {
-                try? await Task.sleep(nanoseconds: delay)
-                if Task.isCancelled { return }
-                self.watchdogWoke()
-            }
-        )
+        watchdog = (at, timer(at: at) { $0.watchdogWoke() })
     }
 
     /// Each attempt whose deadline has come is asked again: stopped, or watched until a later one.

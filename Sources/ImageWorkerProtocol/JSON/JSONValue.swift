@@ -135,15 +135,20 @@ public struct JSONObject: Sendable, Equatable, Sequence, ExpressibleByDictionary
                 if index != nil {
                     index![key] = pairs.count - 1
                 } else if pairs.count > Self.indexedCount {
-                    index = Dictionary(uniqueKeysWithValues: pairs.enumerated().map { ($1.key, $0) })
+                    reindex()
                 }
             case (let at?, nil):
                 pairs.remove(at: at)
-                if index != nil { index = Dictionary(uniqueKeysWithValues: pairs.enumerated().map { ($1.key, $0) }) }
+                if index != nil { reindex() }
             case (nil, nil):
                 break
             }
         }
+    }
+
+    /// The index by key, made again from the pairs.
+    private mutating func reindex() {
+        index = Dictionary(uniqueKeysWithValues: pairs.enumerated().map { ($1.key, $0) })
     }
 
     public func makeIterator() -> IndexingIterator<[Element]> { pairs.makeIterator() }
