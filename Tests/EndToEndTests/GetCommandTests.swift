@@ -45,13 +45,9 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
             kill(process.processIdentifier, SIGINT)
         }
-        var status = ChildExit.status(of: process)
-        while status == nil {
-            try await Task.sleep(for: .milliseconds(20))
-            status = ChildExit.status(of: process)
-        }
+        let status = try await ChildExit.wait(for: process)
         return Run(
-            status: status!, stdout: try String(contentsOf: outURL, encoding: .utf8),
+            status: status, stdout: try String(contentsOf: outURL, encoding: .utf8),
             stderr: try String(contentsOf: errURL, encoding: .utf8))
     }
 
@@ -191,14 +187,8 @@ import TestSupport
         }
         try reader.close()
         #expect(String(decoding: first, as: UTF8.self).contains("download/started"))
-        let deadline = ContinuousClock.now + .seconds(30)
-        var status = ChildExit.status(of: process)
-        while status == nil {
-            if ContinuousClock.now >= deadline { process.terminate() }
-            try await Task.sleep(for: .milliseconds(20))
-            status = ChildExit.status(of: process)
-        }
-        #expect(status == 141, "exit status \(status ?? -1): the run was not cancelled when its stdout closed")
+        let status = try await ChildExit.wait(for: process, terminatingAfter: .seconds(30))
+        #expect(status == 141, "exit status \(status): the run was not cancelled when its stdout closed")
         #expect(server.hits("/files/testorig.jpg") == 1)
     }
 

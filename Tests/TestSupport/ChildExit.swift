@@ -19,6 +19,17 @@ public enum ChildExit {
         try starting.withLock { _ in try process.run() }
     }
 
+    /// Waits for `process` to end and returns its status; past `limit`, it is sent SIGTERM (every
+    /// 20 ms, until it ends).
+    public static func wait(for process: Process, terminatingAfter limit: Duration? = nil) async throws -> Int32 {
+        let deadline = limit.map { ContinuousClock.now + $0 }
+        while true {
+            if let status = status(of: process) { return status }
+            if let deadline, ContinuousClock.now >= deadline { process.terminate() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// The status of `process` once it has ended, as Foundation reports it (the exit code, or the
     /// signal that ended it); nil while it runs.
     public static func status(of process: Process) -> Int32? {
