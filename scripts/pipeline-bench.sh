@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl,
-# aria2; a venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG and OpenCV, and one with
-# img2dataset, under .build-bench/), makes the
-# corpus from ../shared/bench/make_corpus.py (once), builds the release worker, serves the corpus
-# with nginx on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g.
-# --rounds 5 or --jobs decode,thumb-png).
+# aria2; a venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG, OpenCV and this checkout's
+# Python client, and one with img2dataset, under .build-bench/), makes the corpus from
+# ../shared/bench/make_corpus.py (once), builds the release worker, serves the corpus with nginx
+# on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g. --rounds 5
+# or --jobs decode,thumb-png).
 #   scripts/pipeline-bench.sh [--rounds N] [--jobs LIST]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +27,10 @@ if [ ! -x "$work/venv/bin/python" ]; then
 fi
 "$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg, cv2" 2>/dev/null ||
     "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2" opencv-python-headless
+# The Python client of this checkout, installed as a user installs it (editable: it follows the
+# checkout), for the user-path jobs (py-dir, py-numpy).
+"$work/venv/bin/python" -c "import image_worker, sys; sys.exit(not image_worker.__file__.startswith('$root/'))" 2>/dev/null ||
+    "$work/venv/bin/pip" install -q -e "$root/clients/python"
 # img2dataset in a venv of its own (its dependencies pin versions the first venv's tools do not want).
 if [ ! -x "$work/i2d/bin/img2dataset" ]; then
     python3 -m venv "$work/i2d"
