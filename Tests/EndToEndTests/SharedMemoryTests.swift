@@ -99,14 +99,20 @@ import TestSupport
         defer { Task { await server.shutdown() } }
         let killed = try WorkerProcess()
         rgba(killed, 1, "k", server.url("/files/testimgp.jpg"))
-        let left = try #require(try await killed.completion("k")["params"]?["path"]?.stringValue)
+        let taken = try #require(try await killed.completion("k")["params"]?["path"]?.stringValue)
+        // Taken by a client that gives files back: held (still mapped) when the worker dies.
+        let folder = (taken as NSString).deletingLastPathComponent
+        let left = folder + "/held/" + (taken as NSString).lastPathComponent
+        #expect(rename(taken, left) == 0)
         killed.signal(SIGKILL)
         _ = try? await killed.waitForExit()
         #expect(FileManager.default.fileExists(atPath: left), "SIGKILL: nothing could clean")
-        // Planted beside it: a link to a folder of someone's files, and a live worker's folder.
+        // Planted beside it: a link to a folder of someone's files, one to a file in `free/`, and a
+        // live worker's folder.
         let victim = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: victim) }
         FileManager.default.createFile(atPath: victim.path + "/precious", contents: Data("keep".utf8))
+        #expect(symlink(victim.path + "/precious", folder + "/free/planted") == 0)
         let link = Self.root + "/image-worker-1-planted\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim.path)
         defer { unlink(link) }
@@ -123,7 +129,7 @@ import TestSupport
         let path = try #require(try await next.completion("n")["params"]?["path"]?.stringValue)
         unlink(path)
         #expect(folders(of: killed.process.processIdentifier).isEmpty, "the killed worker's folder was swept")
-        #expect(FileManager.default.fileExists(atPath: victim.path + "/precious"), "a link is not followed")
+        #expect(try String(contentsOfFile: victim.path + "/precious", encoding: .utf8) == "keep", "a link is not followed")
         #expect(FileManager.default.fileExists(atPath: live + "/7.rgba"), "a folder whose lock is held is another worker's")
         next.closeStdin()
         #expect(try await next.waitForExit() == 0)

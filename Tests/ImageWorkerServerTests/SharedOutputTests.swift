@@ -41,6 +41,62 @@ import Testing
         }
     }
 
+    /// A client gives a file back (`held/`, then `free/`): the next payload is written into it,
+    /// cut to its own size; nothing in `free/` but a regular file is used, and extras are removed.
+    @Test func filesGivenBackAreWrittenAgain() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root)
+        let first = try await shared.write(Payload(Array(repeating: 1, count: 300)), fileExtension: "rgba")
+        let folder = try #require(shared.folderPath)
+        let name = (first as NSString).lastPathComponent
+        func inode(_ path: String) -> UInt {
+            var info = stat()
+            return lstat(path, &info) == 0 ? UInt(info.st_ino) : 0
+        }
+        let firstInode = inode(first)
+        // Taken: held while mapped (no longer counted as waiting), then free.
+        #expect(rename(first, "\(folder)/held/\(name)") == 0)
+        #expect(rename("\(folder)/held/\(name)", "\(folder)/free/\(name)") == 0)
+        let second = try await shared.write(Payload(Array(repeating: 2, count: 100)), fileExtension: "rgba")
+        #expect(inode(second) == firstInode, "written into the file given back")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: second)) == Data(repeating: 2, count: 100), "cut to its size")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").isEmpty)
+        unlink(second)
+
+        // What else a client (or anyone of this user) could put there: a link, a FIFO (whose open
+        // for writing would block), a directory, a file with a second name. None is written to.
+        let victim = root + "/precious"
+        FileManager.default.createFile(atPath: victim, contents: Data("keep".utf8))
+        #expect(symlink(victim, "\(folder)/free/link") == 0)
+        #expect(mkfifo("\(folder)/free/fifo", 0o600) == 0)
+        #expect(mkdir("\(folder)/free/dir", 0o700) == 0)
+        FileManager.default.createFile(atPath: root + "/linked", contents: Data("also".utf8))
+        #expect(link(root + "/linked", "\(folder)/free/linked") == 0)
+        let third = try await shared.write(Payload(Array(repeating: 3, count: 50)), fileExtension: "rgba")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: third)) == Data(repeating: 3, count: 50))
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
+        #expect(try String(contentsOfFile: root + "/linked", encoding: .utf8) == "also")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free") == ["dir"], "the others are removed")
+        unlink(third)
+
+        // More than the worker keeps: the extras go when it next lists the folder.
+        for n in 0..<(SharedOutput.maxFreeFiles + 5) {
+            FileManager.default.createFile(atPath: "\(folder)/free/x\(n)", contents: Data(repeating: 9, count: 10 + n))
+        }
+        let fourth = try await shared.write(Payload(Array(repeating: 4, count: 12)), fileExtension: "rgba")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fourth)) == Data(repeating: 4, count: 12))
+        let left = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").filter { $0 != "dir" }
+        #expect(left.count == SharedOutput.maxFreeFiles - 1, "kept at most maxFreeFiles, one written again")
+
+        // The end removes both folders and the files in them (a directory is never entered).
+        #expect(rename(fourth, "\(folder)/held/kept") == 0)
+        #expect(rmdir("\(folder)/free/dir") == 0)
+        await shared.finish(readerGone: true)
+        #expect(!FileManager.default.fileExists(atPath: folder))
+        #expect(FileManager.default.fileExists(atPath: victim))
+    }
+
     @Test func aCancelledWaiterWritesNothing() async throws {
         let root = try root()
         defer { try? FileManager.default.removeItem(atPath: root) }

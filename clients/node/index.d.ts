@@ -109,7 +109,7 @@ export interface Delivered {
   uri?: string;
   /**
    * The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path`
-   * (delivery 'shared': read from the worker's shared memory, its file already unlinked).
+   * (delivery 'shared': read from the worker's shared memory, its file already given back).
    */
   data?: Bytes;
 }

@@ -17,6 +17,11 @@ import ImageDownloader
 /// - At exit: when the reader is gone, every file left is removed with the folder; otherwise the
 ///   worker waits up to `exitGrace` for the client to take the files whose events it sent, then
 ///   removes what is left.
+/// - Recycled memory: a client may move a file it took into `held/` (instead of unlinking it) and,
+///   once nothing maps it, into `free/`. A later payload is written into a free file's pages
+///   (renamed to its new name, then cut to its size) instead of fresh ones: taking, charging and
+///   freeing a page at a time cost more than the copy itself. At most `maxFreeFiles` free files of
+///   at most `maxFreeFileBytes` each are kept; the others are removed when found.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -24,6 +29,10 @@ final class SharedOutput: Sendable {
     }
 
     static let inlineLimit = 16 * 1024
+    static let heldFolder = "held"
+    static let freeFolder = "free"
+    static let maxFreeFiles = 8
+    static let maxFreeFileBytes = 16 << 20
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
@@ -31,6 +40,8 @@ final class SharedOutput: Sendable {
         var path: String
         var fd: Int32
         var lockFD: Int32
+        /// `free/`: files the client gave back.
+        var freeFD: Int32
     }
 
     private struct State {
@@ -42,6 +53,11 @@ final class SharedOutput: Sendable {
         var limits = Limits()
         var closed = false
         var swept = false
+        /// Files in `free/` as last listed (name, size), and the folder's modification time and
+        /// size then (on tmpfs a folder's size counts its entries: a change within one tick of
+        /// the clock still shows).
+        var free: [(name: String, bytes: Int)] = []
+        var freeStamp: [Int]?
     }
 
     let root: String
@@ -68,12 +84,19 @@ final class SharedOutput: Sendable {
 
     /// Writes `payload` to a new file (waiting while the limits are reached); its path.
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
-        let (name, folder) = try await reserve(payload.count, fileExtension: fileExtension)
-        let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let (name, folder, recycled) = try await reserve(payload.count, fileExtension: fileExtension)
+        var fd: Int32 = -1
+        if recycled {
+            fd = Self.openRecycled(name, in: folder.fd)
+            if fd < 0 { unlinkat(folder.fd, name, 0) }
+        }
+        if fd < 0 { fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
         var ok = fd >= 0
         let reason: String
         if ok {
             ok = payload.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
+            // A recycled file may have been longer.
+            if ok, recycled { ok = ftruncate(fd, off_t(payload.count)) == 0 }
             reason = ok ? "" : String(cString: strerror(errno))
             if close(fd) != 0 { ok = false }
         } else {
@@ -87,11 +110,24 @@ final class SharedOutput: Sendable {
         return folder.path + "/" + name
     }
 
-    /// A new file's name, counted against the limits: waits (polling what the client took) while
-    /// they are reached.
-    private func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> (String, Folder) {
+    /// A recycled file, renamed to `name`, opened for writing: only a regular file (no link is
+    /// followed, and a FIFO put there does not block the open); -1 otherwise.
+    private static func openRecycled(_ name: String, in folderFD: Int32) -> Int32 {
+        let fd = openat(folderFD, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    /// A new file's name, counted against the limits, and whether it is a free file renamed to
+    /// it: waits (polling what the client took) while the limits are reached.
+    private func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> (String, Folder, recycled: Bool) {
         while true {
-            let attempt = state.withLock { s -> Result<(String, Folder)?, DeliveryFailure> in
+            let attempt = state.withLock { s -> Result<(String, Folder, recycled: Bool)?, DeliveryFailure> in
                 guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
                 let folder: Folder
                 do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
@@ -101,11 +137,52 @@ final class SharedOutput: Sendable {
                 let name = "\(s.next).\(fileExtension)"
                 s.outstanding.append((name, size))
                 s.bytes += size
-                return .success((name, folder))
+                // Renamed here, under the lock: a listing of `free/` meanwhile cannot offer it again.
+                let recycled = takeFree(&s, folder, size: size).map { renameat(folder.freeFD, $0, folder.fd, name) == 0 } ?? false
+                return .success((name, folder, recycled))
             }
             if let reserved = try attempt.get() { return reserved }
             do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
         }
+    }
+
+    /// The free file that fits `size` best (the smallest as large, else the largest), taken off
+    /// the list; `free/` is listed again when it changed since.
+    private func takeFree(_ s: inout State, _ folder: Folder, size: Int) -> String? {
+        var info = stat()
+        if fstat(folder.freeFD, &info) == 0 {
+            let stamp = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
+            if stamp != s.freeStamp {
+                s.freeStamp = stamp
+                s.free = Self.listFree(folder.freeFD)
+            }
+        }
+        var best: Int?
+        for (index, file) in s.free.enumerated() {
+            guard let chosen = best else {
+                best = index
+                continue
+            }
+            let current = s.free[chosen].bytes
+            if file.bytes >= size ? (current < size || file.bytes < current) : (current < size && file.bytes > current) { best = index }
+        }
+        return best.map { s.free.remove(at: $0).name }
+    }
+
+    /// The regular files in `free/` the worker keeps (at most `maxFreeFiles`, each at most
+    /// `maxFreeFileBytes`); anything else there that is not a directory is removed.
+    private static func listFree(_ freeFD: Int32) -> [(name: String, bytes: Int)] {
+        var kept: [(name: String, bytes: Int)] = []
+        for name in DirectoryListing.names(in: freeFD) {
+            var info = stat()
+            guard fstatat(freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
+            if info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, kept.count < maxFreeFiles, Int(info.st_size) <= maxFreeFileBytes {
+                kept.append((name, Int(info.st_size)))
+            } else {
+                unlinkat(freeFD, name, 0)
+            }
+        }
+        return kept
     }
 
     /// Removes a file this worker wrote whose event was never sent (its token ended first).
@@ -137,6 +214,9 @@ final class SharedOutput: Sendable {
             for file in s.outstanding { unlinkat(folder.fd, file.name, 0) }
             s.outstanding.removeAll()
             s.bytes = 0
+            s.free.removeAll()
+            close(folder.freeFD)
+            Self.removeSubfolders(of: folder.fd)
             unlinkat(folder.fd, ".lock", 0)
             close(folder.lockFD)
             close(folder.fd)
@@ -182,17 +262,21 @@ final class SharedOutput: Sendable {
         let path = String(cString: made)
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         let lockFD = fd >= 0 ? openat(fd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
-        guard fd >= 0, lockFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
+        let subfolders = lockFD >= 0 && mkdirat(fd, Self.heldFolder, 0o700) == 0 && mkdirat(fd, Self.freeFolder, 0o700) == 0
+        let freeFD = subfolders ? openat(fd, Self.freeFolder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
+        guard fd >= 0, lockFD >= 0, freeFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
             let reason = String(cString: strerror(errno))
+            if freeFD >= 0 { close(freeFD) }
             if lockFD >= 0 { close(lockFD) }
             if fd >= 0 {
+                Self.removeSubfolders(of: fd)
                 unlinkat(fd, ".lock", 0)
                 close(fd)
             }
             rmdir(path)
             throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
         }
-        let folder = Folder(path: path, fd: fd, lockFD: lockFD)
+        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD)
         s.folder = folder
         return folder
     }
@@ -221,12 +305,30 @@ final class SharedOutput: Sendable {
                 orphaned = errno == ENOENT && time(nil) - info.st_mtim.tv_sec > 60
             }
             guard orphaned else { continue }
-            for file in DirectoryListing.names(in: fd) {
-                var fileInfo = stat()
-                guard fstatat(fd, file, &fileInfo, AT_SYMLINK_NOFOLLOW) == 0, fileInfo.st_mode & S_IFMT != S_IFDIR else { continue }
-                unlinkat(fd, file, 0)
-            }
+            removeSubfolders(of: fd)
+            removeFiles(in: fd)
             unlinkat(rootFD, name, AT_REMOVEDIR)
+        }
+    }
+
+    /// Removes everything in a folder that is not a directory (links themselves, not their targets).
+    private static func removeFiles(in fd: Int32) {
+        for file in DirectoryListing.names(in: fd) {
+            var info = stat()
+            guard fstatat(fd, file, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
+            unlinkat(fd, file, 0)
+        }
+    }
+
+    /// Removes a worker folder's `held/` and `free/` with the files in them (nothing else: no
+    /// other directory is entered, no link followed).
+    private static func removeSubfolders(of fd: Int32) {
+        for name in [heldFolder, freeFolder] {
+            let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard sub >= 0 else { continue }
+            removeFiles(in: sub)
+            close(sub)
+            unlinkat(fd, name, AT_REMOVEDIR)
         }
     }
 }

@@ -41,7 +41,7 @@ export function parseEvent(method, params, url) {
       const image = withData(params);
       delete image.outcome;
       if (params.shared === true && typeof params.path === 'string') {
-        // The file is the client's: read into `data`, then unlinked (no `path` left to read).
+        // The file is the client's: read into `data`, then given back (no `path` left to read).
         try {
           image.data = takeShared(params.path);
         } catch (e) {

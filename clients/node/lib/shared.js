@@ -1,18 +1,24 @@
 // Shared-memory results (`delivery: 'shared'`): the worker writes a large result to a file of its
 // own in its private folder (/dev/shm/image-worker-PID-XXXXXX); the client takes it as the event
 // arrives: reads it into a Buffer (Node cannot map a file without a native addon: one copy, from
-// memory), then unlinks it.
-import { constants, closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
+// memory), then gives it back: moves it into the folder's `free/`, where the worker writes a later
+// result into its memory (fresh pages for every image cost more than the copy), or unlinks it when
+// `free/` holds enough already or the file is large.
+import { constants, closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 export const PREFIX = 'image-worker-';
+// What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes).
+export const MAX_FREE_FILES = 8;
+export const MAX_FREE_FILE_BYTES = 16 << 20;
 
-/** The file's bytes, the file unlinked; throws when it cannot be read. */
+/** The file's bytes, the file given back (or unlinked); throws when it cannot be read. */
 export function takeShared(path) {
   const fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  let size = 0;
   try {
-    const size = fstatSync(fd).size;
+    size = fstatSync(fd).size;
     const buffer = Buffer.allocUnsafe(size);
     let offset = 0;
     while (offset < size) {
@@ -23,11 +29,27 @@ export function takeShared(path) {
     return buffer;
   } finally {
     closeSync(fd);
+    giveBack(path, size);
+  }
+}
+
+/** A read file into its folder's `free/` when that has room and the file is not large; else unlinked. */
+function giveBack(path, size) {
+  if (size > 0 && size <= MAX_FREE_FILE_BYTES) {
+    const free = join(dirname(path), 'free');
     try {
-      unlinkSync(path);
+      if (readdirSync(free).length < MAX_FREE_FILES) {
+        renameSync(path, join(free, basename(path)));
+        return;
+      }
     } catch {
-      // taken already
+      // a worker without it, or gone
     }
+  }
+  try {
+    unlinkSync(path);
+  } catch {
+    // taken already
   }
 }
 
@@ -59,14 +81,32 @@ export function removeSharedFolders(pid) {
       try {
         const info = lstatSync(folder);
         if (!info.isDirectory() || (process.geteuid && info.uid !== process.geteuid())) continue;
-        for (const entry of readdirSync(folder)) {
-          const target = join(folder, entry);
-          if (!lstatSync(target).isDirectory()) unlinkSync(target);
+        for (const sub of ['held', 'free']) {
+          const subfolder = join(folder, sub);
+          let isFolder = false;
+          try {
+            isFolder = lstatSync(subfolder).isDirectory();
+          } catch {
+            // none
+          }
+          if (isFolder) {
+            removeFiles(subfolder);
+            rmdirSync(subfolder);
+          }
         }
+        removeFiles(folder);
         rmdirSync(folder);
       } catch {
         // another process's, or gone
       }
     }
+  }
+}
+
+/** Unlinks what is in `folder` that is not a directory (links themselves, not their targets). */
+function removeFiles(folder) {
+  for (const entry of readdirSync(folder)) {
+    const target = join(folder, entry);
+    if (!lstatSync(target).isDirectory()) unlinkSync(target);
   }
 }

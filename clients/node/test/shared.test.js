@@ -10,6 +10,10 @@ import { binaryPath, startServer } from './loopback.js';
 const binary = binaryPath();
 const roots = [...new Set(['/dev/shm', tmpdir()])].filter((root) => existsSync(root));
 const folders = (pid) => roots.flatMap((root) => readdirSync(root).filter((name) => name.startsWith(`image-worker-${pid}-`)));
+const sharedFolder = (pid) => {
+  const [name] = folders(pid);
+  return join(roots.find((r) => existsSync(join(r, name))), name);
+};
 
 test('decoded pixels without a dir come through shared memory as a Buffer', async () => {
   const server = await startServer();
@@ -22,15 +26,26 @@ test('decoded pixels without a dir come through shared memory as a Buffer', asyn
       assert.ok(outcome.ok, String(outcome.error));
       assert.equal(outcome.image.data.length, 227 * 149 * 4);
       assert.ok(outcome.image.data.equals(inline.data), 'the same pixels as inline base64');
-      assert.equal(outcome.image.path, undefined, 'the file was taken: read, then unlinked');
+      assert.equal(outcome.image.path, undefined, 'the file was taken: read, then given back');
       count += 1;
     }
     assert.equal(count, 5);
     const pid = worker.pid;
-    for (const name of folders(pid)) {
-      const root = roots.find((r) => existsSync(join(r, name)));
-      assert.deepEqual(readdirSync(join(root, name)).filter((f) => f !== '.lock'), []);
+    // Nothing waits to be taken; the files read were given back into free/ (the worker writes
+    // later images there), at most MAX_FREE_FILES of them.
+    const folder = sharedFolder(pid);
+    assert.deepEqual(readdirSync(folder).sort(), ['.lock', 'free', 'held']);
+    assert.deepEqual(readdirSync(join(folder, 'held')), []);
+    const free = readdirSync(join(folder, 'free')).length;
+    assert.ok(free >= 1 && free <= 8, `${free} files given back`);
+    // The next images are written into that memory: fewer files in free/ afterwards, and the
+    // pixels are right.
+    const again = Array.from({ length: 3 }, (_, i) => server.url(`/files/testimgp.jpg?again=${i}`));
+    for (const url of again) {
+      const image = await worker.download(url, { format: 'rgba' }).done;
+      assert.ok(image.data.equals(inline.data));
     }
+    assert.ok(readdirSync(join(folder, 'free')).length <= free, 'no file more than before');
     await worker.close();
     assert.deepEqual(folders(pid), []);
   } finally {
@@ -47,6 +62,7 @@ test('a worker killed with SIGKILL leaves no folder behind: the client removes i
       worker.download(server.url(`/files/testimgp.jpg?chunk=2048&delayMs=30&k=${i}`), { format: 'rgba' }));
     await handles[0].done;
     const pid = worker.pid;
+    assert.deepEqual(readdirSync(sharedFolder(pid)).filter((f) => f !== '.lock' && !f.endsWith('.rgba')).sort(), ['free', 'held']);
     process.kill(pid, 'SIGKILL');
     await Promise.allSettled(handles.map((h) => h.done));
     await worker.close();

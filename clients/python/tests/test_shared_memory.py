@@ -53,12 +53,49 @@ def test_iter_downloads_hands_over_numpy_arrays_of_the_pixels(binary: str, serve
             assert numpy.array_equal(arrays[index], expected), "the same pixels as inline base64"
         assert arrays[6].shape == (32, 32, 4), "a small image comes inline"
         arrays[0][0, 0, 0] ^= 0xFF  # writable: copy-on-write, the worker's memory untouched
-        # Every file was taken as its event arrived: the folder is empty.
-        for name in folders(worker.pid):
-            root = next(r for r in ROOTS if os.path.isdir(os.path.join(r, name)))
-            assert [f for f in os.listdir(os.path.join(root, name)) if f != ".lock"] == []
+        # Every file was taken as its event arrived: none waits in the folder; the six arrays
+        # still map theirs, held until they go.
+        folder = shared_folder(worker.pid)
+        assert sorted(os.listdir(folder)) == [".lock", "free", "held"]
+        assert len(os.listdir(os.path.join(folder, "held"))) == 6
         pid = worker.pid
     assert folders(pid) == [], "nothing left once the worker exits"
+
+
+def shared_folder(pid: int) -> str:
+    (name,) = folders(pid)
+    return next(os.path.join(r, name) for r in ROOTS if os.path.isdir(os.path.join(r, name)))
+
+
+def test_memory_given_back_is_written_again_and_kept_arrays_stay_as_they_were(binary: str, server: LoopbackServer) -> None:
+    """An array dropped gives its file back: the worker writes later images into that memory
+    instead of fresh pages. An array still alive keeps its pixels, however many images follow."""
+    numpy = pytest.importorskip("numpy")
+    import gc
+
+    sources = [server.url("/files/testimgp.jpg"), server.url("/files/test.webp")]
+    with image_worker.Worker(binary) as worker:
+        expected = [worker.download(url, format="rgba", inline=True).result().to_numpy().copy() for url in sources]
+        kept = worker.download(sources[0] + "?kept", format="rgba").result().to_numpy()
+        folder = shared_folder(worker.pid)
+        held = os.path.join(folder, "held")
+        kept_file = os.listdir(held)
+        assert len(kept_file) == 1
+        inodes = []
+        for n in range(12):
+            image = worker.download(sources[n % 2] + f"?n={n}", format="rgba").result()
+            array = image.to_numpy()
+            assert numpy.array_equal(array, expected[n % 2]), n
+            (new,) = set(os.listdir(held)) - set(kept_file)
+            inodes.append(os.stat(os.path.join(held, new)).st_ino)
+            del image, array
+            gc.collect()
+            assert os.listdir(held) == kept_file, "given back once nothing maps it"
+        assert len(set(inodes)) <= 3, f"written again into the memory given back: {inodes}"
+        assert numpy.array_equal(kept, expected[0]), "a kept array never changes"
+        pid = worker.pid
+    assert folders(pid) == []
+    assert numpy.array_equal(kept, expected[0]), "the mapping outlives the worker's folder"
 
 
 def test_a_killed_client_leaves_nothing_in_shared_memory(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
@@ -92,8 +129,9 @@ def test_a_killed_worker_leaves_nothing_in_shared_memory(binary: str, server: Lo
         worker.configure(shared_max_images=1)
         urls = [server.url(f"/files/testimgp.jpg?chunk=2048&delayMs=30&k={i}") for i in range(12)]
         handles = [worker.download(url, format="rgba") for url in urls]
-        handles[0].result(timeout=30)
+        handles[0].result(timeout=30)  # its file held by the handle's result
         pid = worker.pid
+        assert len(os.listdir(os.path.join(shared_folder(pid), "held"))) >= 1
         os.kill(pid, signal.SIGKILL)
         for handle in handles[1:]:
             try:

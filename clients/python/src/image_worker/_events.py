@@ -166,7 +166,8 @@ class Image(_Pixels):
     uri: Optional[str] = None
     data: Optional[bytes] = field(default=None, repr=False)
     #: the delivered bytes in shared memory (``delivery="shared"``, the default for raw pixel
-    #: formats without ``dir``): mapped, the worker's file already unlinked
+    #: formats without ``dir``): mapped; its file, taken from the worker's folder, is given back
+    #: for a later image when the last view of it goes
     buffer: Optional[memoryview] = field(default=None, repr=False, compare=False)
     #: the delivered bytes' SHA-256 (hex), when asked (``sha256=True``, a ``{sha256}`` name, a manifest)
     sha256: Optional[str] = None
@@ -196,7 +197,7 @@ class Image(_Pixels):
         path = _str(p.get("path"))
         buffer: Optional[memoryview] = None
         if p.get("shared") is True and path is not None:
-            buffer = _shared.take(path)  # the file is the client's: mapped, then unlinked
+            buffer = _shared.take(path)  # the file is the client's: mapped, then held until dropped
             path = None
         return Image(
             token=p["token"], url=str(p.get("url", "")), final_url=str(p.get("finalUrl", "")), status=_int(p.get("status")) or 0,

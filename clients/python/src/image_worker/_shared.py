@@ -1,8 +1,10 @@
 """Shared-memory results (``delivery: "shared"``): the worker writes a large result to a file of
 its own in its private folder (``/dev/shm/image-worker-PID-XXXXXX``); the client takes it as the
 event arrives: opens it, maps it (copy-on-write: the array is writable, the pages are the
-worker's until written), unlinks it. The mapping outlives the file; the memory is freed when the
-last view of it goes."""
+worker's until written) and moves it into the folder's ``held/``. When the last view of the
+mapping goes, the file goes into ``free/``, where the worker writes a later result into its
+memory (fresh pages for every image cost more than the copy), or is unlinked when ``free/``
+holds enough already or the file is large. The worker removes both folders when it exits."""
 
 from __future__ import annotations
 
@@ -10,24 +12,68 @@ import mmap
 import os
 import stat
 import tempfile
+import weakref
 from typing import Any, List, Mapping, Optional
 
 PREFIX = "image-worker-"
 
 
+#: what the worker keeps in ``free/`` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes)
+MAX_FREE_FILES = 8
+MAX_FREE_FILE_BYTES = 16 << 20
+
+
 def take(path: str) -> memoryview:
-    """Maps the file at ``path`` and unlinks it; raises OSError when it cannot be read."""
+    """Maps the file at ``path`` and takes it from the worker's folder (into ``held/``, given
+    back when the mapping goes; or unlinked); raises OSError when it cannot be read."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    mapped: Optional[mmap.mmap] = None
     try:
         size = os.fstat(fd).st_size
         mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size > 0 else None
     finally:
         os.close(fd)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-    return memoryview(mapped) if mapped is not None else memoryview(b"")
+        held = _hold(path) if mapped is not None and size <= MAX_FREE_FILE_BYTES else None
+        if held is None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    if mapped is None:
+        return memoryview(b"")
+    if held is not None:
+        # After the mapping is gone (munmap comes before the callback); not at the interpreter's
+        # exit, while arrays may still be read.
+        weakref.finalize(mapped, _give_back, held).atexit = False
+    return memoryview(mapped)
+
+
+def _hold(path: str) -> Optional[str]:
+    """``path`` moved into its folder's ``held/``: the new path, or None (a worker without it)."""
+    folder, name = os.path.split(path)
+    held = os.path.join(folder, "held", name)
+    try:
+        os.rename(path, held)
+    except OSError:
+        return None
+    return held
+
+
+def _give_back(held: str) -> None:
+    """A held file nothing maps any more: into ``free/`` for the worker to write into again, or
+    unlinked when ``free/`` has enough (or the worker is gone)."""
+    folder = os.path.dirname(os.path.dirname(held))
+    free = os.path.join(folder, "free")
+    try:
+        if len(os.listdir(free)) < MAX_FREE_FILES:
+            os.rename(held, os.path.join(free, os.path.basename(held)))
+            return
+    except OSError:
+        pass
+    try:
+        os.unlink(held)
+    except OSError:
+        pass
 
 
 def discard(params: Mapping[str, Any]) -> None:
@@ -70,10 +116,26 @@ def remove_folders(pid: Optional[int]) -> None:
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
                 continue
             try:
-                for entry in os.listdir(folder):
-                    target = os.path.join(folder, entry)
-                    if not stat.S_ISDIR(os.lstat(target).st_mode):
-                        os.unlink(target)
+                for sub in ("held", "free"):
+                    if stat.S_ISDIR(_lstat_mode(os.path.join(folder, sub))):
+                        _remove_files(os.path.join(folder, sub))
+                        os.rmdir(os.path.join(folder, sub))
+                _remove_files(folder)
                 os.rmdir(folder)
             except OSError:
                 pass
+
+
+def _lstat_mode(path: str) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
+
+
+def _remove_files(folder: str) -> None:
+    """Unlinks what is in ``folder`` that is not a directory (links themselves, not their targets)."""
+    for entry in os.listdir(folder):
+        target = os.path.join(folder, entry)
+        if not stat.S_ISDIR(os.lstat(target).st_mode):
+            os.unlink(target)

@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterato
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
-from ._core import END, Router, queued_event
+from ._core import END, Action, Router, queued_event
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -194,8 +194,10 @@ class Worker:
         for line in stdout:  # a BufferedReader: lines of any length
             with self._lock:
                 actions = self._router.route(line)
-            for action in actions:
-                action()
+            _run(actions)
+            # Not kept while the next line is awaited: a delivered image's memory goes back to
+            # the worker as soon as the caller drops it.
+            del actions
         try:
             code: Optional[int] = self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -447,3 +449,8 @@ def iter_downloads(urls: Iterable[Entry], dir: Optional[str] = None, *, concurre
     check_many(urls, dir, concurrency, options, sequence=False)
     active = worker if worker is not None else Worker(binary)
     return iter_sync(active, worker is None, urls, dir, concurrency, progress, manifest, resume, options)
+
+
+def _run(actions: List[Action]) -> None:
+    for action in actions:
+        action()
