@@ -18,7 +18,6 @@ final class FetchDeliveries: Sendable {
         var source: (width: Int, height: Int)
     }
 
-    typealias SharedDecode = Task<Result<DecodedImage, DecodeError>, Never>
     typealias Ledger = DeliveryLedger<ProgressiveSession, SharedDecode>
 
     let ledger = LockedState(Ledger())
@@ -92,23 +91,18 @@ final class FetchDeliveries: Sendable {
     // MARK: Once the body is in
 
     /// The decoded image for `key`, decoded once (on the blocking pool) for every token of the
-    /// fetch that asks the same.
+    /// fetch that asks the same; `whenDone` runs on the decoding thread as the decode ends.
     func image(
-        for resource: FetchedResource, key: Ledger.DecodeKey, decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
+        for resource: FetchedResource, key: Ledger.DecodeKey, whenDone: (@Sendable () -> Void)? = nil,
+        decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
     ) async -> Result<DecodedImage, DecodeError> {
-        let task = ledger.withLock { l -> SharedDecode in
+        let shared = ledger.withLock { l -> SharedDecode in
             if case .join(let running) = l.decode(resource.fetchID, key) { return running }
-            let started = SharedDecode {
-                do throws(DecodeError) {
-                    return .success(try await BlockingWork.run(decode))
-                } catch {
-                    return .failure(error)
-                }
-            }
+            let started = SharedDecode(decode)
             l.decodeStarted(resource.fetchID, key, started)
             return started
         }
-        return await task.value
+        return await shared.value(whenDone: whenDone)
     }
 
     /// A token of the resource's fetch finished its delivery (also one that needed no decode, or

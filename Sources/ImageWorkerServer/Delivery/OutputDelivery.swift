@@ -45,7 +45,9 @@ enum OutputDelivery {
         let payload: Payload
         let fileExtension: String?
         // A decoding token holds a slot from its decode to its delivery (not while it waits for
-        // the reader): the bitmaps alive at once are bounded by the slots.
+        // the reader, nor, for raw pixels not written to a file, past its decode): the bitmaps
+        // being made or written at once are bounded by the slots. Giving a slot back twice is
+        // harmless (its ticket is gone).
         var slot: DecodeSlots.Slot?
         defer { if let slot { slots.release(slot) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
@@ -66,8 +68,15 @@ enum OutputDelivery {
                 throw DeliveryFailure(error, settings: settings)
             } else {
                 // No progressive decode, or one scaled for other tokens below what this one asks
-                // (a token that joined the fetch after its decode began): decoded whole.
-                image = try await decode(resource, source: source, spec: spec, deliveries: deliveries, settings: settings)
+                // (a token that joined the fetch after its decode began): decoded whole. Raw
+                // pixels not written to a file need no more of the slot once decoded (what is left
+                // is at most turning them upright): it goes back from the decoding thread.
+                var giveBack: (@Sendable () -> Void)?
+                if let held = slot, spec.encoding == nil, spec.delivery != .file {
+                    giveBack = { slots.release(held) }
+                }
+                image = try await decode(
+                    resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack)
             }
             let rendered = try await render(image, spec: spec)
             timings["decodeMs"] = since(decodeStart)
@@ -183,12 +192,16 @@ enum OutputDelivery {
     }
 
     /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
-    /// (encoding on the blocking pool); for a token that delivers nothing, only described.
+    /// (encoding and turning on the blocking pool; raw pixels as they are, here); for a token that
+    /// delivers nothing, only described.
     static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DeliveryFailure) -> Rendered {
         if spec.delivery == .none {
             return described(
                 width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
                 animation: image.animation)
+        }
+        if spec.encoding == nil, !spec.applyOrientation || !(2...8).contains(image.orientation) {
+            return try renderNow(image, spec: spec)
         }
         return try await BlockingWork.run { () throws(DeliveryFailure) -> Rendered in try renderNow(image, spec: spec) }
     }
@@ -259,11 +272,12 @@ enum OutputDelivery {
     /// The decoded image this token asked for, decoded once for every token of the fetch that
     /// asked the same. `source`: the format the body's signature names.
     static func decode(
-        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings
+        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings,
+        whenDone: (@Sendable () -> Void)? = nil
     ) async throws(DeliveryFailure) -> DecodedImage {
         let key = FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
-        let result = await deliveries.image(for: resource, key: key) { () throws(DecodeError) -> DecodedImage in
+        let result = await deliveries.image(for: resource, key: key, whenDone: whenDone) { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
             options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
