@@ -51,6 +51,10 @@ export async function* runBulk(worker, urls, options = {}) {
   const file = manifest != null ? new ManifestFile(manifest, resume) : null;
   const window = Math.max(concurrency * 2, concurrency + 8);
   const inflight = new Map();
+  // Settled downloads in the order they ended, and the loop's wake-up when it waits for one (a
+  // Promise.race over every download in flight per outcome cost O(window) reactions each time).
+  const settled = [];
+  let wake = null;
   const source = urls[Symbol.asyncIterator] ? urls[Symbol.asyncIterator]() : urls[Symbol.iterator]();
   let exhausted = false;
   let nextIndex = 0;
@@ -100,10 +104,19 @@ export async function* runBulk(worker, urls, options = {}) {
         const item = { url, name, handle, started: each.quiet ? performance.now() : undefined };
         handle.once('started', () => { item.started ??= performance.now(); });
         item.settled = handle.done.then((image) => ({ index, image, error: null }), (error) => ({ index, image: null, error }));
+        item.settled.then((result) => {
+          settled.push(result);
+          if (wake) {
+            const resume = wake;
+            wake = null;
+            resume();
+          }
+        });
         inflight.set(index, item);
       }
       if (inflight.size === 0) break;
-      const { index, image, error } = await Promise.race([...inflight.values()].map((item) => item.settled));
+      while (settled.length === 0) await new Promise((resolve) => { wake = resolve; });
+      const { index, image, error } = settled.shift();
       const item = inflight.get(index);
       inflight.delete(index);
       const outcome = finish(outcomeOf(index, item.url, item.name, image, error), item.started);
