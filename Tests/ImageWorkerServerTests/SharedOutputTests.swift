@@ -58,9 +58,14 @@ import Testing
         // Taken: held while mapped (no longer counted as waiting), then free.
         #expect(rename(first, "\(folder)/held/\(name)") == 0)
         #expect(rename("\(folder)/held/\(name)", "\(folder)/free/\(name)") == 0)
-        let second = try await shared.write(Payload(Array(repeating: 2, count: 100)), fileExtension: "rgba")
+        // A payload far from its size (more than half of its own): a new file, the free one kept.
+        let far = try await shared.write(Payload(Array(repeating: 5, count: 100)), fileExtension: "rgba")
+        #expect(inode(far) != firstInode)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free") == [name])
+        unlink(far)
+        let second = try await shared.write(Payload(Array(repeating: 2, count: 250)), fileExtension: "rgba")
         #expect(inode(second) == firstInode, "written into the file given back")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: second)) == Data(repeating: 2, count: 100), "cut to its size")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: second)) == Data(repeating: 2, count: 250), "cut to its size")
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").isEmpty)
         unlink(second)
 

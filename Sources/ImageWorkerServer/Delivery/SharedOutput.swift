@@ -18,10 +18,11 @@ import ImageDownloader
 ///   worker waits up to `exitGrace` for the client to take the files whose events it sent, then
 ///   removes what is left.
 /// - Recycled memory: a client may move a file it took into `held/` (instead of unlinking it) and,
-///   once nothing maps it, into `free/`. A later payload is written into a free file's pages
-///   (renamed to its new name, then cut to its size) instead of fresh ones: taking, charging and
-///   freeing a page at a time cost more than the copy itself. At most `maxFreeFiles` free files of
-///   at most `maxFreeFileBytes` each are kept; the others are removed when found.
+///   once nothing maps it, into `free/`. A later payload is written into the pages of the free
+///   file nearest its size (renamed to its new name, then cut to its size) instead of fresh ones:
+///   taking, charging and freeing a page at a time cost more than the copy itself. At most
+///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each are kept; the others are
+///   removed when found.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -146,8 +147,9 @@ final class SharedOutput: Sendable {
         }
     }
 
-    /// The free file that fits `size` best (the smallest as large, else the largest), taken off
-    /// the list; `free/` is listed again when it changed since.
+    /// The free file nearest `size`, taken off the list, when it is within half of `size` (the
+    /// pages it lacks are taken, those past `size` freed: a file far off saves little, and kept
+    /// it may suit a later image); `free/` is listed again when it changed since.
     private func takeFree(_ s: inout State, _ folder: Folder, size: Int) -> String? {
         var info = stat()
         if fstat(folder.freeFD, &info) == 0 {
@@ -157,16 +159,10 @@ final class SharedOutput: Sendable {
                 s.free = Self.listFree(folder.freeFD)
             }
         }
-        var best: Int?
-        for (index, file) in s.free.enumerated() {
-            guard let chosen = best else {
-                best = index
-                continue
-            }
-            let current = s.free[chosen].bytes
-            if file.bytes >= size ? (current < size || file.bytes < current) : (current < size && file.bytes > current) { best = index }
-        }
-        return best.map { s.free.remove(at: $0).name }
+        guard let best = s.free.indices.min(by: { abs(s.free[$0].bytes - size) < abs(s.free[$1].bytes - size) }),
+            abs(s.free[best].bytes - size) <= size / 2
+        else { return nil }
+        return s.free.remove(at: best).name
     }
 
     /// The regular files in `free/` the worker keeps (at most `maxFreeFiles`, each at most
