@@ -46,8 +46,8 @@ enum OutputDelivery {
         let fileExtension: String?
         // A decoding token holds a slot from its decode to its delivery (not while it waits for
         // the reader, nor, for raw pixels not written to a file, past its decode): the bitmaps
-        // being made or written at once are bounded by the slots. Giving a slot back twice is
-        // harmless (its ticket is gone).
+        // being made or written at once are bounded by the slots. Giving a slot back twice (a
+        // decode that threw after its hook gave it back) is harmless: its ticket is gone.
         var slot: DecodeSlots.Slot?
         defer { if let slot { slots.release(slot) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
@@ -77,6 +77,7 @@ enum OutputDelivery {
                 }
                 image = try await decode(
                     resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack)
+                if giveBack != nil { slot = nil }  // given back already
             }
             let rendered = try await render(image, spec: spec)
             timings["decodeMs"] = since(decodeStart)

@@ -1,4 +1,3 @@
-import Dispatch
 import ImageDecoding
 
 /// One decode that every token of a fetch asking the same awaits. It starts on the blocking pool
@@ -18,7 +17,7 @@ final class SharedDecode: Sendable {
     private let state = LockedState(State())
 
     init(_ decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage) {
-        DispatchQueue.global(qos: .userInitiated).async { [self] in
+        BlockingWork.start { [self] in
             let outcome: Outcome
             do throws(DecodeError) { outcome = .success(try decode()) } catch { outcome = .failure(error) }
             let waiters = state.withLock { s in
