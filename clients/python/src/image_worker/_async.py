@@ -10,7 +10,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable,
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Failed, Outcome, check_many, iter_async
-from ._core import END, Action, Router, queued_event
+from ._core import END, Router, queued_event, run_actions
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -158,9 +158,9 @@ class AsyncWorker:
                 continue
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                self._run(self._router.route(line))
+                run_actions(self._router.route(line))
         if pending.strip():
-            self._run(self._router.route(pending))
+            run_actions(self._router.route(pending))
         code = await self._process.wait()
         _shared.remove_folders(self._process.pid)  # what a killed worker could not clean
         try:
@@ -172,12 +172,7 @@ class AsyncWorker:
             error = WorkerClosed("the worker was closed")
         else:
             error = WorkerExited(code, list(self._stderr), "the image-worker process exited unexpectedly")
-        self._run(self._router.fail_all(error))
-
-    @staticmethod
-    def _run(actions: List[Action]) -> None:
-        for action in actions:
-            action()
+        run_actions(self._router.fail_all(error))
 
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
@@ -305,7 +300,7 @@ class AsyncWorker:
             await self._kill()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._closed = True
-        self._run(self._router.fail_all(WorkerClosed("the worker was closed")))
+        run_actions(self._router.fail_all(WorkerClosed("the worker was closed")))
         return self._process.returncode
 
     async def _kill(self) -> None:

@@ -41,6 +41,12 @@ Reply = Callable[[Optional[Any], Optional[BaseException]], None]
 Action = Callable[[], None]
 
 
+def run_actions(actions: List[Action]) -> None:
+    """Runs what the router asked for, in order (outside the worker's lock)."""
+    for action in actions:
+        action()
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 

@@ -117,9 +117,10 @@ def remove_folders(pid: Optional[int]) -> None:
                 continue
             try:
                 for sub in ("held", "free"):
-                    if stat.S_ISDIR(_lstat_mode(os.path.join(folder, sub))):
-                        _remove_files(os.path.join(folder, sub))
-                        os.rmdir(os.path.join(folder, sub))
+                    subfolder = os.path.join(folder, sub)
+                    if stat.S_ISDIR(_lstat_mode(subfolder)):
+                        _remove_files(subfolder)
+                        os.rmdir(subfolder)
                 _remove_files(folder)
                 os.rmdir(folder)
             except OSError:

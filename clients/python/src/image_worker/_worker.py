@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterato
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
-from ._core import END, Action, Router, queued_event
+from ._core import END, Router, queued_event, run_actions
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -194,7 +194,7 @@ class Worker:
         for line in stdout:  # a BufferedReader: lines of any length
             with self._lock:
                 actions = self._router.route(line)
-            _run(actions)
+            run_actions(actions)
             # Not kept while the next line is awaited: a delivered image's memory goes back to
             # the worker as soon as the caller drops it.
             del actions
@@ -211,8 +211,7 @@ class Worker:
             else:
                 error = WorkerExited(code, list(self._stderr), "the image-worker process exited unexpectedly")
             actions = self._router.fail_all(error)
-        for action in actions:
-            action()
+        run_actions(actions)
 
     def _read_stderr(self) -> None:
         stderr = self._process.stderr
@@ -387,8 +386,7 @@ class Worker:
         with self._lock:
             self._closed = True
             actions = self._router.fail_all(WorkerClosed("the worker was closed"))
-        for action in actions:
-            action()
+        run_actions(actions)
         return self._process.returncode
 
     def _kill(self) -> None:
@@ -449,8 +447,3 @@ def iter_downloads(urls: Iterable[Entry], dir: Optional[str] = None, *, concurre
     check_many(urls, dir, concurrency, options, sequence=False)
     active = worker if worker is not None else Worker(binary)
     return iter_sync(active, worker is None, urls, dir, concurrency, progress, manifest, resume, options)
-
-
-def _run(actions: List[Action]) -> None:
-    for action in actions:
-        action()
