@@ -20,4 +20,52 @@ enum BlockingWork {
     static func start(_ work: @escaping @Sendable () -> Void) {
         DispatchQueue.global(qos: .userInitiated).async(execute: work)
     }
+
+    /// Starts `work` on the pool with a lane: what it hands on runs after it, on the same thread.
+    static func start(_ work: @escaping @Sendable (inout Lane) -> Void) {
+        start {
+            var lane = Lane()
+            work(&lane)
+            lane.drain()
+        }
+    }
+
+    /// Work handed on by work running on one thread, to run there next, in turn (never nested):
+    /// a decode that ends and gives its slot back runs the decode that slot admits, on the
+    /// thread that is already awake on its core, rather than waking another one (with one slot
+    /// per core, each such wake-up could leave a core idle while the woken thread waited for the
+    /// busy one). One piece of work at a time is handed on; more go to the pool, so that they
+    /// run side by side.
+    struct Lane: Sendable {
+        private var pending: [@Sendable (inout Lane) -> Void] = []
+
+        var isEmpty: Bool { pending.isEmpty }
+
+        /// Runs `work` on this lane's thread after what runs now, or on the pool when this lane
+        /// has work waiting already.
+        mutating func handOn(_ work: @escaping @Sendable (inout Lane) -> Void) {
+            if pending.isEmpty {
+                pending.append(work)
+            } else {
+                BlockingWork.start(work)
+            }
+        }
+
+        /// Runs what was handed on, in turn, with what that hands on.
+        mutating func drain() {
+            while !pending.isEmpty {
+                let next = pending.removeFirst()
+                next(&self)
+            }
+        }
+
+        /// For a lane made off the pool (in an async task): starts what was handed on to it on the
+        /// pool.
+        mutating func startPending() {
+            guard !pending.isEmpty else { return }
+            let work = pending
+            pending = []
+            for piece in work { BlockingWork.start(piece) }
+        }
+    }
 }

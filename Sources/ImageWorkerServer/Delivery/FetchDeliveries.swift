@@ -90,19 +90,22 @@ final class FetchDeliveries: Sendable {
 
     // MARK: Once the body is in
 
-    /// The decoded image for `key`, decoded once (on the blocking pool) for every token of the
-    /// fetch that asks the same; `whenDone` runs on the decoding thread as the decode ends.
-    func image(
-        for resource: FetchedResource, key: Ledger.DecodeKey, whenDone: (@Sendable () -> Void)? = nil,
+    /// The decode for `key`, once for every token of the fetch that asks the same: the one a
+    /// token started already, or a new one handed on to `lane` to run. `whenDone` is added to it
+    /// before it can end (it runs on the decoding thread).
+    func sharedDecode(
+        for resource: FetchedResource, key: Ledger.DecodeKey, whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane,
         decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
-    ) async -> Result<DecodedImage, DecodeError> {
-        let shared = ledger.withLock { l -> SharedDecode in
-            if case .join(let running) = l.decode(resource.fetchID, key) { return running }
-            let started = SharedDecode(decode)
-            l.decodeStarted(resource.fetchID, key, started)
-            return started
+    ) -> SharedDecode {
+        let (shared, made) = ledger.withLock { l -> (SharedDecode, Bool) in
+            if case .join(let running) = l.decode(resource.fetchID, key) { return (running, false) }
+            let made = SharedDecode(decode)
+            l.decodeStarted(resource.fetchID, key, made)
+            return (made, true)
         }
-        return await shared.value(whenDone: whenDone)
+        if let whenDone { shared.whenDone(whenDone, lane: &lane) }
+        if made { lane.handOn { shared.run(&$0) } }
+        return shared
     }
 
     /// A token of the resource's fetch finished its delivery (also one that needed no decode, or

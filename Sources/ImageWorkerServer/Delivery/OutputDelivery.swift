@@ -46,38 +46,61 @@ enum OutputDelivery {
         let fileExtension: String?
         // A decoding token holds a slot from its decode to its delivery (not while it waits for
         // the reader, nor, for raw pixels not written to a file, past its decode): the bitmaps
-        // being made or written at once are bounded by the slots. Giving a slot back twice (a
-        // decode that threw after its hook gave it back) is harmless: its ticket is gone.
+        // being made or written at once are bounded by the slots.
         var slot: DecodeSlots.Slot?
         defer { if let slot { slots.release(slot) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
         var timings: JSONObject = [:]
         func since(_ start: UInt64) -> JSONValue { .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100) }
         if spec.format.needsDecoding {
-            slot = await slots.acquire(token: token, priority: priority, cost: bitmapCost(resource.body, source: source))
-            // Nil: the token was cancelled while it waited; it has had its event already.
-            guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
-            let decodeStart = DispatchTime.now().uptimeNanoseconds
-            // The progressive decode's final image, if the fetch had one.
-            let progressiveResult = await deliveries.frame(of: resource)
+            let cost = bitmapCost(resource.body, source: source)
+            // Raw pixels not written to a file need no more of the slot once decoded (what is left
+            // is at most turning them upright): it goes back from the decoding thread.
+            let givesBack = spec.encoding == nil && spec.delivery != .file
             let image: DecodedImage
-            // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
-            if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
-                image = fitted
-            } else if case .failure(let error)? = progressiveResult {
-                throw DeliveryFailure(error, settings: settings)
-            } else {
-                // No progressive decode, or one scaled for other tokens below what this one asks
-                // (a token that joined the fetch after its decode began): decoded whole. Raw
-                // pixels not written to a file need no more of the slot once decoded (what is left
-                // is at most turning them upright): it goes back from the decoding thread.
-                var giveBack: (@Sendable () -> Void)?
-                if let held = slot, spec.encoding == nil, spec.delivery != .file {
-                    giveBack = { slots.release(held) }
+            let decodeStart: UInt64
+            if !resource.streamed {
+                // Decoded whole, from the moment the slot is let in: on the thread of the decode
+                // that gave it back, if one did (see `DecodeSlots.acquire(admitted:)`).
+                let admitted = await slots.acquire(token: token, priority: priority, cost: cost) {
+                    held, lane -> (slot: DecodeSlots.Slot, start: UInt64, decode: SharedDecode) in
+                    var giveBack: SharedDecode.Hook?
+                    if givesBack { giveBack = { lane in slots.release(held, lane: &lane) } }
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    let decode = sharedDecode(
+                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack,
+                        lane: &lane)
+                    return (held, start, decode)
                 }
-                image = try await decode(
-                    resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack)
-                if giveBack != nil { slot = nil }  // given back already
+                // Nil: the token was cancelled while it waited; it has had its event already.
+                guard let admitted else { throw .output("cancelled before its decode", path: nil) }
+                slot = givesBack ? nil : admitted.slot
+                decodeStart = admitted.start
+                image = try decoded(await admitted.decode.value(), settings: settings)
+            } else {
+                slot = await slots.acquire(token: token, priority: priority, cost: cost)
+                guard let held = slot else { throw .output("cancelled before its decode", path: nil) }
+                decodeStart = DispatchTime.now().uptimeNanoseconds
+                // The progressive decode's final image, if the fetch had one.
+                let progressiveResult = await deliveries.frame(of: resource)
+                // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
+                if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
+                    image = fitted
+                } else if case .failure(let error)? = progressiveResult {
+                    throw DeliveryFailure(error, settings: settings)
+                } else {
+                    // No progressive decode, or one scaled for other tokens below what this one
+                    // asks (a token that joined the fetch after its decode began): decoded whole.
+                    var lane = BlockingWork.Lane()
+                    var giveBack: SharedDecode.Hook?
+                    if givesBack { giveBack = { lane in slots.release(held, lane: &lane) } }
+                    let decode = sharedDecode(
+                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack,
+                        lane: &lane)
+                    if givesBack { slot = nil }  // the decode gives it back
+                    lane.startPending()
+                    image = try decoded(await decode.value(), settings: settings)
+                }
             }
             let rendered = try await render(image, spec: spec)
             timings["decodeMs"] = since(decodeStart)
@@ -270,15 +293,15 @@ enum OutputDelivery {
             fileExtension: spec.format.rawValue)
     }
 
-    /// The decoded image this token asked for, decoded once for every token of the fetch that
-    /// asked the same. `source`: the format the body's signature names.
-    static func decode(
+    /// The decode of the image this token asked for, once for every token of the fetch that asks
+    /// the same (a new one is handed on to `lane`). `source`: the format the body's signature names.
+    static func sharedDecode(
         _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings,
-        whenDone: (@Sendable () -> Void)? = nil
-    ) async throws(DeliveryFailure) -> DecodedImage {
+        whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane
+    ) -> SharedDecode {
         let key = FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         let body = resource.body
-        let result = await deliveries.image(for: resource, key: key, whenDone: whenDone) { () throws(DecodeError) -> DecodedImage in
+        return deliveries.sharedDecode(for: resource, key: key, whenDone: whenDone, lane: &lane) { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
             options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
@@ -287,7 +310,11 @@ enum OutputDelivery {
             return try ImageDecoders.decode(
                 Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
         }
-        switch result {
+    }
+
+    /// A decode's image, or the token's failure.
+    static func decoded(_ outcome: SharedDecode.Outcome, settings: DecodeSettings) throws(DeliveryFailure) -> DecodedImage {
+        switch outcome {
         case .success(let image): return image
         case .failure(let error): throw DeliveryFailure(error, settings: settings)
         }

@@ -1,50 +1,64 @@
 import ImageDecoding
 
-/// One decode that every token of a fetch asking the same awaits. It starts on the blocking pool
-/// at once, from the thread that asks for it, and its thread resumes the tokens waiting for it:
-/// no task of its own to schedule before the decode and after it. A waiter may also give its
-/// decode slot back from that thread, before it is resumed, so that the next decode starts
-/// without waiting for this token's task to run (with one slot per core, each hop between threads
-/// there left a core idle).
+/// One decode that every token of a fetch asking the same awaits. Whoever makes it runs it on
+/// the blocking pool (`run`: on a lane, so that a decode it admits can follow on the same
+/// thread), and its thread resumes the tokens waiting for it: no task of its own to schedule
+/// before the decode and after it. A token may also give its decode slot back from that thread
+/// (`whenDone`), before any waiter is resumed, so that the next decode starts there at once.
 final class SharedDecode: Sendable {
     typealias Outcome = Result<DecodedImage, DecodeError>
+    /// Work for the decoding thread once the decode ended (whatever its outcome).
+    typealias Hook = @Sendable (inout BlockingWork.Lane) -> Void
 
     private struct State {
+        /// Until it runs.
+        var decode: (@Sendable () throws(DecodeError) -> DecodedImage)?
         var outcome: Outcome?
-        var waiters: [(continuation: CheckedContinuation<Outcome, Never>, whenDone: (@Sendable () -> Void)?)] = []
+        var waiters: [CheckedContinuation<Outcome, Never>] = []
+        var hooks: [Hook] = []
     }
 
-    private let state = LockedState(State())
+    private let state: LockedState<State>
 
     init(_ decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage) {
-        BlockingWork.start { [self] in
-            let outcome: Outcome
-            do throws(DecodeError) { outcome = .success(try decode()) } catch { outcome = .failure(error) }
-            let waiters = state.withLock { s in
-                s.outcome = outcome
-                defer { s.waiters = [] }
-                return s.waiters
-            }
-            for waiter in waiters {
-                waiter.whenDone?()
-                waiter.continuation.resume(returning: outcome)
-            }
-        }
+        state = LockedState(State(decode: decode))
     }
 
-    /// The decode's result, once it has one; `whenDone` runs first, on the decoding thread (or
-    /// here when the decode had ended).
-    func value(whenDone: (@Sendable () -> Void)? = nil) async -> Outcome {
+    /// Decodes here (on the blocking pool; once, later calls do nothing), then runs the hooks
+    /// with `lane` and resumes the waiters.
+    func run(_ lane: inout BlockingWork.Lane) {
+        guard let decode = state.withLock({ s in defer { s.decode = nil }; return s.decode }) else { return }
+        let outcome: Outcome
+        do throws(DecodeError) { outcome = .success(try decode()) } catch { outcome = .failure(error) }
+        let (waiters, hooks) = state.withLock { s in
+            s.outcome = outcome
+            defer { (s.waiters, s.hooks) = ([], []) }
+            return (s.waiters, s.hooks)
+        }
+        for hook in hooks { hook(&lane) }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
+    /// `hook` runs once, on the decoding thread when the decode ends; here, with `lane`, when
+    /// it has ended already.
+    func whenDone(_ hook: @escaping Hook, lane: inout BlockingWork.Lane) {
+        let ended = state.withLock { s -> Bool in
+            if s.outcome != nil { return true }
+            s.hooks.append(hook)
+            return false
+        }
+        if ended { hook(&lane) }
+    }
+
+    /// The decode's result, once it has one.
+    func value() async -> Outcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             let done = state.withLock { s -> Outcome? in
                 if let outcome = s.outcome { return outcome }
-                s.waiters.append((continuation, whenDone))
+                s.waiters.append(continuation)
                 return nil
             }
-            if let done {
-                whenDone?()
-                continuation.resume(returning: done)
-            }
+            if let done { continuation.resume(returning: done) }
         }
     }
 }
