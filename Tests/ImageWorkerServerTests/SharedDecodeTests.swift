@@ -6,8 +6,8 @@ import Testing
 
 @testable import ImageWorkerServer
 
-/// `SharedDecode`: one decode, every waiter resumed with its result, each hook run once before
-/// any waiter is resumed (on the decoding thread, or at once after the decode ended).
+/// `SharedDecode`: one decode, every waiter resumed with its result, each hook run once with it
+/// before any waiter is resumed (on the decoding thread; after the end, handed on to the lane).
 @Suite struct SharedDecodeTests {
     private static func image(_ value: UInt8) -> DecodedImage {
         DecodedImage(width: 2, height: 1, layout: .rgb, pixels: Array(repeating: value, count: 6), format: .png)
@@ -23,7 +23,9 @@ import Testing
         }
         let hooks = LockedState<[Int]>([])
         var lane = BlockingWork.Lane()
-        for n in 0..<3 { shared.whenDone({ _ in hooks.withLock { $0.append(n) } }, lane: &lane) }
+        for n in 0..<3 {
+            shared.whenDone({ outcome, _ in if case .success(let image) = outcome, image.pixels[0] == 7 { hooks.withLock { $0.append(n) } } }, lane: &lane)
+        }
         #expect(lane.isEmpty, "hooks wait for the decode")
         let waiters = (0..<3).map { _ in
             Task { () -> (Result<DecodedImage, DecodeError>, Int) in
@@ -41,9 +43,11 @@ import Testing
             #expect(try outcome.get().pixels == Array(repeating: 7, count: 6))
             #expect(hooksRun == 3, "every hook ran before a waiter was resumed")
         }
-        // A hook after the end runs at once; so does a waiter.
+        // A hook after the end is handed on to the lane, with the outcome; a waiter gets it at once.
         let late = LockedState(false)
-        shared.whenDone({ _ in late.withLock { $0 = true } }, lane: &lane)
+        shared.whenDone({ outcome, _ in late.withLock { $0 = (try? outcome.get())?.width == 2 } }, lane: &lane)
+        #expect(!late.withLock { $0 } && !lane.isEmpty, "not run on the caller's thread")
+        lane.drain()
         #expect(late.withLock { $0 })
         #expect(try await shared.value().get().width == 2)
         #expect(runs.withLock { $0 } == 1, "decoded once")

@@ -45,44 +45,52 @@ enum OutputDelivery {
         let payload: Payload
         let fileExtension: String?
         // A decoding token holds a slot from its decode to its delivery (not while it waits for
-        // the reader, nor, for raw pixels not written to a file, past its decode): the bitmaps
-        // being made or written at once are bounded by the slots.
+        // the reader): the bitmaps being made or written at once are bounded by the slots.
         var slot: DecodeSlots.Slot?
         defer { if let slot { slots.release(slot) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
         var timings: JSONObject = [:]
-        func since(_ start: UInt64) -> JSONValue { .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100) }
+        // A progressive token's partial images went to a path chosen then: the final image
+        // replaces the last of them there (asked once its decoder has taken every byte).
+        func target() -> FrameDelivery.Target {
+            FrameDelivery.Target(token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? deliveries.reservedPath(token) : nil)
+        }
+        // Written already (a decoded image delivered as a file).
+        var written: FrameDelivery.Placed?
         if spec.format.needsDecoding {
             let cost = bitmapCost(resource.body, source: source)
-            // Raw pixels not written to a file need no more of the slot once decoded (what is left
-            // is at most turning them upright): it goes back from the decoding thread.
-            let givesBack = spec.encoding == nil && spec.delivery != .file
-            let image: DecodedImage
-            let decodeStart: UInt64
+            let finished: Finished
             if !resource.streamed {
                 // Decoded whole, from the moment the slot is let in: on the thread of the decode
-                // that gave it back, if one did (see `DecodeSlots.acquire(admitted:)`).
-                let admitted = await slots.acquire(token: token, priority: priority, cost: cost) {
-                    held, lane -> (slot: DecodeSlots.Slot, start: UInt64, decode: SharedDecode) in
-                    var giveBack: SharedDecode.Hook?
-                    if givesBack { giveBack = { lane in slots.release(held, lane: &lane) } }
+                // that gave it back, if one did (see `DecodeSlots.acquire(admitted:)`). That
+                // thread then renders the image and writes its file, and gives the slot back.
+                let fileTarget = target()
+                let step = await slots.acquire(token: token, priority: priority, cost: cost) {
+                    held, lane -> Promise<Result<Finished, DeliveryFailure>> in
                     let start = DispatchTime.now().uptimeNanoseconds
-                    let decode = sharedDecode(
-                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack,
-                        lane: &lane)
-                    return (held, start, decode)
+                    let step = Promise<Result<Finished, DeliveryFailure>>()
+                    _ = sharedDecode(
+                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings,
+                        whenDone: { outcome, lane in
+                            step.fulfil(
+                                Result { () throws(DeliveryFailure) -> Finished in
+                                    try finish(
+                                        decoded(outcome, settings: settings), spec: spec, source: source, to: fileTarget, decodeStart: start)
+                                })
+                            slots.release(held, lane: &lane)
+                        }, lane: &lane)
+                    return step
                 }
                 // Nil: the token was cancelled while it waited; it has had its event already.
-                guard let admitted else { throw .output("cancelled before its decode", path: nil) }
-                slot = givesBack ? nil : admitted.slot
-                decodeStart = admitted.start
-                image = try decoded(await admitted.decode.value(), settings: settings)
+                guard let step else { throw .output("cancelled before its decode", path: nil) }
+                finished = try await step.value().get()
             } else {
                 slot = await slots.acquire(token: token, priority: priority, cost: cost)
-                guard let held = slot else { throw .output("cancelled before its decode", path: nil) }
-                decodeStart = DispatchTime.now().uptimeNanoseconds
+                guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
+                let decodeStart = DispatchTime.now().uptimeNanoseconds
                 // The progressive decode's final image, if the fetch had one.
                 let progressiveResult = await deliveries.frame(of: resource)
+                let image: DecodedImage
                 // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
                 if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
                     image = fitted
@@ -92,21 +100,22 @@ enum OutputDelivery {
                     // No progressive decode, or one scaled for other tokens below what this one
                     // asks (a token that joined the fetch after its decode began): decoded whole.
                     var lane = BlockingWork.Lane()
-                    var giveBack: SharedDecode.Hook?
-                    if givesBack { giveBack = { lane in slots.release(held, lane: &lane) } }
                     let decode = sharedDecode(
-                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: giveBack,
-                        lane: &lane)
-                    if givesBack { slot = nil }  // the decode gives it back
+                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: nil, lane: &lane)
                     lane.startPending()
                     image = try decoded(await decode.value(), settings: settings)
                 }
+                let fileTarget = target()
+                finished = try await BlockingWork.run { () throws(DeliveryFailure) -> Finished in
+                    try finish(image, spec: spec, source: source, to: fileTarget, decodeStart: decodeStart)
+                }
             }
-            let rendered = try await render(image, spec: spec)
-            timings["decodeMs"] = since(decodeStart)
-            for (key, value) in rendered.fields { result[key] = value }
-            payload = rendered.payload
-            fileExtension = rendered.fileExtension
+            timings["decodeMs"] = finished.decodeMs
+            if let writeMs = finished.writeMs { timings["writeMs"] = writeMs }
+            for (key, value) in finished.rendered.fields { result[key] = value }
+            payload = finished.rendered.payload
+            fileExtension = finished.rendered.fileExtension
+            written = finished.placed
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
@@ -119,12 +128,10 @@ enum OutputDelivery {
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
-        // A progressive token's partial images went to a path chosen then: the final image
-        // replaces the last of them there.
-        let target = FrameDelivery.Target(
-            token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? deliveries.reservedPath(token) : nil)
         let placed: FrameDelivery.Placed
-        if spec.delivery == .shared, payload.count > SharedOutput.inlineLimit {
+        if let written {
+            placed = written
+        } else if spec.delivery == .shared, payload.count > SharedOutput.inlineLimit {
             // No new file while the client has not taken enough of the earlier ones (the wait is in
             // `write`): the decode slot goes back first.
             if let held = slot {
@@ -136,7 +143,7 @@ enum OutputDelivery {
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
             let path = try await shared.write(payload, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
-            timings["writeMs"] = since(writeStart)
+            timings["writeMs"] = milliseconds(since: writeStart)
             placed = .delivered(["path": .string(path), "shared": true], path: path)
         } else {
             if spec.delivery != .none, spec.delivery != .file {
@@ -148,13 +155,14 @@ enum OutputDelivery {
                 await outputCapacity()
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
+            let target = target()
             let deliver = { @Sendable () throws(DeliveryFailure) -> FrameDelivery.Placed in
                 try FrameDelivery.deliver(payload, fileExtension: fileExtension, source: source, to: target, final: true)
             }
             // Writing a file, and hashing or base64 of a large image, are work for the blocking pool.
             let heavy = spec.delivery == .file || (payload.count >= 256 * 1024 && (spec.delivery != .none || FrameDelivery.wantsDigest(spec)))
             placed = heavy ? try await BlockingWork.run(deliver) : try deliver()
-            if spec.delivery == .file { timings["writeMs"] = since(writeStart) }
+            if spec.delivery == .file { timings["writeMs"] = milliseconds(since: writeStart) }
         }
         switch placed {
         case .keptExisting(let path):
@@ -215,19 +223,38 @@ enum OutputDelivery {
         ImageResampler.resize(spec.format.pixels(of: image), width: target.width, height: target.height)
     }
 
-    /// Orientation applied if asked, then PNG-encoded or raw, with the fields that describe it
-    /// (encoding and turning on the blocking pool; raw pixels as they are, here); for a token that
-    /// delivers nothing, only described.
-    static func render(_ image: DecodedImage, spec: OutputSpec) async throws(DeliveryFailure) -> Rendered {
-        if spec.delivery == .none {
-            return described(
+    /// A decoded image made into what the token asked for: rendered, and its file written when
+    /// its delivery is a file.
+    struct Finished: Sendable {
+        var rendered: Rendered
+        /// Where the file went (file delivery only).
+        var placed: FrameDelivery.Placed?
+        var decodeMs: JSONValue
+        var writeMs: JSONValue?
+    }
+
+    /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
+    /// written to `target` if its delivery is a file: on the calling thread, one on the blocking
+    /// pool. `decodeStart`: when its decode slot was let in.
+    static func finish(
+        _ image: DecodedImage, spec: OutputSpec, source: ImageFormat?, to target: FrameDelivery.Target, decodeStart: UInt64
+    ) throws(DeliveryFailure) -> Finished {
+        let rendered =
+            spec.delivery == .none
+            ? described(
                 width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
                 animation: image.animation)
-        }
-        if spec.encoding == nil, !spec.applyOrientation || !(2...8).contains(image.orientation) {
-            return try renderNow(image, spec: spec)
-        }
-        return try await BlockingWork.run { () throws(DeliveryFailure) -> Rendered in try renderNow(image, spec: spec) }
+            : try renderNow(image, spec: spec)
+        let decodeMs = milliseconds(since: decodeStart)
+        guard spec.delivery == .file else { return Finished(rendered: rendered, decodeMs: decodeMs) }
+        let writeStart = DispatchTime.now().uptimeNanoseconds
+        let placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
+        return Finished(rendered: rendered, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
+    }
+
+    /// Milliseconds since `start` (`DispatchTime`'s nanoseconds), to two decimals, for a token's metrics.
+    static func milliseconds(since start: UInt64) -> JSONValue {
+        .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100)
     }
 
     /// A partial image in an encoded format (PNG, JPEG, WebP), encoded from the decoder's frame

@@ -3,12 +3,13 @@ import ImageDecoding
 /// One decode that every token of a fetch asking the same awaits. Whoever makes it runs it on
 /// the blocking pool (`run`: on a lane, so that a decode it admits can follow on the same
 /// thread), and its thread resumes the tokens waiting for it: no task of its own to schedule
-/// before the decode and after it. A token may also give its decode slot back from that thread
-/// (`whenDone`), before any waiter is resumed, so that the next decode starts there at once.
+/// before the decode and after it. A token may also do its next step on that thread
+/// (`whenDone`: render, write its file, give its decode slot back), before any waiter is
+/// resumed, so that the next decode starts there at once.
 final class SharedDecode: Sendable {
     typealias Outcome = Result<DecodedImage, DecodeError>
-    /// Work for the decoding thread once the decode ended (whatever its outcome).
-    typealias Hook = @Sendable (inout BlockingWork.Lane) -> Void
+    /// Work for the decoding thread once the decode ended, with its outcome.
+    typealias Hook = @Sendable (Outcome, inout BlockingWork.Lane) -> Void
 
     private struct State {
         /// Until it runs.
@@ -35,19 +36,19 @@ final class SharedDecode: Sendable {
             defer { (s.waiters, s.hooks) = ([], []) }
             return (s.waiters, s.hooks)
         }
-        for hook in hooks { hook(&lane) }
+        for hook in hooks { hook(outcome, &lane) }
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
 
-    /// `hook` runs once, on the decoding thread when the decode ends; here, with `lane`, when
-    /// it has ended already.
+    /// `hook` runs once, on the decoding thread when the decode ends; handed on to `lane` when
+    /// it has ended already (so never on a caller's thread off the pool).
     func whenDone(_ hook: @escaping Hook, lane: inout BlockingWork.Lane) {
-        let ended = state.withLock { s -> Bool in
-            if s.outcome != nil { return true }
+        let ended = state.withLock { s -> Outcome? in
+            if let outcome = s.outcome { return outcome }
             s.hooks.append(hook)
-            return false
+            return nil
         }
-        if ended { hook(&lane) }
+        if let ended { lane.handOn { hook(ended, &$0) } }
     }
 
     /// The decode's result, once it has one.
