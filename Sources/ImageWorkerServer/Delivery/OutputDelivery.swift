@@ -61,29 +61,9 @@ enum OutputDelivery {
             let cost = bitmapCost(resource.body, source: source)
             let finished: Finished
             if !resource.streamed {
-                // Decoded whole, from the moment the slot is let in: on the thread of the decode
-                // that gave it back, if one did (see `DecodeSlots.acquire(admitted:)`). That
-                // thread then renders the image and writes its file, and gives the slot back.
-                let fileTarget = target()
-                let step = await slots.acquire(token: token, priority: priority, cost: cost) {
-                    held, lane -> Promise<Result<Finished, DeliveryFailure>> in
-                    let start = DispatchTime.now().uptimeNanoseconds
-                    let step = Promise<Result<Finished, DeliveryFailure>>()
-                    _ = sharedDecode(
-                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings,
-                        whenDone: { outcome, lane in
-                            step.fulfil(
-                                Result { () throws(DeliveryFailure) -> Finished in
-                                    try finish(
-                                        decoded(outcome, settings: settings), spec: spec, source: source, to: fileTarget, decodeStart: start)
-                                })
-                            slots.release(held, lane: &lane)
-                        }, lane: &lane)
-                    return step
-                }
-                // Nil: the token was cancelled while it waited; it has had its event already.
-                guard let step else { throw .output("cancelled before its decode", path: nil) }
-                finished = try await step.value().get()
+                finished = try await decodedWhole(
+                    resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target(),
+                    deliveries: deliveries, slots: slots, settings: settings)
             } else {
                 slot = await slots.acquire(token: token, priority: priority, cost: cost)
                 guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
@@ -175,6 +155,34 @@ enum OutputDelivery {
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
+    }
+
+    /// A token's image decoded whole, from the moment its slot is let in: on the thread of the
+    /// decode that gave the slot back, if one did (`DecodeSlots.acquire(admitted:)`). That
+    /// thread then finishes the token (renders its image, writes its file) and gives the slot
+    /// back, so the next decode it lets in starts there too.
+    private static func decodedWhole(
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
+        spec: OutputSpec, target: FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, settings: DecodeSettings
+    ) async throws(DeliveryFailure) -> Finished {
+        let step = await slots.acquire(token: token, priority: priority, cost: cost) {
+            held, lane -> Promise<Result<Finished, DeliveryFailure>> in
+            let start = DispatchTime.now().uptimeNanoseconds
+            let step = Promise<Result<Finished, DeliveryFailure>>()
+            let finishHere: SharedDecode.Hook = { outcome, lane in
+                step.fulfil(
+                    Result { () throws(DeliveryFailure) -> Finished in
+                        try finish(decoded(outcome, settings: settings), spec: spec, source: source, to: target, decodeStart: start)
+                    })
+                slots.release(held, lane: &lane)
+            }
+            _ = sharedDecode(
+                resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: finishHere, lane: &lane)
+            return step
+        }
+        // Nil: the token was cancelled while it waited; it has had its event already.
+        guard let step else { throw .output("cancelled before its decode", path: nil) }
+        return try await step.value().get()
     }
 
     /// The bytes of bitmap a decode of `body` will hold, for the decode stage's memory budget:
