@@ -388,7 +388,7 @@ export declare function downloadParams(url: string, token: Token, options?: Down
 export type BulkEntry = string | { url: string; name?: string } | [string, string];
 
 export interface DownloadManyOptions extends Omit<DownloadOptions, 'token' | 'signal' | 'name'> {
-  /** Downloads at once (default 6); a few more are sent ahead. */
+  /** Downloads at once (default 6); a few times as many are sent ahead. */
   concurrency?: number;
   /** Cancels what is under way; the iterator then throws the signal's reason. */
   signal?: AbortSignalLike;

@@ -101,6 +101,23 @@ test('downloadMany streams in completion order with a concurrency bound', () => 
   }
 }));
 
+test('an endless input is read only a window ahead', () => withSetup(async (server, dir) => {
+  let pulled = 0;
+  function* urls() {
+    for (let n = 1; ; n++) {
+      pulled++;
+      yield server.url(`/files/basn2c08.png?${n}`);
+    }
+  }
+  let got = 0;
+  for await (const outcome of downloadMany(urls(), { dir, concurrency: 2, maxRetries: 0, binary })) {
+    assert.ok(outcome.ok);
+    if (++got === 50) break;
+  }
+  // The window at concurrency 2 is 34: what was pulled is what ended plus at most that.
+  assert.ok(pulled > 50 && pulled <= 50 + 34 + 1, `pulled ${pulled}`);
+}));
+
 test('an AbortSignal cancels the rest; the manifest keeps what ended', () => withSetup(async (server, dir) => {
   const manifest = join(dir, 'm.jsonl');
   const controller = new AbortController();

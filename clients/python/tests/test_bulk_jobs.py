@@ -90,6 +90,26 @@ def test_iter_downloads_streams_in_completion_order(binary: str, server: Loopbac
     assert seen[-1] == (0, True), "the slow one ends last"
 
 
+def test_an_endless_input_is_read_only_a_window_ahead(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    pulled = 0
+
+    def urls() -> Any:  # never ends
+        nonlocal pulled
+        n = 0
+        while True:
+            pulled += 1
+            n += 1
+            yield server.url(f"/files/basn2c08.png?{n}")
+    got = 0
+    for outcome in iter_downloads(urls(), str(tmp_path), concurrency=2, max_retries=0, binary=binary):
+        assert outcome.ok
+        got += 1
+        if got == 50:
+            break
+    # The window at concurrency 2 is 34: what was pulled is what ended plus at most that.
+    assert 50 < pulled <= 50 + 34 + 1, pulled
+
+
 def test_leaving_early_cancels_the_rest_and_the_manifest_keeps_what_ended(binary: str, server: LoopbackServer,
                                                                           tmp_path: Path) -> None:
     manifest = tmp_path / "m.jsonl"
