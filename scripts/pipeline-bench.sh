@@ -31,6 +31,9 @@ fi
 # checkout), for the user-path jobs (py-dir, py-numpy).
 "$work/venv/bin/python" -c "import image_worker, sys; sys.exit(not image_worker.__file__.startswith('$root/'))" 2>/dev/null ||
     "$work/venv/bin/pip" install -q -e "$root/clients/python"
+# Its bytecode, as pip compiles an installed wheel's (and the anchor's aiohttp): where
+# PYTHONDONTWRITEBYTECODE is set, each run would otherwise compile the client anew (20-25 ms).
+"$work/venv/bin/python" -m compileall -q "$root/clients/python/src/image_worker"
 # img2dataset in a venv of its own (its dependencies pin versions the first venv's tools do not want).
 if [ ! -x "$work/i2d/bin/img2dataset" ]; then
     python3 -m venv "$work/i2d"
