@@ -43,6 +43,69 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// One decode slot, many tokens: each decode is let in on the thread that ended the one before
+    /// (and that thread renders and writes its token's file). Files, encodings, raw pixels, a body
+    /// that is no image and cancels while tokens wait for the slot: every token ends exactly once,
+    /// each with its own output, and the stage is empty after.
+    @Test func oneDecodeSlotServesEveryKindOfOutputAndCancelsLoseNothing() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        server.setFile("broken.jpg", [0xFF, 0xD8, 0xFF, 0xE0] + Array("this is not really a JPEG".utf8))
+        let worker = try WorkerProcess()
+        worker.request(1, "configure", ["decodeConcurrency": 1])
+        _ = try await worker.response(1)
+        let count = 40
+        func token(_ n: Int) -> JSONValue { .string("t\(n)") }
+        for n in 0..<count {
+            let path = n % 7 == 6 ? "/files/broken.jpg" : (n % 2 == 0 ? "/files/testorig.jpg" : "/files/basn2c08.png")
+            let output: JSONValue
+            switch n % 4 {
+            case 0: output = ["format": "png", "maxPixelSize": 64, "delivery": "file", "dir": .string(out.path), "name": .string("f\(n).png")]
+            case 1: output = ["format": "rgba", "delivery": "none"]
+            case 2: output = ["format": "jpeg", "delivery": "inline"]
+            default: output = ["format": "rgb", "delivery": "file", "dir": .string(out.path), "name": .string("f\(n).rgb")]
+            }
+            worker.request(100 + n, "download", ["url": .string(server.url("\(path)?n=\(n)")), "token": token(n), "output": output])
+            if n % 5 == 4 { worker.request(200 + n, "cancel", ["token": token(n)]) }
+        }
+        for n in 0..<count {
+            let done = try await worker.completion(token(n))["params"]
+            let context = Comment(rawValue: "token \(n): \(String(describing: done))")
+            let terminals = worker.events(token(n)).filter { $0["method"] == .string(WorkerEvent.completed) }
+            #expect(terminals.count == 1, context)
+            let outcome = done?["outcome"]?.stringValue
+            if n % 5 == 4, outcome == "cancelled" { continue }
+            if n % 7 == 6 {
+                #expect(outcome == "error", context)
+                continue
+            }
+            #expect(outcome == "success", context)
+            let (width, height) = n % 2 == 0 ? (227, 149) : (32, 32)
+            switch n % 4 {
+            case 0:
+                let file = Array(try Data(contentsOf: out.appendingPathComponent("f\(n).png")))
+                let image = try ImageDecoders.decode(file)
+                #expect(max(image.width, image.height) == min(64, max(width, height)), context)
+            case 1:
+                #expect(done?["width"] == .int(Int64(width)) && done?["data"] == nil && done?["path"] == nil, context)
+            case 2:
+                let encoded = try #require(done?["data"]?.stringValue)
+                let data = Array(try #require(Data(base64Encoded: encoded)))
+                #expect(try ImageDecoders.decode(data).width == width, context)
+            default:
+                let file = try Data(contentsOf: out.appendingPathComponent("f\(n).rgb"))
+                #expect(file.count == width * height * 3, context)
+            }
+        }
+        worker.request(2, "status")
+        let stage = try await worker.response(2)["result"]?["decodeStage"]
+        #expect(stage?["running"] == 0 && stage?["waiting"] == 0 && stage?["bitmapBytes"] == 0, "\(String(describing: stage))")
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     /// `png` writes RGB when every pixel is opaque (a JPEG, an RGB PNG), RGBA when any is not, at
     /// full size and scaled, with the pixels a decode here gives.
     @Test func pngOutputDropsOnlyAnOpaqueAlpha() async throws {
