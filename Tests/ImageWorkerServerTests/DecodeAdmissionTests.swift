@@ -160,26 +160,18 @@ import Testing
         }
     }
 
-    private func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            if ContinuousClock.now > deadline { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-    }
-
     @Test func waitersWakeByPriorityAndACancelledOneNeverRuns() async throws {
         let slots = DecodeSlots(limit: 1, memoryBytes: 1 << 20)
         let order = Order()
         let hold = PassGate()
         let first = waiter(slots, "first", .normal, order: order, hold: hold)
-        try await until { order.woken.withLock { $0 } == ["first"] }
+        try await waitUntil { order.woken.withLock { $0 } == ["first"] }
         let low = waiter(slots, "low", .low, order: order, hold: hold)
-        try await until { slots.counts.waiting == 1 }
+        try await waitUntil { slots.counts.waiting == 1 }
         let normal = waiter(slots, "normal", .normal, order: order, hold: hold)
-        try await until { slots.counts.waiting == 2 }
+        try await waitUntil { slots.counts.waiting == 2 }
         let doomed = waiter(slots, "doomed", .veryHigh, order: order, hold: hold)
-        try await until { slots.counts.waiting == 3 }
+        try await waitUntil { slots.counts.waiting == 3 }
         doomed.cancel()
         #expect(await doomed.value == false, "cancelled while waiting: no slot")
         #expect(slots.counts.waiting == 2)
@@ -195,10 +187,19 @@ import Testing
         let order = Order()
         let hold = PassGate()
         let tasks = ["a", "b", "c"].map { waiter(slots, $0, .normal, order: order, hold: hold) }
-        try await until { slots.counts.running == 1 && slots.counts.waiting == 2 }
+        try await waitUntil { slots.counts.running == 1 && slots.counts.waiting == 2 }
         slots.setLimits(concurrency: 3, memoryBytes: 1 << 20)
-        try await until { slots.counts.running == 3 }
+        try await waitUntil { slots.counts.running == 3 }
         await hold.open(3)
         for task in tasks { #expect(await task.value) }
+    }
+}
+
+/// Polls `condition` until it holds (throws after 20 s).
+func waitUntil(_ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while !condition() {
+        if ContinuousClock.now > deadline { throw CancellationError() }
+        try await Task.sleep(for: .milliseconds(2))
     }
 }

@@ -96,14 +96,6 @@ import Testing
 /// waiter's work in on that thread, right after the work that gave it back; given back from
 /// anywhere else, on the pool; a waiter cancelled first never runs its work.
 @Suite struct DecodeHandOnTests {
-    private func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            if ContinuousClock.now > deadline { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-    }
-
     @Test func theNextDecodeRunsOnTheThreadThatGaveTheSlotBack() async throws {
         let slots = DecodeSlots(limit: 1, memoryBytes: 1 << 20)
         let first = try #require(await slots.acquire(token: .string("first"), priority: .normal, cost: 1))
@@ -114,7 +106,7 @@ import Testing
                 return slot
             }
         }
-        try await until { slots.counts.waiting == 1 }
+        try await waitUntil { slots.counts.waiting == 1 }
         let (releasedOn, ranBeforeReturn) = await withCheckedContinuation { (continuation: CheckedContinuation<(pthread_t, Bool), Never>) in
             BlockingWork.start { lane in
                 slots.release(first, lane: &lane)
@@ -138,7 +130,7 @@ import Testing
                 (slot, pthread_equal(pthread_self(), test) == 0)
             }
         }
-        try await until { slots.counts.waiting == 1 }
+        try await waitUntil { slots.counts.waiting == 1 }
         slots.release(first)
         let (slot, elsewhere) = try #require(await second.value)
         #expect(elsewhere)
@@ -158,7 +150,7 @@ import Testing
                 return slot
             }
         }
-        try await until { slots.counts.waiting == 1 }
+        try await waitUntil { slots.counts.waiting == 1 }
         second.cancel()
         #expect(await second.value == nil)
         var lane = BlockingWork.Lane()

@@ -15,11 +15,12 @@ final class SharedDecode: Sendable {
         /// Until it runs.
         var decode: (@Sendable () throws(DecodeError) -> DecodedImage)?
         var outcome: Outcome?
-        var waiters: [CheckedContinuation<Outcome, Never>] = []
         var hooks: [Hook] = []
     }
 
     private let state: LockedState<State>
+    /// The outcome for the waiters, once the hooks have run.
+    private let result = Promise<Outcome>()
 
     init(_ decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage) {
         state = LockedState(State(decode: decode))
@@ -31,13 +32,13 @@ final class SharedDecode: Sendable {
         guard let decode = state.withLock({ s in defer { s.decode = nil }; return s.decode }) else { return }
         let outcome: Outcome
         do throws(DecodeError) { outcome = .success(try decode()) } catch { outcome = .failure(error) }
-        let (waiters, hooks) = state.withLock { s in
+        let hooks = state.withLock { s in
             s.outcome = outcome
-            defer { (s.waiters, s.hooks) = ([], []) }
-            return (s.waiters, s.hooks)
+            defer { s.hooks = [] }
+            return s.hooks
         }
         for hook in hooks { hook(outcome, &lane) }
-        for waiter in waiters { waiter.resume(returning: outcome) }
+        result.fulfil(outcome)
     }
 
     /// `hook` runs once, on the decoding thread when the decode ends; handed on to `lane` when
@@ -53,13 +54,6 @@ final class SharedDecode: Sendable {
 
     /// The decode's result, once it has one.
     func value() async -> Outcome {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
-            let done = state.withLock { s -> Outcome? in
-                if let outcome = s.outcome { return outcome }
-                s.waiters.append(continuation)
-                return nil
-            }
-            if let done { continuation.resume(returning: done) }
-        }
+        await result.value()
     }
 }
