@@ -37,35 +37,34 @@ enum BlockingWork {
     /// busy one). One piece of work at a time is handed on; more go to the pool, so that they
     /// run side by side.
     struct Lane: Sendable {
-        private var pending: [@Sendable (inout Lane) -> Void] = []
+        private var next: (@Sendable (inout Lane) -> Void)?
 
-        var isEmpty: Bool { pending.isEmpty }
+        var isEmpty: Bool { next == nil }
 
         /// Runs `work` on this lane's thread after what runs now, or on the pool when this lane
         /// has work waiting already.
         mutating func handOn(_ work: @escaping @Sendable (inout Lane) -> Void) {
-            if pending.isEmpty {
-                pending.append(work)
+            if next == nil {
+                next = work
             } else {
                 BlockingWork.start(work)
             }
         }
 
-        /// Runs what was handed on, in turn, with what that hands on.
+        /// Runs what was handed on, then what that hands on, in turn.
         mutating func drain() {
-            while !pending.isEmpty {
-                let next = pending.removeFirst()
-                next(&self)
+            while let work = next {
+                next = nil
+                work(&self)
             }
         }
 
         /// For a lane made off the pool (in an async task): starts what was handed on to it on the
         /// pool.
         mutating func startPending() {
-            guard !pending.isEmpty else { return }
-            let work = pending
-            pending = []
-            for piece in work { BlockingWork.start(piece) }
+            guard let work = next else { return }
+            next = nil
+            BlockingWork.start(work)
         }
     }
 }

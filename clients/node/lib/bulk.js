@@ -49,8 +49,8 @@ export async function* runBulk(worker, urls, options = {}) {
   const each = bulkOptions(downloadOptions, { manifest, resume });
   const format = each.format ?? (each.progressive ? 'png' : 'original');
   const file = manifest != null ? new ManifestFile(manifest, resume) : null;
-  // Downloads sent ahead of their turn (38 at the default 6: with 14, the worker waited for the
-  // client between small files on loopback); a million-URL input is still not read all at once.
+  // Downloads sent ahead of their turn (half as many left the worker waiting for the client
+  // between small files on loopback: BENCHMARKS.md); a million-URL input is not read at once.
   const window = Math.max(concurrency * 4, concurrency + 32);
   const inflight = new Map();
   // Settled downloads in the order they ended, and the loop's wake-up when it waits for one (a

@@ -158,8 +158,8 @@ def entry_options(each: Mapping[str, Any], index: int, name: Optional[str]) -> D
 
 def window(concurrency: int) -> int:
     """Downloads sent ahead of their turn: enough that the worker never waits for the client,
-    few enough that a million-URL input is not a million queued tokens. (At the default 6, 38:
-    with 14, the worker waited for the client between small files on loopback.)"""
+    few enough that a million-URL input is not a million queued tokens. (Half as many left the
+    worker waiting for the client between small files on loopback: BENCHMARKS.md.)"""
     return max(concurrency * 4, concurrency + 32)
 
 
