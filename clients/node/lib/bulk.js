@@ -52,6 +52,9 @@ export async function* runBulk(worker, urls, options = {}) {
   // Downloads sent ahead of their turn (half as many left the worker waiting for the client
   // between small files on loopback: BENCHMARKS.md); a million-URL input is not read at once.
   const window = Math.max(concurrency * 4, concurrency + 32);
+  // Refilled in bursts (once this many have ended), which `send` writes to the worker at once.
+  const burst = Math.max(8, concurrency);
+  let refilling = false;
   const inflight = new Map();
   // Settled downloads in the order they ended, and the loop's wake-up when it waits for one (a
   // Promise.race over every download in flight per outcome cost O(window) reactions each time).
@@ -79,7 +82,8 @@ export async function* runBulk(worker, urls, options = {}) {
     if (signal?.aborted) throw signal.reason;
     await worker.configure({ maxConcurrentDownloads: concurrency });
     while (true) {
-      while (!exhausted && inflight.size < window && !signal?.aborted) {
+      while (!exhausted && (inflight.size <= window - burst || (refilling && inflight.size < window)) && !signal?.aborted) {
+        refilling = true;
         const next = await source.next();
         if (next.done) {
           exhausted = true;
@@ -116,6 +120,7 @@ export async function* runBulk(worker, urls, options = {}) {
         });
         inflight.set(index, item);
       }
+      refilling = false;
       if (inflight.size === 0) break;
       while (settled.length === 0) await new Promise((resolve) => { wake = resolve; });
       const { index, image, error } = settled.shift();

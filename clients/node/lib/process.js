@@ -29,6 +29,8 @@ export class LineFramer {
  */
 export class WorkerProcess {
   #child;
+  /** True while this tick's lines are held for one write (`send`). */
+  #corked = false;
   #stderr = [];
   #stderrLines;
 
@@ -79,9 +81,21 @@ export class WorkerProcess {
     if (this.#stderr.length > this.#stderrLines) this.#stderr.shift();
   }
 
-  /** Writes one message as a JSON line. */
+  /**
+   * Writes one message as a JSON line. The lines sent in one turn of the event loop leave in one
+   * write (corked until the next tick): a burst of downloads wakes the worker's reader once.
+   */
   send(message) {
-    this.#child.stdin.write(JSON.stringify(message) + '\n');
+    const stdin = this.#child.stdin;
+    if (!this.#corked) {
+      this.#corked = true;
+      stdin.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        stdin.uncork();
+      });
+    }
+    stdin.write(JSON.stringify(message) + '\n');
   }
 
   /** Closes stdin (the worker drains and exits). */

@@ -24,6 +24,24 @@ test('WorkerProcess: a UTF-8 character split across two writes arrives whole; st
   assert.deepEqual(child.stderrTail, ['two', 'three']);
 });
 
+test('WorkerProcess: lines held for one write per turn arrive in order, and none is lost at the end', async () => {
+  // A stand-in worker that reports, at the end of its input, the lines it read.
+  const script = `
+    const reads = [];
+    process.stdin.on('data', (chunk) => reads.push(String(chunk).split('\\n').filter(Boolean).map((l) => JSON.parse(l).n)));
+    process.stdin.on('end', () => process.stdout.write(JSON.stringify(reads) + '\\n'));`;
+  const lines = [];
+  const child = new WorkerProcess(process.execPath, { args: ['-e', script] }, (line) => lines.push(line));
+  for (let n = 0; n < 20; n++) child.send({ n });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  child.send({ n: 20 });
+  child.endInput(); // in the same turn as the last line: it still goes first
+  const status = await child.exited;
+  assert.equal(status.code, 0);
+  const reads = JSON.parse(lines[0]);
+  assert.deepEqual(reads.flat(), [...Array(21).keys()]);
+});
+
 test('WorkerProcess: a binary that cannot start ends with an error', async () => {
   const child = new WorkerProcess('/nonexistent/image-worker', {}, () => {});
   const status = await child.exited;
