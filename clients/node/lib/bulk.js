@@ -54,7 +54,6 @@ export async function* runBulk(worker, urls, options = {}) {
   const window = Math.max(concurrency * 4, concurrency + 32);
   // Refilled in bursts (once this many have ended), which `send` writes to the worker at once.
   const burst = Math.max(8, concurrency);
-  let refilling = false;
   const inflight = new Map();
   // Settled downloads in the order they ended, and the loop's wake-up when it waits for one (a
   // Promise.race over every download in flight per outcome cost O(window) reactions each time).
@@ -82,8 +81,8 @@ export async function* runBulk(worker, urls, options = {}) {
     if (signal?.aborted) throw signal.reason;
     await worker.configure({ maxConcurrentDownloads: concurrency });
     while (true) {
-      while (!exhausted && (inflight.size <= window - burst || (refilling && inflight.size < window)) && !signal?.aborted) {
-        refilling = true;
+      const refill = inflight.size <= window - burst;
+      while (refill && !exhausted && inflight.size < window && !signal?.aborted) {
         const next = await source.next();
         if (next.done) {
           exhausted = true;
@@ -120,7 +119,6 @@ export async function* runBulk(worker, urls, options = {}) {
         });
         inflight.set(index, item);
       }
-      refilling = false;
       if (inflight.size === 0) break;
       while (settled.length === 0) await new Promise((resolve) => { wake = resolve; });
       const { index, image, error } = settled.shift();
