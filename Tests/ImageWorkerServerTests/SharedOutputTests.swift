@@ -93,6 +93,23 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: fourth)) == Data(repeating: 4, count: 12))
         let left = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").filter { $0 != "dir" }
         #expect(left.count == SharedOutput.maxFreeFiles - 1, "kept at most maxFreeFiles, one written again")
+        for name in left { unlink("\(folder)/free/\(name)") }
+
+        // More bytes than the worker keeps (files of apparent size only: sparse, no memory):
+        // the files past `maxFreeBytes` go, in whatever order the folder lists them.
+        let big = SharedOutput.maxFreeFileBytes - 1
+        let count = SharedOutput.maxFreeBytes / big + 2
+        for n in 0..<count {
+            let fd = open("\(folder)/free/big\(n)", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            #expect(fd >= 0 && ftruncate(fd, off_t(big)) == 0)
+            close(fd)
+        }
+        let small = try await shared.write(Payload(Array(repeating: 6, count: 20)), fileExtension: "rgba")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: small)) == Data(repeating: 6, count: 20), "far from every size: a new file")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").filter { $0 != "dir" }
+        #expect(kept.count == SharedOutput.maxFreeBytes / big, "kept at most maxFreeBytes")
+        for name in kept { unlink("\(folder)/free/\(name)") }
+        unlink(small)
 
         // The end removes both folders and the files in them (a directory is never entered).
         #expect(rename(fourth, "\(folder)/held/kept") == 0)

@@ -21,8 +21,8 @@ import ImageDownloader
 ///   once nothing maps it, into `free/`. A later payload is written into the pages of the free
 ///   file nearest its size (renamed to its new name, then cut to its size) instead of fresh ones:
 ///   taking, charging and freeing a page at a time cost more than the copy itself. At most
-///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each are kept; the others are
-///   removed when found.
+///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each, `maxFreeBytes` in all, are
+///   kept; the others are removed when found.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -32,8 +32,9 @@ final class SharedOutput: Sendable {
     static let inlineLimit = 16 * 1024
     static let heldFolder = "held"
     static let freeFolder = "free"
-    static let maxFreeFiles = 8
+    static let maxFreeFiles = 16
     static let maxFreeFileBytes = 16 << 20
+    static let maxFreeBytes = 64 << 20
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
@@ -166,14 +167,20 @@ final class SharedOutput: Sendable {
     }
 
     /// The regular files in `free/` the worker keeps (at most `maxFreeFiles`, each at most
-    /// `maxFreeFileBytes`); anything else there that is not a directory is removed.
+    /// `maxFreeFileBytes`, `maxFreeBytes` in all); anything else there that is not a directory is
+    /// removed.
     private static func listFree(_ freeFD: Int32) -> [(name: String, bytes: Int)] {
         var kept: [(name: String, bytes: Int)] = []
+        var keptBytes = 0
         for name in DirectoryListing.names(in: freeFD) {
             var info = stat()
             guard fstatat(freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
-            if info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, kept.count < maxFreeFiles, Int(info.st_size) <= maxFreeFileBytes {
-                kept.append((name, Int(info.st_size)))
+            let bytes = Int(info.st_size)
+            if info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, kept.count < maxFreeFiles, bytes <= maxFreeFileBytes,
+                keptBytes + bytes <= maxFreeBytes
+            {
+                kept.append((name, bytes))
+                keptBytes += bytes
             } else {
                 unlinkat(freeFD, name, 0)
             }

@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path';
 
 export const PREFIX = 'image-worker-';
 // What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes).
-export const MAX_FREE_FILES = 8;
+export const MAX_FREE_FILES = 16;
 export const MAX_FREE_FILE_BYTES = 16 << 20;
 
 /** The file's bytes, the file given back (or unlinked); throws when it cannot be read. */

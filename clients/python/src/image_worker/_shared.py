@@ -19,7 +19,7 @@ PREFIX = "image-worker-"
 
 
 #: what the worker keeps in ``free/`` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes)
-MAX_FREE_FILES = 8
+MAX_FREE_FILES = 16
 MAX_FREE_FILE_BYTES = 16 << 20
 
 
