@@ -114,6 +114,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "warning"
 
+    @Option(help: ThreadScheduling.help)
+    var scheduling: String = ThreadScheduling.batch.rawValue
+
     func validate() throws {
         guard !urls.isEmpty || input != nil else { throw ValidationError("give at least one URL, or -i FILE") }
         if urls.contains("-") && input != nil { throw ValidationError("read stdin with - or -i -, not both") }
@@ -162,6 +165,7 @@ struct Get: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        try ThreadScheduling.validate(scheduling)
     }
 
     func run() async throws {
@@ -171,6 +175,8 @@ struct Get: AsyncParsableCommand {
             handler.logLevel = level
             return RedactingLogHandler(handler)
         }
+        // Before the worker starts its threads, which inherit it.
+        if let refused = ThreadScheduling(rawValue: scheduling)!.apply() { Logger(label: "image-worker").notice("\(refused)") }
         BitmapMemory.retainFreedMemory()
         // The URLs are read as they are fed, never all held: a list file is walked (here, to check
         // its names, then when counted and fed), stdin's list kept as its bytes.

@@ -42,6 +42,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest input message, in bytes; longer ones get a -32700 error (default 16777216).")
     var maxMessageBytes: Int?
 
+    @Option(help: ThreadScheduling.help)
+    var scheduling: String = ThreadScheduling.batch.rawValue
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -56,6 +59,7 @@ struct Serve: AsyncParsableCommand {
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
         if let m = maxMessageBytes, m < 1024 { throw ValidationError("--max-message-bytes must be at least 1024") }
+        try ThreadScheduling.validate(scheduling)
         if let root = fileRoot {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -80,6 +84,8 @@ struct Serve: AsyncParsableCommand {
             return RedactingLogHandler(handler)
         }
         let logger = Logger(label: "image-worker")
+        // Before the server starts its threads, which inherit it.
+        if let refused = ThreadScheduling(rawValue: scheduling)!.apply() { logger.notice("\(refused)") }
         BitmapMemory.retainFreedMemory()
 
         var options = WorkerOptions()
