@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 /// The CPU scheduling policy of the worker's threads (Linux; `--scheduling`).
@@ -10,13 +11,13 @@ import Foundation
 ///   threads still preempt the worker's, which keeps it out of an editor's way.
 /// - `normal`: `SCHED_OTHER`, the kernel's default: the lowest latency from a hand-off to its
 ///   running while every CPU is busy.
-public enum ThreadScheduling: String, Sendable, CaseIterable {
+enum ThreadScheduling: String, Sendable, CaseIterable {
     case batch, normal
 
     /// Sets the policy of every thread of the process; a thread made later inherits its maker's
     /// (`PTHREAD_INHERIT_SCHED`, the default). Called before the worker starts its own threads.
     /// Returns the reason when the kernel refused (the policy then stays as it was), else nil.
-    public func apply() -> String? {
+    func apply() -> String? {
         #if os(Linux)
         // Linux's values (not exported by the Glibc module): SCHED_OTHER 0, SCHED_BATCH 3.
         let policy: Int32 = self == .batch ? 3 : 0
@@ -32,5 +33,14 @@ public enum ThreadScheduling: String, Sendable, CaseIterable {
         #else
         return self == .normal ? nil : "the batch scheduling policy is Linux's"
         #endif
+    }
+
+    static let help = ArgumentHelp(
+        "CPU scheduling of the worker's threads: batch (a woken thread does not preempt a running one: fewer context switches when every CPU is busy) or normal (the kernel's default).")
+
+    static func validate(_ value: String) throws {
+        guard ThreadScheduling(rawValue: value) != nil else {
+            throw ValidationError("--scheduling must be \(allCases.map(\.rawValue).joined(separator: " or "))")
+        }
     }
 }
