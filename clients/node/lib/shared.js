@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
 export const PREFIX = 'image-worker-';
-// What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes).
+// What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes, maxFreeBytes).
 export const MAX_FREE_FILES = 16;
 export const MAX_FREE_FILE_BYTES = 16 << 20;
+export const MAX_FREE_BYTES = 64 << 20;
 
 /** The file's bytes, the file given back (or unlinked); throws when it cannot be read. */
 export function takeShared(path) {
@@ -33,12 +34,13 @@ export function takeShared(path) {
   }
 }
 
-/** A read file into its folder's `free/` when that has room and the file is not large; else unlinked. */
+/** A read file into its folder's `free/` when that has room (files and bytes) and the file is not large; else unlinked. */
 function giveBack(path, size) {
   if (size > 0 && size <= MAX_FREE_FILE_BYTES) {
     const free = join(dirname(path), 'free');
     try {
-      if (readdirSync(free).length < MAX_FREE_FILES) {
+      const names = readdirSync(free);
+      if (names.length < MAX_FREE_FILES && size + bytesIn(free, names) <= MAX_FREE_BYTES) {
         renameSync(path, join(free, basename(path)));
         return;
       }
@@ -51,6 +53,19 @@ function giveBack(path, size) {
   } catch {
     // taken already
   }
+}
+
+/** The sizes of `names` in `folder` (one the worker took meanwhile counts nothing). */
+function bytesIn(folder, names) {
+  let total = 0;
+  for (const name of names) {
+    try {
+      total += lstatSync(join(folder, name)).size;
+    } catch {
+      // taken
+    }
+  }
+  return total;
 }
 
 /** Unlinks the shared file of an event nobody takes (a token with no handle any more). */

@@ -84,3 +84,40 @@ test('module-level downloadMany with a raw format yields pixels', async () => {
     await server.close();
   }
 });
+
+test('a read file is given back only while free/ stays within the worker\'s bounds', async () => {
+  const { mkdtempSync, mkdirSync, openSync: open, ftruncateSync, closeSync: close, writeFileSync, rmSync } = await import('node:fs');
+  const { takeShared, MAX_FREE_BYTES } = await import('../lib/shared.js');
+  const folder = mkdtempSync(join(tmpdir(), 'image-worker-1-'));
+  try {
+    const free = join(folder, 'free');
+    mkdirSync(free);
+    const sparse = (path, size) => {
+      const fd = open(path, 'w');
+      ftruncateSync(fd, size);
+      close(fd);
+    };
+    // Room for it: read, then moved into free/.
+    writeFileSync(join(folder, 'a.rgba'), Buffer.alloc(1000, 7));
+    assert.equal(takeShared(join(folder, 'a.rgba')).length, 1000);
+    assert.deepEqual(readdirSync(free).sort(), ['a.rgba']);
+    // Bytes: 60 MiB there (sparse: a size without memory); 4 MiB + 1 more would pass 64 MiB.
+    sparse(join(free, 'big'), 60 * 1024 * 1024);
+    sparse(join(folder, 'b.rgba'), MAX_FREE_BYTES - 60 * 1024 * 1024 + 1);
+    takeShared(join(folder, 'b.rgba'));
+    assert.deepEqual(readdirSync(free).sort(), ['a.rgba', 'big']);
+    assert.ok(!existsSync(join(folder, 'b.rgba')), 'unlinked');
+    sparse(join(folder, 'c.rgba'), MAX_FREE_BYTES - 60 * 1024 * 1024 - 1000);
+    takeShared(join(folder, 'c.rgba'));
+    assert.deepEqual(readdirSync(free).sort(), ['a.rgba', 'big', 'c.rgba']);
+    // Files: MAX_FREE_FILES there already, one more is unlinked.
+    for (const name of readdirSync(free)) rmSync(join(free, name));
+    for (let n = 0; n < MAX_FREE_FILES; n++) writeFileSync(join(free, `x${n}`), 'x');
+    writeFileSync(join(folder, 'd.rgba'), Buffer.alloc(10));
+    takeShared(join(folder, 'd.rgba'));
+    assert.equal(readdirSync(free).length, MAX_FREE_FILES);
+    assert.ok(!existsSync(join(folder, 'd.rgba')) && !readdirSync(free).includes('d.rgba'));
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+});

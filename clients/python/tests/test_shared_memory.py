@@ -144,3 +144,43 @@ def test_a_killed_worker_leaves_nothing_in_shared_memory(binary: str, server: Lo
         assert folders(pid) == []
     finally:
         worker.close()
+
+
+def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tmp_path: Path) -> None:
+    """A worker's folder as the client sees it: a taken file goes into ``free/`` while that holds
+    fewer than 16 files and at most 64 MiB with it (sparse files: sizes without memory), else it
+    is unlinked."""
+    from image_worker import _shared
+
+    folder = tmp_path / "image-worker-1-abc"
+    (folder / "held").mkdir(parents=True)
+    free = folder / "free"
+    free.mkdir()
+
+    def held(name: str, size: int) -> str:
+        path = folder / "held" / name
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return str(path)
+
+    def parked(name: str, size: int) -> None:
+        with open(free / name, "wb") as f:
+            f.truncate(size)
+
+    # Room for it: moved.
+    _shared._give_back(held("a.rgba", 1000), 1000)
+    assert sorted(os.listdir(free)) == ["a.rgba"] and os.listdir(folder / "held") == []
+    # Bytes: 60 MiB there, 4 MiB + 1 more would pass 64 MiB: unlinked; 4 MiB - 1000 fits exactly.
+    parked("big", 60 << 20)
+    _shared._give_back(held("b.rgba", (4 << 20) + 1), (4 << 20) + 1)
+    assert sorted(os.listdir(free)) == ["a.rgba", "big"] and os.listdir(folder / "held") == []
+    _shared._give_back(held("c.rgba", (4 << 20) - 1000), (4 << 20) - 1000)
+    assert sorted(os.listdir(free)) == ["a.rgba", "big", "c.rgba"]
+    # Files: 16 there already (small ones), one more is unlinked.
+    for name in os.listdir(free):
+        os.unlink(free / name)
+    for n in range(_shared.MAX_FREE_FILES):
+        parked(f"x{n}", 10)
+    _shared._give_back(held("d.rgba", 10), 10)
+    assert len(os.listdir(free)) == _shared.MAX_FREE_FILES and "d.rgba" not in os.listdir(free)
+    assert os.listdir(folder / "held") == []

@@ -18,9 +18,11 @@ from typing import Any, List, Mapping, Optional
 PREFIX = "image-worker-"
 
 
-#: what the worker keeps in ``free/`` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes)
+#: what the worker keeps in ``free/`` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes,
+#: maxFreeBytes)
 MAX_FREE_FILES = 16
 MAX_FREE_FILE_BYTES = 16 << 20
+MAX_FREE_BYTES = 64 << 20
 
 
 def take(path: str) -> memoryview:
@@ -44,7 +46,7 @@ def take(path: str) -> memoryview:
     if held is not None:
         # After the mapping is gone (munmap comes before the callback); not at the interpreter's
         # exit, while arrays may still be read.
-        weakref.finalize(mapped, _give_back, held).atexit = False
+        weakref.finalize(mapped, _give_back, held, size).atexit = False
     return memoryview(mapped)
 
 
@@ -59,13 +61,15 @@ def _hold(path: str) -> Optional[str]:
     return held
 
 
-def _give_back(held: str) -> None:
-    """A held file nothing maps any more: into ``free/`` for the worker to write into again, or
-    unlinked when ``free/`` has enough (or the worker is gone)."""
+def _give_back(held: str, size: int) -> None:
+    """A held file of ``size`` bytes nothing maps any more: into ``free/`` for the worker to
+    write into again, or unlinked when ``free/`` has enough files or bytes (or the worker is
+    gone)."""
     folder = os.path.dirname(os.path.dirname(held))
     free = os.path.join(folder, "free")
     try:
-        if len(os.listdir(free)) < MAX_FREE_FILES:
+        names = os.listdir(free)
+        if len(names) < MAX_FREE_FILES and size + _bytes_in(free, names) <= MAX_FREE_BYTES:
             os.rename(held, os.path.join(free, os.path.basename(held)))
             return
     except OSError:
@@ -74,6 +78,17 @@ def _give_back(held: str) -> None:
         os.unlink(held)
     except OSError:
         pass
+
+
+def _bytes_in(folder: str, names: List[str]) -> int:
+    """The sizes of ``names`` in ``folder`` (one the worker took meanwhile counts nothing)."""
+    total = 0
+    for name in names:
+        try:
+            total += os.lstat(os.path.join(folder, name)).st_size
+        except OSError:
+            pass
+    return total
 
 
 def discard(params: Mapping[str, Any]) -> None:
