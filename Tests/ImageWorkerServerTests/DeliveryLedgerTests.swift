@@ -86,14 +86,47 @@ import Testing
         var ledger = Ledger()
         ledger.streamStarted(3, "decoder")
         ledger.decodeStarted(3, .init(format: .rgba, maxPixelSize: nil, maxPixelCount: nil), 1)
-        guard case .none = ledger.delivered(3, consumers: 3), case .none = ledger.delivered(3, consumers: 3) else {
+        guard case .none = ledger.delivered(3, a, consumers: 3), case .none = ledger.delivered(3, b, consumers: 3) else {
             Issue.record("released before the last consumer")
             return
         }
         #expect(ledger.fetches[3]?.remaining == 1)
-        guard case .release("decoder") = ledger.delivered(3, consumers: 3) else { Issue.record("not released"); return }
+        guard case .release("decoder") = ledger.delivered(3, .string("c"), consumers: 3) else { Issue.record("not released"); return }
         #expect(ledger.fetches.isEmpty)
-        guard case .release(nil) = ledger.delivered(4, consumers: 0) else { Issue.record("a lone consumer did not release"); return }
+        guard case .release(nil) = ledger.delivered(4, a, consumers: 0) else { Issue.record("a lone consumer did not release"); return }
         #expect(ledger.fetches.isEmpty)
+    }
+
+    /// A fetch's decodes are let go once every consumer is done with them (its decode's hook ran,
+    /// or it finished), not before, and a consumer done twice counts once; its progressive
+    /// decoder stays until the last consumer finishes.
+    @Test func decodesGoOnceEveryConsumerIsDoneWithThem() {
+        var ledger = Ledger()
+        let png = Ledger.DecodeKey(format: .png, maxPixelSize: nil, maxPixelCount: nil)
+        let thumb = Ledger.DecodeKey(format: .png, maxPixelSize: 64, maxPixelCount: nil)
+        let c = DownloadToken.string("c")
+        ledger.streamStarted(5, "decoder")
+        ledger.decodeStarted(5, png, 1)
+        ledger.doneDecoding(5, a, consumers: 3)
+        ledger.doneDecoding(5, a, consumers: 3)
+        ledger.decodeStarted(5, thumb, 2)
+        // b takes no decode (an original) and finishes.
+        guard case .none = ledger.delivered(5, b, consumers: 3) else { Issue.record("released before the last consumer"); return }
+        guard case .join(2) = ledger.decode(5, thumb), case .join(1) = ledger.decode(5, png) else {
+            Issue.record("a decode went while a consumer could still join it")
+            return
+        }
+        ledger.doneDecoding(5, c, consumers: 3)
+        #expect(ledger.fetches[5]?.decodes.isEmpty == true)
+        #expect(ledger.stream(of: 5) == "decoder")
+        guard case .none = ledger.delivered(5, a, consumers: 3), case .release("decoder") = ledger.delivered(5, c, consumers: 3) else {
+            Issue.record("the fetch was not released by its last consumer")
+            return
+        }
+        #expect(ledger.fetches.isEmpty)
+        // A lone consumer lets its decode go as soon as its hook ran.
+        ledger.decodeStarted(6, png, 3)
+        ledger.doneDecoding(6, a, consumers: 1)
+        #expect(ledger.fetches[6]?.decodes.isEmpty == true)
     }
 }

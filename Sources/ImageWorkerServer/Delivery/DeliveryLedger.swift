@@ -37,6 +37,8 @@ struct DeliveryLedger<Stream: Sendable, Decode: Sendable>: Sendable {
         var decodes: [DecodeKey: Decode] = [:]
         /// Consumers still to finish; nil until the first finishes (it says how many there are).
         var remaining: Int?
+        /// Consumers that need the decodes no more: their decode's hook has run, or they finished.
+        var doneDecoding: Set<DownloadToken> = []
     }
 
     private(set) var targets: [DownloadToken: Target] = [:]
@@ -135,13 +137,25 @@ struct DeliveryLedger<Stream: Sendable, Decode: Sendable>: Sendable {
         case release(Stream?)
     }
 
+    /// `token`, a consumer of the fetch (one of `consumers`), needs the fetch's decodes no more:
+    /// its decode's hook has run (it holds what it needs). Once every consumer is done with them,
+    /// the decodes are dropped, so that a decoded image lives as long as someone holds it, not
+    /// until the last consumer's event.
+    mutating func doneDecoding(_ fetchID: Int, _ token: DownloadToken, consumers: Int) {
+        guard var fetch = fetches[fetchID] else { return }
+        fetch.doneDecoding.insert(token)
+        if fetch.doneDecoding.count >= max(1, consumers) { fetch.decodes = [:] }
+        fetches[fetchID] = fetch
+    }
+
     /// A consumer of the fetch (one of `consumers`) finished its delivery, whatever the outcome.
-    mutating func delivered(_ fetchID: Int, consumers: Int) -> DeliveredAction {
+    mutating func delivered(_ fetchID: Int, _ token: DownloadToken, consumers: Int) -> DeliveredAction {
         var fetch = fetches[fetchID] ?? Fetch()
         let remaining = (fetch.remaining ?? max(1, consumers)) - 1
         guard remaining <= 0 else {
             fetch.remaining = remaining
             fetches[fetchID] = fetch
+            doneDecoding(fetchID, token, consumers: consumers)
             return .none
         }
         fetches[fetchID] = nil

@@ -108,10 +108,16 @@ final class FetchDeliveries: Sendable {
         return shared
     }
 
-    /// A token of the resource's fetch finished its delivery (also one that needed no decode, or
+    /// `token` of the resource's fetch has what it needs of its decode (its hook ran): once every
+    /// token of the fetch has, the fetch's decodes are let go.
+    func doneDecoding(_ resource: FetchedResource, token: DownloadToken) {
+        ledger.withLock { $0.doneDecoding(resource.fetchID, token, consumers: resource.consumers) }
+    }
+
+    /// `token` of the resource's fetch finished its delivery (also one that needed no decode, or
     /// failed). The last one releases the fetch's decodes and progressive decoder.
-    func delivered(_ resource: FetchedResource) {
-        let action = ledger.withLock { $0.delivered(resource.fetchID, consumers: resource.consumers) }
+    func delivered(_ resource: FetchedResource, token: DownloadToken) {
+        let action = ledger.withLock { $0.delivered(resource.fetchID, token, consumers: resource.consumers) }
         if case .release(let session?) = action {
             session.queue.async { session.giveMemoryBack(owner: self) }
         }

@@ -24,7 +24,7 @@ enum OutputDelivery {
             result = .failure(error)
         }
         // Whatever happened, this token is through: the last of the fetch releases what it shared.
-        deliveries.delivered(resource)
+        deliveries.delivered(resource, token: token)
         return try result.get()
     }
 
@@ -174,6 +174,7 @@ enum OutputDelivery {
                     Result { () throws(DeliveryFailure) -> Finished in
                         try finish(decoded(outcome, settings: settings), spec: spec, source: source, to: target, decodeStart: start)
                     })
+                deliveries.doneDecoding(resource, token: token)
                 slots.release(held, lane: &lane)
             }
             _ = sharedDecode(
