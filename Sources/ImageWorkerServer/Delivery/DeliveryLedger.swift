@@ -12,7 +12,7 @@ import ImageDownloader
 /// - Each fetch's **delivery**: its progressive decoder (when a token streams the body), its
 ///   shared decodes (one per decode request, for every token that coalesced on the fetch), and
 ///   how many of its consumers (the tokens whose processors got the body) have still to finish.
-///   The last one releases all of it.
+///   The decodes go once every consumer is done with them; the last one to finish releases the rest.
 struct DeliveryLedger<Stream: Sendable, Decode: Sendable>: Sendable {
     struct Target: Sendable {
         var spec: OutputSpec
