@@ -35,7 +35,7 @@ import TestSupport
         worker.request(2, "download", ["url": .string(server.url("/files/basn2c08.png")), "token": "original"])
         #expect(try await worker.completion("png")["params"]?["outcome"] == "success")
         #expect(try await worker.completion("original")["params"]?["outcome"] == "success")
-        let seen = Self.policies(of: worker.pid)
+        let seen = Self.policies(of: worker.process.processIdentifier)
         #expect(seen.count >= 4, "threads: \(seen)")
         #expect(!seen.isEmpty && seen.allSatisfy { $0 == policy }, "policies: \(seen)")
         worker.closeStdin()

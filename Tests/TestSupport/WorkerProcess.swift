@@ -296,9 +296,6 @@ public final class WorkerProcess: Sendable {
         return String(text.suffix(limit))
     }
 
-    /// The worker's process id (its `/proc` entry lives until it is reaped).
-    public var pid: Int32 { process.processIdentifier }
-
     public func signal(_ number: Int32) {
         guard exitStatus() == nil else { return }
         kill(process.processIdentifier, number)
