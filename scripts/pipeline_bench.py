@@ -154,8 +154,11 @@ def run_python(python, job, url_list, out):
     return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
 
 
-def run_ceiling(python, corpus):
-    _, _, _, output = run_measured([python, ANCHOR, "ceiling", "--corpus", corpus, "--threads", "2"], stdout=subprocess.PIPE)
+def run_ceiling(python, corpus, threads=2, cpus=None):
+    argv = [python, ANCHOR, "ceiling", "--corpus", corpus, "--threads", str(threads)]
+    if cpus:
+        argv = ["taskset", "-c", cpus] + argv
+    _, _, _, output = run_measured(argv, stdout=subprocess.PIPE)
     reported = json.loads(output.decode().strip().splitlines()[-1])
     return dict(files=reported["files"], ok=reported["ok"], wall_s=reported["wall_s"], cpu_s=reported["cpu_s"],
                 peak_rss_mb=reported["peak_rss_mb"])
@@ -234,7 +237,8 @@ def main():
     ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
     ap.add_argument("--img2dataset", help="an img2dataset command: also run it (originals, and its 256-pixel thumbnails)")
     ap.add_argument("--scaling", action="store_true",
-                    help="also run the decode job under taskset on 1 core and on 2, alternating, and print the speed-up")
+                    help="also run the decode job and the from-memory ceiling (1 thread, 2 threads) under taskset on "
+                         "1 core and on 2, alternating, and print both speed-ups")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
@@ -294,6 +298,9 @@ def main():
                     print(f"pipeline: {name}: only {result['ok']} of {len(urls)} written", file=sys.stderr)
                 others[name].append(result)
     scaling = {"0": [], "0,1": []}
+    # The from-memory ceiling on the same cores (1 thread on 1 core, 2 on 2): how far this machine's
+    # own decoding scales, with no server and no pipeline.
+    ceiling_scaling = {"0": [], "0,1": []}
     if a.scaling:
         for r in range(a.rounds):
             for cpus in (["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]):
@@ -301,14 +308,22 @@ def main():
                 scaling[cpus].append(result)
                 print(f"pipeline: round {r + 1} decode on cpus {cpus:4} {len(urls) / result['wall_s']:8.1f} files/s "
                       f"{result['cpu_s']:6.2f} CPU s", file=sys.stderr)
+                result = run_ceiling(a.python, a.corpus, threads=cpus.count(",") + 1, cpus=cpus)
+                ceiling_scaling[cpus].append(result)
+                print(f"pipeline: round {r + 1} ceiling on cpus {cpus:4} {result['files'] / result['wall_s']:8.1f} files/s "
+                      f"{result['cpu_s']:6.2f} CPU s", file=sys.stderr)
     shutil.rmtree(scratch, ignore_errors=True)
 
     def med(values):
         return statistics.median(values)
 
+    def ratios(xs, ys):
+        """Each round's files/s ratio."""
+        return [(x["files"] / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(xs, ys)]
+
     def speed_ratio(xs, ys):
         """The median of each round's files/s ratio."""
-        return med([(x["files"] / x["wall_s"]) / (y["files"] / y["wall_s"]) for x, y in zip(xs, ys)])
+        return med(ratios(xs, ys))
 
     print("| job | worker files/s | Python files/s | worker ÷ Python files/s | worker ÷ Python CPU "
           "| worker CPU s / 1,000 files | Python CPU s / 1,000 files | worker peak RSS MB | Python peak RSS MB |")
@@ -350,7 +365,12 @@ def main():
         print(f"plumbing (originals, delivery none): {per_core:.0f} files/s per busy core; "
               f"curl writing files: {curl_per_core:.0f} files/s per busy core")
     if a.scaling and scaling["0"]:
-        print(f"decode on 2 cores ÷ on 1 (taskset, median of rounds): {speed_ratio(scaling['0,1'], scaling['0']):.2f}")
+        worker_scaling = speed_ratio(scaling["0,1"], scaling["0"])
+        machine_scaling = speed_ratio(ceiling_scaling["0,1"], ceiling_scaling["0"])
+        print(f"decode on 2 cores ÷ on 1 (taskset, median of rounds): {worker_scaling:.2f}; "
+              f"the from-memory ceiling's, 2 threads ÷ 1: {machine_scaling:.2f} "
+              f"(rounds: {', '.join(f'{x:.2f}' for x in ratios(scaling['0,1'], scaling['0']))}; "
+              f"ceiling {', '.join(f'{x:.2f}' for x in ratios(ceiling_scaling['0,1'], ceiling_scaling['0']))})")
     for job in ("original-files", "get-dir"):
         if job in results:
             ratio = speed_ratio(results[job]["worker"], curl)
