@@ -26,8 +26,10 @@ public struct DecodeSettings: Sendable, Equatable {
     /// input until one ends (`DownloadBacklog`).
     public var maxLiveDownloads = DownloadBacklog.defaultLimit
 
-    /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): two per decode.
-    var deliveringFetches: Int { max(4, 2 * decodeConcurrency) }
+    /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): four per decode,
+    /// so that a decode that ends finds the next body already in while new fetches refill the
+    /// stage (with two, the cores stood idle while the network thread waited for its turn).
+    var deliveringFetches: Int { max(8, 4 * decodeConcurrency) }
 
     public init() {}
 }
