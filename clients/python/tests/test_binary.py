@@ -54,7 +54,7 @@ def test_the_bundled_worker_after_what_the_caller_names(binary: str, tmp_path: P
     carried = tmp_path / "package" / "_bin" / "image-worker"
     carried.parent.mkdir(parents=True)
     shutil.copy(binary, carried)
-    monkeypatch.setattr(_binary, "BUNDLED", carried)
+    monkeypatch.setattr(_binary, "BUNDLED", str(carried))
     monkeypatch.delenv("IMAGE_WORKER_BIN", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
     assert find_binary() == (str(carried), "bundled")
@@ -89,7 +89,7 @@ def test_the_image_worker_command_is_not_taken_for_the_worker(binary: str, tmp_p
     env["PYTHONPATH"] = str(Path(image_worker.__file__).resolve().parent.parent)
     lost = subprocess.run([str(script), "--version"], env=env, capture_output=True, text=True, timeout=60)
     from image_worker import _binary
-    elsewhere = _binary.bundled_binary() is not None or any(p.is_file() for p in _binary._repository_builds())
+    elsewhere = _binary.bundled_binary() is not None or any(os.path.isfile(p) for p in _binary._repository_builds())
     if elsewhere:  # a wheel's worker, or the repository's release build: the command runs that
         assert lost.returncode == 0 and lost.stdout.strip() == image_worker.__version__, lost.stderr
     else:

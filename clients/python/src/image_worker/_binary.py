@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 from typing import List, Optional, Tuple
 
 from ._errors import BinaryNotFound
@@ -12,13 +10,18 @@ from ._errors import BinaryNotFound
 ENV_VAR = "IMAGE_WORKER_BIN"
 EXECUTABLE = "image-worker"
 # Where a wheel built by scripts/package.sh carries the worker (its libraries are beside the
-# package, in image_worker.libs/, found through the executable's RPATH).
-BUNDLED = Path(__file__).resolve().parent / "_bin" / EXECUTABLE
+# package, in image_worker.libs/, found through the executable's RPATH). (os.path rather than
+# pathlib and shutil: those two cost every script about 10 ms at import.)
+BUNDLED = os.path.join(os.path.dirname(os.path.realpath(__file__)), "_bin", EXECUTABLE)
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def bundled_binary() -> Optional[str]:
     """The worker this package carries (a wheel from scripts/package.sh), or None (a source install)."""
-    return str(BUNDLED) if BUNDLED.is_file() and os.access(BUNDLED, os.X_OK) else None
+    return BUNDLED if _executable(BUNDLED) else None
 
 
 def _is_entry_point_script(path: str) -> bool:
@@ -33,15 +36,18 @@ def _is_entry_point_script(path: str) -> bool:
     return head.startswith(b"#!") and b"image_worker.__main__" in head
 
 
-def _repository_builds() -> List[Path]:
+def _repository_builds() -> List[str]:
     """``.build/release/image-worker`` of the repository this package sits in (a checkout used
     with ``pip install -e`` or from source), looked for upwards from this file."""
     found = []
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / ".build" / "release" / EXECUTABLE
-        if (parent / "Package.swift").exists():
-            found.append(candidate)
-    return found
+    folder = os.path.dirname(os.path.realpath(__file__))
+    while True:
+        if os.path.exists(os.path.join(folder, "Package.swift")):
+            found.append(os.path.join(folder, ".build", "release", EXECUTABLE))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return found
+        folder = parent
 
 
 def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
@@ -62,8 +68,8 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
         raise BinaryNotFound(f"${ENV_VAR} is set to {from_env!r}, which is not an executable file")
     looked.append(f"${ENV_VAR} (not set)")
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        on_path = shutil.which(EXECUTABLE, path=directory) if directory else None
-        if on_path and not _is_entry_point_script(on_path):
+        on_path = os.path.join(directory, EXECUTABLE) if directory else None
+        if on_path and _executable(on_path) and not _is_entry_point_script(on_path):
             return on_path, "PATH"
     looked.append(f"{EXECUTABLE!r} on PATH")
     bundled = bundled_binary()
@@ -71,9 +77,9 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
         return bundled, "bundled"
     looked.append(f"{BUNDLED} (not in this install: the wheels from scripts/package.sh carry it)")
     for candidate in _repository_builds():
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate), ".build/release"
-        looked.append(str(candidate))
+        if _executable(candidate):
+            return candidate, ".build/release"
+        looked.append(candidate)
     if not _repository_builds():
         looked.append(".build/release of an enclosing Swift package (none: this package is not inside the repository)")
     raise BinaryNotFound(

@@ -6,7 +6,6 @@ checks the same."""
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from typing import Any, Dict, List, Mapping, Sequence, Union, cast
@@ -104,6 +103,8 @@ def check(option: str, value: Any, rule: Rule) -> Any:
 
 
 def _unknown(kind: str, option: str, known: Sequence[str]) -> RequestError:
+    import difflib  # only for a mistyped option
+
     close = difflib.get_close_matches(option, known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else f"; known: {', '.join(sorted(known))}"
     return invalid(option, f"unknown {kind} option{hint}")

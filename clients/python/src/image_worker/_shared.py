@@ -11,7 +11,6 @@ from __future__ import annotations
 import mmap
 import os
 import stat
-import tempfile
 import weakref
 from typing import Any, List, Mapping, Optional
 
@@ -102,6 +101,8 @@ def discard(params: Mapping[str, Any]) -> None:
 
 
 def roots() -> List[str]:
+    import tempfile  # here: it costs every script a few ms at import
+
     found: List[str] = []
     for root in ("/dev/shm", tempfile.gettempdir()):
         if os.path.isdir(root) and root not in found:
