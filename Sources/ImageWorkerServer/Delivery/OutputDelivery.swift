@@ -258,7 +258,11 @@ enum OutputDelivery {
         guard spec.delivery == .file else { return Finished(rendered: rendered, decodeMs: decodeMs) }
         let writeStart = DispatchTime.now().uptimeNanoseconds
         let placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
-        return Finished(rendered: rendered, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
+        // Written: the event needs no bytes, and a bitmap kept until the token's task takes the
+        // result (after the decode slot went to the next decode) would be one more in memory.
+        var written = rendered
+        written.payload = Payload([])
+        return Finished(rendered: written, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
     }
 
     /// Milliseconds since `start` (`DispatchTime`'s nanoseconds), to two decimals, for a token's metrics.
