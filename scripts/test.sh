@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, on a fresh machine too: installs the system packages it lacks (scripts/
-# system-packages.sh), builds, runs the Swift tests (the decoder tests in a process of their own)
-# and the clients' tests against the built binary.
+# system-packages.sh), builds, runs the Swift tests (the end-to-end and the decoder tests each in
+# a process of their own) and the clients' tests against the built binary.
 #   scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,12 @@ python3 scripts/generate-options.py --check
 # like curl, would send it through one). Tests that use a proxy set their own environment.
 export no_proxy="127.0.0.1,localhost,::1${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost,::1${NO_PROXY:+,$NO_PROXY}"
 swift build --build-tests
-swift test --skip-build --skip ImageDecodingTests
+# Three processes: the end-to-end tests apart from the rest. Run together, the tests in flight
+# held up to ~1,450 descriptors at once (each loopback server its own event loop, each worker its
+# pipes), and past ~1,350 Foundation's Process.run on Linux can crash: listing /proc/self/fd it
+# copies each entry's whole 256-byte name, which reads past the end of the directory buffer once
+# the entries fill it (a SIGSEGV in CI, 2026-11-27). Apart: ~940 and ~590 at the most.
+swift test --skip-build --skip ImageDecodingTests --skip EndToEndTests
+swift test --skip-build --filter EndToEndTests
 swift test --skip-build --filter ImageDecodingTests
 clients/test.sh
