@@ -58,12 +58,12 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
     Raises :class:`BinaryNotFound` naming every place looked."""
     looked: List[str] = []
     if explicit is not None:
-        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+        if _executable(explicit):
             return os.path.abspath(explicit), "argument"
         raise BinaryNotFound(f"image-worker binary given as an argument is not an executable file: {explicit}")
     from_env = os.environ.get(ENV_VAR)
     if from_env:
-        if os.path.isfile(from_env) and os.access(from_env, os.X_OK):
+        if _executable(from_env):
             return os.path.abspath(from_env), f"${ENV_VAR}"
         raise BinaryNotFound(f"${ENV_VAR} is set to {from_env!r}, which is not an executable file")
     looked.append(f"${ENV_VAR} (not set)")
@@ -76,11 +76,12 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
     if bundled is not None:
         return bundled, "bundled"
     looked.append(f"{BUNDLED} (not in this install: the wheels from scripts/package.sh carry it)")
-    for candidate in _repository_builds():
+    builds = _repository_builds()
+    for candidate in builds:
         if _executable(candidate):
             return candidate, ".build/release"
         looked.append(candidate)
-    if not _repository_builds():
+    if not builds:
         looked.append(".build/release of an enclosing Swift package (none: this package is not inside the repository)")
     raise BinaryNotFound(
         "cannot find the image-worker executable; looked at: " + "; ".join(looked)
