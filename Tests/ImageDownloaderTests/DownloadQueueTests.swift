@@ -232,6 +232,70 @@ import TestSupport
             #expect(q.waitingInStartOrder == model.startOrder)
         }
     }
+
+    /// A parked operation (a fetch waiting to retry) lends its running slot to other hosts but
+    /// keeps its host's, and comes back where its first arrival puts it: under FIFO ahead of what
+    /// arrived after it.
+    @Test func aParkedOperationLendsItsRunningSlotKeepsItsHostsAndComesBackInItsPlace() {
+        var q = DownloadQueue<Int>(maxConcurrent: 1, maxConcurrentPerHost: 1)
+        #expect(q.enqueue(1, priority: .normal, host: "dead") == [1])
+        #expect(q.enqueue(2, priority: .normal, host: "dead") == [])
+        #expect(q.enqueue(3, priority: .normal, host: "live") == [])
+        #expect(q.park(1) == [3], "another host's operation runs; its own host gets no more")
+        #expect(q.isParked(1) && q.contains(1) && !q.isWaiting(1))
+        #expect(q.runningCount == 1 && q.parkedCount == 1 && q.waitingCount == 1)
+        #expect(q.runningCount(host: "dead") == 1)
+        #expect(q.unpark(1) == [], "the running slot is taken")
+        #expect(q.enqueue(4, priority: .normal, host: "live") == [])
+        #expect(q.waitingInStartOrder == [1, 2, 4], "it arrived first")
+        #expect(q.remove(3) == [1])
+        #expect(q.park(1) == [4])
+        #expect(q.park(1) == [], "parking twice does nothing")
+        #expect(q.remove(1) == [], "its host's slot is free, the running one is not")
+        #expect(!q.contains(1) && q.parkedCount == 0)
+        #expect(q.remove(4) == [2])
+        #expect(q.unpark(1) == [], "gone")
+    }
+
+    @Test func removingAParkedOperationFreesItsHostsSlot() {
+        var q = DownloadQueue<Int>(maxConcurrent: 2, maxConcurrentPerHost: 1)
+        #expect(q.enqueue(1, priority: .normal, host: "a") == [1])
+        #expect(q.enqueue(2, priority: .normal, host: "a") == [])
+        #expect(q.park(1) == [], "its host is still at its limit")
+        #expect(q.remove(1) == [2])
+        #expect(q.runningCount(host: "a") == 1)
+    }
+
+    @Test func aParkedOperationComesBackAtItsNewPriorityAndBehindNewerOnesUnderLIFO() {
+        var q = DownloadQueue<Int>(maxConcurrent: 1, order: .lifo)
+        #expect(q.enqueue(1, priority: .normal) == [1])
+        _ = q.enqueue(2, priority: .normal)
+        #expect(q.park(1) == [2])
+        _ = q.enqueue(3, priority: .normal)
+        #expect(q.unpark(1) == [])
+        #expect(q.waitingInStartOrder == [3, 1], "LIFO: the newer one first")
+        #expect(q.remove(2) == [3])
+        #expect(q.park(3) == [1])
+        q.setPriority(3, .high)
+        #expect(q.priority(of: 3) == .high)
+        _ = q.enqueue(4, priority: .normal)
+        #expect(q.unpark(3) == [])
+        #expect(q.waitingInStartOrder == [3, 4], "its priority changed while parked")
+        #expect(q.park(1) == [3])
+        #expect(q.unpark(1, priority: .veryHigh) == [])
+        #expect(q.waitingInStartOrder == [1, 4])
+        #expect(q.priority(of: 1) == .veryHigh)
+    }
+
+    @Test func removeAllTakesParkedOperationsToo() {
+        var q = DownloadQueue<Int>(maxConcurrent: 1)
+        _ = q.enqueue(1, priority: .normal)
+        _ = q.enqueue(2, priority: .normal)
+        _ = q.enqueue(3, priority: .normal)
+        #expect(q.park(1) == [2])
+        #expect(Set(q.removeAll()) == [1, 2, 3])
+        #expect(!q.contains(1) && q.parkedCount == 0 && q.runningCount == 0 && q.waitingCount == 0)
+    }
 }
 
 struct NaiveQueue {

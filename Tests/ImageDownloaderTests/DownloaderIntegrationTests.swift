@@ -183,6 +183,41 @@ import TestSupport
         #expect(try await h.outcome(patient).isCancelled)
     }
 
+    /// A fetch backing off before a retry lends its running slot to other hosts and keeps its
+    /// host's: with one slot, the other host's downloads run while it waits, its own host's next
+    /// download waits for it, and it still makes its second attempt and fails once. (Holding the
+    /// slot, the other host's downloads would wait behind its whole backoff.)
+    @Test func aFetchWaitingToRetryLetsOtherHostsRunInItsSlot() async throws {
+        let h = try await DownloaderHarness.make {
+            $0.maxRetries = 1
+            $0.maxConcurrentDownloads = 1
+            $0.maxConcurrentPerHost = 1
+            $0.retryMaxDelayMs = 10_000
+        }
+        let troubled = try await TestHTTPServer.start()
+        defer { Task { await h.shutdown(); await troubled.shutdown() } }
+        let failing = DownloadToken.string("failing")
+        try await h.start(failing, troubled.url("/status/503")) { $0.retryDelayMs = 4_000 }  // waits 2-4 s
+        try await h.until("the first attempt failed") { troubled.hits("/status/503") == 1 }
+        let sameHost = DownloadToken.string("sameHost")
+        try await h.start(sameHost, troubled.url("/status/500")) { $0.retryDelayMs = 10 }
+        let others = (0..<3).map { DownloadToken.string("other\($0)") }
+        for (n, token) in others.enumerated() {
+            h.server.setFile("o\(n).bin", bytes(100 + n))
+            try await h.start(token, h.server.url("/files/o\(n).bin"))
+        }
+        for (n, token) in others.enumerated() { #expect(try await h.outcome(token).value == 100 + n) }
+        let waiting = await h.downloader.status()
+        #expect(waiting.liveTokens.map(\.state) == [.waitingToRetry, .queued], "the others ran during its backoff")
+        #expect(waiting.runningFetches == 1 && waiting.queuedFetches == 1)
+        #expect(troubled.hits("/status/500") == 0, "its host's slot stayed taken")
+        let unavailable = DownloadFailure.statusCode(503, retryAfterSeconds: nil)
+        #expect(try await h.outcome(failing).failure == .afterAttempts(unavailable, attempts: 2, earlier: [unavailable]))
+        #expect(troubled.hits("/status/503") == 2)
+        let failed = DownloadFailure.statusCode(500, retryAfterSeconds: nil)
+        #expect(try await h.outcome(sameHost).failure == .afterAttempts(failed, attempts: 2, earlier: [failed]))
+    }
+
     /// A download's own retry budget and delay override the worker's (here: no retries).
     @Test func aDownloadsOwnRetriesOverrideTheWorkers() async throws {
         let h = try await DownloaderHarness.make { $0.maxRetries = 0 }

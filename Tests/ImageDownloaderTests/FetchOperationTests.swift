@@ -187,6 +187,36 @@ struct MachineDriver {
         #expect(D.receive(&op, D.bytes(400, from: 300)) == .accept(offset: 300, events: [.progress(a, received: 700, expected: 1000)]))
     }
 
+    /// With nothing kept, a fetch waiting to retry lends its queue slot; the queue's start runs
+    /// its next attempt (its tokens started long ago). Its priority still follows its tokens.
+    @Test func aRetryWithNothingKeptLendsItsSlotAndTheQueueStartsTheNextAttempt() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.join(b, priority: .low)
+        _ = op.start()
+        #expect(!op.keepsSlotWhileWaiting, "running: not waiting")
+        _ = D.end(&op, DownloadFailure.network(.connection, "refused"))
+        #expect(!op.keepsSlotWhileWaiting)
+        #expect(op.setPriority(b, .high) == .high)
+        #expect(op.cancel(b) == .init(token: b, failure: nil, then: .setQueuePriority(.normal)))
+        #expect(op.start() == .init(started: [], launch: .init(attempt: 2, resume: nil, discardsBody: false)))
+        #expect(op.state == .running(attempt: 2))
+        #expect(op.start() == nil, "already running")
+        #expect(op.setPriority(a, .veryHigh) == nil, "running: the queue has nothing to reorder")
+    }
+
+    /// Bytes kept to resume from (or to start over from, after a refused resume) keep the slot,
+    /// so the bodies held stay bounded by the running limit.
+    @Test func aRetryKeepingBytesKeepsItsSlot() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.start()
+        _ = D.respond(&op, D.head(1000, validator: "\"v1\""))
+        _ = D.receive(&op, D.bytes(600))
+        #expect(D.end(&op, reset) == retry(2, 50, cause: reset))
+        #expect(op.keepsSlotWhileWaiting)
+        _ = op.retryTimerFired()
+        #expect(!op.keepsSlotWhileWaiting)
+    }
+
     @Test func cancelWhileWaitingToRetryStopsTheTimer() {
         var op = FetchOperation(token: a, priority: .normal)
         _ = op.start()

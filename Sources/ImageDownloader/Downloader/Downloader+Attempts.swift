@@ -116,6 +116,8 @@ extension Downloader {
             logger.debug("attempt failed", metadata: ["url": "\(fetch.url)", "attempt": "\(number)", "error": "\(cause)"])
             for token in failing { end(token, failure) }
             scheduleRetry(id, attempt: attempt, delayMs: delayMs)
+            // With nothing kept to resume from, the running slot is lent to other hosts during the delay.
+            if !fetch.machine.keepsSlotWhileWaiting { startFetches(queue.park(id, now: clock())) }
         case .fail(let cause, let failing, let failure, let blocksURL):
             logger.debug("attempt failed", metadata: ["url": "\(fetch.url)", "attempt": "\(number)", "error": "\(cause)"])
             leaveQueue(id)
@@ -145,8 +147,15 @@ extension Downloader {
         fetches[id]?.running?.tasks.retry = timer
     }
 
+    /// The delay is over: a fetch that kept its slot runs its next attempt now; one that lent it
+    /// waits in the queue again, at its place, and the queue's start runs the attempt.
     private func retryFired(_ id: FetchID) {
-        guard let launch = fetches[id]?.machine.retryTimerFired() else { return }
+        guard let fetch = fetches[id] else { return }
+        if queue.isParked(id) {
+            startFetches(queue.unpark(id, priority: fetch.machine.effectivePriority, now: clock()))
+            return
+        }
+        guard let launch = fetch.machine.retryTimerFired() else { return }
         launchAttempt(id, launch)
     }
 }

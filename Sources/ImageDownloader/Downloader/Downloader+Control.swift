@@ -100,7 +100,7 @@ extension Downloader {
         let queuedTokens = live.count { $0.state.isWaiting }
         let deliveringTokens = live.count { $0.state == .delivering }
         return Status(
-            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount, deliveringFetches: delivering.count,
+            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount + queue.parkedCount, deliveringFetches: delivering.count,
             queuedTokens: queuedTokens, runningTokens: live.count - queuedTokens - deliveringTokens, deliveringTokens: deliveringTokens,
             succeeded: tokens.succeeded, failed: tokens.failed,
             cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration, totals: totals)

@@ -36,7 +36,8 @@ public struct DownloaderStatus: Sendable {
     }
 
     public var queuedFetches: Int
-    /// Fetches transferring (or waiting to retry) in their queue slots.
+    /// Fetches transferring or waiting to retry (in their queue slots, or, with nothing kept to
+    /// resume from, having lent their running slots out until the delay ends).
     public var runningFetches: Int
     /// Fetches whose bodies are in and whose tokens are being decoded or written (no slot held).
     public var deliveringFetches: Int

@@ -23,6 +23,11 @@ import NIOCore
 /// failure, tokens out of retries fail at once and the fetch retries for the others, after the
 /// shortest of their delays. A token's deadline ends that token alone, as a cancel does, but
 /// with a failure. A failure after several attempts carries the earlier ones' failures.
+/// While it waits to retry with no bytes kept (`keepsSlotWhileWaiting`), its running slot is
+/// lent to other hosts (its host's slot stays taken: `DownloadQueue.park`): the timer puts it back
+/// in the queue, and the queue's `start` runs the next attempt, so a dead host's backoff does not
+/// hold back other hosts. A fetch that keeps bytes to resume from keeps its slot, so the bodies
+/// held stay bounded by the running limit.
 /// Its queue slot (the running limit and its host's) is given back as soon as the body is in
 /// (`deliver`): decoding and writing are a stage of their own, with their own concurrency,
 /// and a slow decode does not keep the network idle. The downloader bounds the fetches in that
@@ -154,8 +159,20 @@ public struct FetchOperation: Sendable {
         }
     }
 
-    /// The queue gave this fetch a slot: every token has started, and the first attempt runs.
+    /// While waiting to retry: whether the fetch keeps its queue slot (it holds bytes a resumed or
+    /// restarted attempt still needs) or lends it out until its timer fires.
+    public var keepsSlotWhileWaiting: Bool {
+        guard case .waitingToRetry(let transfer, _, _) = stage else { return false }
+        return transfer.body.readableBytes > 0
+    }
+
+    /// The queue gave this fetch a slot: every token has started, and the first attempt runs; or,
+    /// for a fetch that lent its slot while it waited to retry, the next attempt runs (its tokens
+    /// started long ago).
     public mutating func start() -> Start? {
+        if case .waitingToRetry = stage, let launch = retryTimerFired() {
+            return Start(started: [], launch: launch)
+        }
         guard case .queued = stage else { return nil }
         stage = .running(FetchTransfer(attempt: FetchAttempt(number: 1, callerRange: callerRange)))
         return Start(started: tokens.map(\.token), launch: Launch(attempt: 1, resume: nil, discardsBody: false))
@@ -211,7 +228,11 @@ public struct FetchOperation: Sendable {
         case .running:
             if tokens.isEmpty { (stage, then) = (.finished, .stopTransfer) }
         case .waitingToRetry:
-            if tokens.isEmpty { (stage, then) = (.finished, .stopRetryTimer) }
+            if tokens.isEmpty {
+                (stage, then) = (.finished, .stopRetryTimer)
+            } else if effectivePriority != before {
+                then = .setQueuePriority(effectivePriority)  // (the queue has it only while the slot is lent)
+            }
         case .delivering(var delivering):
             delivering.processing.remove(token)
             if delivering.processing.isEmpty {
@@ -225,13 +246,16 @@ public struct FetchOperation: Sendable {
         return Removal(token: token, failure: failure, then: then)
     }
 
-    /// The queue's new priority for the fetch, if it is queued and that changed.
+    /// The queue's new priority for the fetch, if it is queued (or waiting to retry, its slot
+    /// perhaps lent) and that changed.
     public mutating func setPriority(_ token: DownloadToken, _ priority: DownloadPriority) -> DownloadPriority? {
         guard let index = tokens.firstIndex(where: { $0.token == token }) else { return nil }
         let before = effectivePriority
         tokens[index].priority = priority
-        if case .queued = stage, effectivePriority != before { return effectivePriority }
-        return nil
+        switch stage {
+        case .queued, .waitingToRetry: return effectivePriority != before ? effectivePriority : nil
+        default: return nil
+        }
     }
 
     /// A token's processing finished. Whether the processing failed (a decode, a write) does not

@@ -12,6 +12,12 @@ import HeapModule
 /// holds back another host's: the queue keeps a lane per priority for each host and a heap of the
 /// hosts that may start something, keyed by their next operation. While suspended nothing starts.
 /// Changing a limit, the order or suspension applies at once.
+///
+/// A running operation may give its slot back for a while and keep its place (`park`, as a fetch
+/// does while it waits to retry): its host's slot stays taken, so a failing host is sent no more
+/// than before, but other hosts may use the running slot. `unpark` puts it among the waiting
+/// again, where its first arrival puts it (ahead of later arrivals of its priority under FIFO,
+/// behind them under LIFO).
 public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var maxConcurrent: Int
     public private(set) var maxConcurrentPerHost: Int
@@ -67,7 +73,10 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
 
     private var hosts: [String: Host] = [:]
     private var waiting: [ID: Waiting] = [:]
-    private var runningHost: [ID: String] = [:]
+    /// The running operations' entries (kept for `park`).
+    private var runningEntries: [ID: Waiting] = [:]
+    /// Operations that gave their slot back for a while, with their place.
+    private var parked: [ID: Waiting] = [:]
     private var ready = Heap<Candidate>()
     private var timed = Heap<Timed>()
     private var nextSequence: UInt64 = 0
@@ -87,11 +96,13 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
 
     public var waitingCount: Int { waiting.count }
     public var runningCount: Int { running.count }
+    public var parkedCount: Int { parked.count }
 
-    public func contains(_ id: ID) -> Bool { waiting[id] != nil || running.contains(id) }
+    public func contains(_ id: ID) -> Bool { waiting[id] != nil || running.contains(id) || parked[id] != nil }
     public func isWaiting(_ id: ID) -> Bool { waiting[id] != nil }
-    public func priority(of id: ID) -> DownloadPriority? { waiting[id]?.priority }
-    /// Operations of `host` running now.
+    public func isParked(_ id: ID) -> Bool { parked[id] != nil }
+    public func priority(of id: ID) -> DownloadPriority? { waiting[id]?.priority ?? parked[id]?.priority }
+    /// Operations of `host` running now, or parked (keeping its slot).
     public func runningCount(host: String) -> Int { hosts[host]?.runningCount ?? 0 }
 
     /// When the queue should be woken (`tick`) because a host's interval ends and it has an
@@ -118,9 +129,13 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         return startAsMany()
     }
 
-    /// Moves a waiting operation to another priority, keeping its place in arrival order.
-    /// A running operation has nothing to reorder.
+    /// Moves a waiting operation to another priority, keeping its place in arrival order; a
+    /// parked one comes back at it. A running operation has nothing to reorder.
     public mutating func setPriority(_ id: ID, _ priority: DownloadPriority) {
+        if parked[id] != nil {
+            parked[id]?.priority = priority
+            return
+        }
         guard var entry = waiting[id], entry.priority != priority else { return }
         removeFromLane(id, entry)
         entry.priority = priority
@@ -132,20 +147,53 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         offer(entry.host)
     }
 
-    /// An operation left: cancelled while waiting, or finished/cancelled while running.
+    /// An operation left: cancelled while waiting or parked, or finished/cancelled while running.
     /// Returns what starts in the slot it freed.
     public mutating func remove(_ id: ID, now: UInt64 = 0) -> [ID] {
         advance(now)
+        if let entry = parked.removeValue(forKey: id) {
+            hosts[entry.host]?.runningCount -= 1  // the host's slot it kept
+            offer(entry.host)
+            forgetIfIdle(entry.host)
+            return startAsMany()
+        }
         if let entry = waiting.removeValue(forKey: id) {
             removeFromLane(id, entry)
             offer(entry.host)
             forgetIfIdle(entry.host)
             return []
         }
-        guard running.remove(id) != nil, let host = runningHost.removeValue(forKey: id) else { return [] }
+        guard running.remove(id) != nil, let host = runningEntries.removeValue(forKey: id)?.host else { return [] }
         hosts[host]?.runningCount -= 1
         offer(host)
         forgetIfIdle(host)
+        return startAsMany()
+    }
+
+    /// A running operation gives its running slot back, keeping its host's, and stays in the
+    /// queue with its priority and place, started by nothing until `unpark`. Returns what starts
+    /// in the slot (another host's operation).
+    public mutating func park(_ id: ID, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        guard let entry = runningEntries.removeValue(forKey: id) else { return [] }
+        running.remove(id)
+        parked[id] = entry
+        return startAsMany()
+    }
+
+    /// A parked operation waits again, at `priority` (nil: the one it had) and where its first
+    /// arrival puts it. Returns what starts now (possibly that operation).
+    public mutating func unpark(_ id: ID, priority: DownloadPriority? = nil, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        guard var entry = parked.removeValue(forKey: id) else { return [] }
+        if let priority { entry.priority = priority }
+        waiting[id] = entry
+        var state = hosts.removeValue(forKey: entry.host) ?? Host()
+        state.runningCount -= 1  // the host's slot it kept, taken again when it starts
+        state.lanes[entry.priority.rawValue].insertSorted((entry.sequence, id))
+        state.waitingCount += 1
+        hosts[entry.host] = state
+        offer(entry.host)
         return startAsMany()
     }
 
@@ -183,13 +231,15 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         return startAsMany()
     }
 
-    /// Everything, waiting first then running, for cancel-all. Leaves the queue empty.
+    /// Everything, waiting first then running, then parked, for cancel-all. Leaves the queue empty.
     public mutating func removeAll() -> [ID] {
         var all = waitingInStartOrder
         all.append(contentsOf: running)
+        all.append(contentsOf: parked.keys)
         hosts = [:]
         waiting = [:]
-        runningHost = [:]
+        runningEntries = [:]
+        parked = [:]
         running = []
         ready = Heap()
         timed = Heap()
@@ -294,7 +344,8 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
             hosts[top.host] = host
             waiting[item.id] = nil
             running.insert(item.id)
-            runningHost[item.id] = top.host
+            runningEntries[item.id] = Waiting(
+                priority: DownloadPriority(rawValue: top.priority) ?? .normal, sequence: item.sequence, host: top.host)
             offer(top.host)
             return item.id
         }
