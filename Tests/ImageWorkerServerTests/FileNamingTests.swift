@@ -259,8 +259,34 @@ import Testing
         #expect(iterator.next()?.path == "/d/photo.jpg")
         #expect(iterator.next()?.path == "/d/photo-1.jpg")
         #expect(Array(FreeNames("/d/fixed.png", alternatives: false)).map(\.path) == ["/d/fixed.png"])
-        #expect(Array(names).count == FreeNames.maxSuffix + 1)
-        #expect(Set(Array(names).map(\.path)).count == FreeNames.maxSuffix + 1, "every suffix once")
+        // The first name, the next 32 suffixes, then gallops to 2^50: each name once, in order.
+        let suffixes = Array(names).map(\.suffix)
+        #expect(suffixes.count == 1 + FreeNames.linearTries + 45)
+        #expect(Array(suffixes.prefix(35)) == Array(0...32) + [64, 128])
+        #expect(suffixes.last == 1 << 50)
+        #expect(Set(Array(names).map(\.path)).count == suffixes.count, "every name once")
+    }
+
+    /// However many files of one name a folder already holds (written by an earlier run, so no
+    /// hint), the next file finds a free name in a bounded number of tries, and replaces none.
+    @Test func aFolderFullOfOneNameStillTakesAFreeOneInFewTries() throws {
+        let taken = Set(0...1_000_000)
+        var tries = 0
+        for candidate in FreeNames("/d/\(UUID().uuidString).jpg") {
+            tries += 1
+            if !taken.contains(candidate.suffix) { break }
+        }
+        #expect(tries <= 1 + FreeNames.linearTries + 16, "\(tries) tries")
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = dir + "/image.jpg"
+        for n in 0...3_000 { #expect(FileManager.default.createFile(atPath: FreeNames(first).name(n), contents: Data("old \(n)".utf8))) }
+        let written = try AtomicFile.create(Payload(Array("new".utf8)), at: FreeNames(first), keepExisting: false)
+        #expect(written.path == FreeNames(first).name(4_096), "1…32 taken, then 64, 128… 2048 taken, 4096 free")
+        #expect(files(dir).count == 3_002)
+        #expect(try String(contentsOfFile: FreeNames(first).name(3_000), encoding: .utf8) == "old 3000", "no file was replaced")
+        let next = try AtomicFile.create(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
+        #expect(next.path == FreeNames(first).name(4_097), "the search goes on from the name just taken")
     }
 
     /// Many files of one name: each write tries a bounded number of names (the search starts after
@@ -284,12 +310,6 @@ import Testing
         try FileManager.default.removeItem(atPath: dir + "/image-7.jpg")
         let next = try AtomicFile.create(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
         #expect(next.path == dir + "/image-300.jpg")
-        // …but once the names above it run out, the search wraps around to it.
-        var wrapping = FreeNames.Iterator(names: FreeNames(first), start: FreeNames.maxSuffix - 1)
-        #expect((0..<4).compactMap { _ in wrapping.next()?.suffix } == [0, FreeNames.maxSuffix, 1, 2])
-        var rest = 0
-        while wrapping.next() != nil { rest += 1 }
-        #expect(rest == FreeNames.maxSuffix - 3, "every suffix once, the hint's last")
         // A fixed path that exists: nothing replaces it.
         #expect(throws: DeliveryFailure.self) {
             try AtomicFile.create(Payload(Array("none".utf8)), at: FreeNames(first, alternatives: false), keepExisting: false)

@@ -1,13 +1,17 @@
 import Foundation
 
-/// The names a new file may take beside `first`: `first`, then `name-1.ext`, `name-2.ext`… up to
-/// `name-9999.ext`, each made only when the one before it was taken (a `Sequence` read lazily).
+/// The names a new file may take beside `first`: `first`, then `name-1.ext`, `name-2.ext`…, each
+/// made only when the one before it was taken (a `Sequence` read lazily).
 ///
 /// A job that writes many files of one name (every URL ending in `image.jpg`) would otherwise
 /// probe `-1`, `-2`… from the start for each file: the k-th file costs k `link` calls. The suffix
 /// last taken for each first name is remembered in the process (`hints`) and the search after a
 /// collision starts there; the file system still decides (every name is tried with `link`, which
-/// fails on an existing file), so a stale hint costs only a wrap-around to the lower suffixes.
+/// fails on an existing file). Where the hint is missing or stale (a folder filled by an earlier
+/// run, or another writer), the search tries the next `linearTries` suffixes, then gallops
+/// (suffixes 64, 128, 256… past the start), so however many files of that name the folder holds,
+/// a free name is found in at most about a hundred tries. Suffixes have no upper bound; names a
+/// gallop skipped (or files deleted below the hint) are not filled in.
 struct FreeNames: Sequence, Sendable {
     /// A name to try and its suffix (0: `first`).
     struct Candidate {
@@ -15,7 +19,10 @@ struct FreeNames: Sequence, Sendable {
         var path: String
     }
 
-    static let maxSuffix = 9_999
+    /// Suffixes tried one by one after the start before the search gallops.
+    static let linearTries = 32
+    /// The last gallop's distance from the start (2^50): beyond any folder.
+    static let maxDistance = 1 << 50
 
     let first: String
     /// Whether names after `first` may be tried (false: `first` only, as for a fixed `path`).
@@ -54,24 +61,28 @@ struct FreeNames: Sequence, Sendable {
         return Iterator(names: self, start: hint)
     }
 
-    /// `first`; then the suffixes from the hint's next up to the last, then from 1 up to the hint.
+    /// `first`; then the `linearTries` suffixes after the start; then the start plus 64, 128,
+    /// 256… up to `maxDistance`.
     struct Iterator: IteratorProtocol {
         let names: FreeNames
         let start: Int
-        /// How many suffixes have been handed out (0: none; `first` is before them).
-        private var handed = -1
+        /// The distance from `start` of the last suffix handed out (-1: none, not even `first`).
+        private var distance = -1
 
         init(names: FreeNames, start: Int) {
             self.names = names
-            self.start = Swift.min(Swift.max(start, 0), FreeNames.maxSuffix)
+            self.start = Swift.min(Swift.max(start, 0), FreeNames.maxDistance)
         }
 
         mutating func next() -> Candidate? {
-            handed += 1
-            if handed == 0 { return Candidate(suffix: 0, path: names.first) }
-            guard names.alternatives, handed <= FreeNames.maxSuffix else { return nil }
-            // Suffix number `handed`, rotated to begin after the hint.
-            let n = (start + handed - 1) % FreeNames.maxSuffix + 1
+            if distance < 0 {
+                distance = 0
+                return Candidate(suffix: 0, path: names.first)
+            }
+            guard names.alternatives else { return nil }
+            distance = distance < FreeNames.linearTries ? distance + 1 : distance * 2
+            guard distance <= FreeNames.maxDistance else { return nil }
+            let n = start + distance
             return Candidate(suffix: n, path: names.name(n))
         }
     }
