@@ -218,6 +218,40 @@ import TestSupport
         #expect(try await h.outcome(sameHost).failure == .afterAttempts(failed, attempts: 2, earlier: [failed]))
     }
 
+    /// A fetch that lent its slot ends cleanly however it ends: cancelled during its backoff,
+    /// or due while the queue is suspended (it waits, in its place, until the queue resumes).
+    @Test func aFetchThatLentItsSlotIsCancelledOrWaitsForASuspendedQueue() async throws {
+        let h = try await DownloaderHarness.make {
+            $0.maxRetries = 1
+            $0.maxConcurrentDownloads = 1
+            $0.retryMaxDelayMs = 10_000
+        }
+        defer { Task { await h.shutdown() } }
+        let backingOff = DownloadToken.string("backingOff")
+        try await h.start(backingOff, h.server.url("/status/503")) { $0.retryDelayMs = 10_000 }
+        try await h.until("its first attempt failed") { await h.downloader.status().liveTokens.first?.state == .waitingToRetry }
+        #expect(await h.downloader.cancel(backingOff))
+        #expect(try await h.outcome(backingOff).isCancelled)
+        var status = await h.downloader.status()
+        #expect((status.runningFetches, status.queuedFetches, status.liveTokens.count) == (0, 0, 0))
+        // Due while suspended: the retry waits in the queue; resumed, it runs and ends.
+        h.server.setFile("late.bin", bytes(7))
+        let due = DownloadToken.string("due")
+        try await h.start(due, h.server.url("/flaky/due/late.bin?failures=1&status=503")) { $0.retryDelayMs = 1_000 }  // 0.5-1 s: time to suspend
+        try await h.until("its first attempt failed") { h.server.hits("/flaky/due/late.bin") == 1 }
+        var configuration = await h.downloader.configuration
+        configuration.suspended = true
+        await h.downloader.configure(configuration)
+        try await h.until("its retry is due and waits in the queue") { await h.downloader.status().queuedFetches == 1 }
+        status = await h.downloader.status()
+        #expect(status.liveTokens.map(\.state) == [.waitingToRetry])
+        #expect(h.server.hits("/flaky/due/late.bin") == 1, "nothing starts while suspended")
+        configuration.suspended = false
+        await h.downloader.configure(configuration)
+        #expect(try await h.outcome(due).value == 7)
+        #expect(h.server.hits("/flaky/due/late.bin") == 2)
+    }
+
     /// A download's own retry budget and delay override the worker's (here: no retries).
     @Test func aDownloadsOwnRetriesOverrideTheWorkers() async throws {
         let h = try await DownloaderHarness.make { $0.maxRetries = 0 }
