@@ -43,6 +43,31 @@ import Testing
 
     /// A client gives a file back (`held/`, then `free/`): the next payload is written into it,
     /// cut to its own size; nothing in `free/` but a regular file is used, and extras are removed.
+    /// A file reserved and still being written counts against the limits: that it is not in the
+    /// folder yet does not make it one the client took.
+    @Test func aFileBeingWrittenStillCounts() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root)
+        shared.setLimits(.init(maxImages: 2, maxBytes: 1 << 20))
+        let writing = try await shared.reserve(100, fileExtension: "rgba")
+        let a = try await shared.write(Payload(Array(repeating: 1, count: 100)), fileExtension: "rgba")
+        let third = Task { try await shared.write(Payload(Array(repeating: 3, count: 100)), fileExtension: "rgba") }
+        try await Task.sleep(for: .milliseconds(100))
+        let folder = try #require(shared.folderPath)
+        func files() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") && $0 != "held" && $0 != "free" })
+        }
+        #expect(files() == [(a as NSString).lastPathComponent], "the third waits: two are counted")
+        let b = try shared.write(Payload(Array(repeating: 2, count: 100)), into: writing)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: b)) == Data(repeating: 2, count: 100))
+        #expect(shared.pending.files == 2)
+        unlink(a)
+        let c = try await third.value
+        #expect(files() == [(b as NSString).lastPathComponent, (c as NSString).lastPathComponent])
+        await shared.finish(readerGone: true)
+    }
+
     @Test func filesGivenBackAreWrittenAgain() async throws {
         let root = try root()
         defer { try? FileManager.default.removeItem(atPath: root) }

@@ -38,7 +38,7 @@ final class SharedOutput: Sendable {
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
-    private struct Folder {
+    fileprivate struct Folder {
         var path: String
         var fd: Int32
         var lockFD: Int32
@@ -48,8 +48,9 @@ final class SharedOutput: Sendable {
 
     private struct State {
         var folder: Folder?
-        /// Files written and not yet seen taken: name and size.
-        var outstanding: [(name: String, bytes: Int)] = []
+        /// Files reserved or written and not yet seen taken: name, size, and whether its bytes are
+        /// in (until then a missing file is one still being made, not one the client took).
+        var outstanding: [(name: String, bytes: Int, written: Bool)] = []
         var bytes = 0
         var next: UInt64 = 0
         var limits = Limits()
@@ -86,7 +87,22 @@ final class SharedOutput: Sendable {
 
     /// Writes `payload` to a new file (waiting while the limits are reached); its path.
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
-        let (name, folder, recycled) = try await reserve(payload.count, fileExtension: fileExtension)
+        try write(payload, into: try await reserve(payload.count, fileExtension: fileExtension))
+    }
+
+    /// A new file's name, counted against the limits from now on (`reserve`), to be written once
+    /// (`write(_:into:)`) or discarded.
+    struct Reservation: Sendable {
+        let name: String
+        fileprivate let folder: Folder
+        fileprivate let recycled: Bool
+
+        var path: String { folder.path + "/" + name }
+    }
+
+    /// Writes `payload` into the reserved file; its path.
+    func write(_ payload: Payload, into reservation: Reservation) throws(DeliveryFailure) -> String {
+        let (name, folder, recycled) = (reservation.name, reservation.folder, reservation.recycled)
         var fd: Int32 = -1
         if recycled {
             fd = Self.openRecycled(name, in: folder.fd)
@@ -109,7 +125,10 @@ final class SharedOutput: Sendable {
             state.withLock { s in _ = Self.forget(name, in: &s) }
             throw .output("cannot write to shared memory (\(folder.path)): \(reason)", path: nil)
         }
-        return folder.path + "/" + name
+        state.withLock { s in
+            if let index = s.outstanding.firstIndex(where: { $0.name == name }) { s.outstanding[index].written = true }
+        }
+        return reservation.path
     }
 
     /// A recycled file, renamed to `name`, opened for writing: only a regular file (no link is
@@ -127,9 +146,9 @@ final class SharedOutput: Sendable {
 
     /// A new file's name, counted against the limits, and whether it is a free file renamed to
     /// it: waits (polling what the client took) while the limits are reached.
-    private func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> (String, Folder, recycled: Bool) {
+    func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> Reservation {
         while true {
-            let attempt = state.withLock { s -> Result<(String, Folder, recycled: Bool)?, DeliveryFailure> in
+            let attempt = state.withLock { s -> Result<Reservation?, DeliveryFailure> in
                 guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
                 let folder: Folder
                 do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
@@ -137,11 +156,11 @@ final class SharedOutput: Sendable {
                 guard fits(size, s) else { return .success(nil) }
                 s.next += 1
                 let name = "\(s.next).\(fileExtension)"
-                s.outstanding.append((name, size))
+                s.outstanding.append((name, size, false))
                 s.bytes += size
                 // Renamed here, under the lock: a listing of `free/` meanwhile cannot offer it again.
                 let recycled = takeFree(&s, folder, size: size).map { renameat(folder.freeFD, $0, folder.fd, name) == 0 } ?? false
-                return .success((name, folder, recycled))
+                return .success(Reservation(name: name, folder: folder, recycled: recycled))
             }
             if let reserved = try attempt.get() { return reserved }
             do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
@@ -234,11 +253,12 @@ final class SharedOutput: Sendable {
         s.outstanding.isEmpty || (s.outstanding.count < s.limits.maxImages && s.bytes + size <= s.limits.maxBytes)
     }
 
-    /// Forgets the files the client took (they are gone).
+    /// Forgets the files the client took (they are gone). A file still being written may not be
+    /// there yet: it stays counted.
     private func reap(_ s: inout State, _ folder: Folder) {
         var info = stat()
         s.outstanding.removeAll { file in
-            guard fstatat(folder.fd, file.name, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return false }
+            guard file.written, fstatat(folder.fd, file.name, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return false }
             s.bytes -= file.bytes
             return true
         }
