@@ -287,6 +287,16 @@ import TestSupport
         #expect(q.priority(of: 1) == .veryHigh)
     }
 
+    /// Coming back from parking is a start like any other: spaced by its host's interval.
+    @Test func anUnparkedOperationStartsNoSoonerThanItsHostsInterval() {
+        var q = DownloadQueue<Int>(maxConcurrent: 2, minStartIntervalPerHostNs: 100)
+        #expect(q.enqueue(1, priority: .normal, host: "h", now: 0) == [1])
+        #expect(q.park(1, now: 10) == [])
+        #expect(q.unpark(1, now: 50) == [], "started at 0: not before 100")
+        #expect(q.nextWakeUp == 100)
+        #expect(q.tick(now: 100) == [1])
+    }
+
     @Test func removeAllTakesParkedOperationsToo() {
         var q = DownloadQueue<Int>(maxConcurrent: 1)
         _ = q.enqueue(1, priority: .normal)
