@@ -202,7 +202,16 @@ import TestSupport
         for step in 0..<3000 {
             await yieldThePool(step)
             now += rng.next() % 20
-            switch rng.next() % 10 {
+            switch rng.next() % 12 {
+            case 10:
+                if let id = model.running.randomElement(using: &rng)?.id { #expect(q.park(id, now: now) == model.park(id, now: now)) }
+            case 11:
+                if let id = model.parked.randomElement(using: &rng)?.id {
+                    let p = rng.next() % 2 == 0 ? nil : DownloadPriority(rawValue: Int(rng.next() % 5))!
+                    #expect(q.unpark(id, priority: p, now: now) == model.unpark(id, p, now: now))
+                } else if let id = model.waiting.randomElement(using: &rng)?.id {
+                    #expect(q.unpark(id, now: now) == [], "only a parked operation comes back")
+                }
             case 0, 1, 2:
                 let p = DownloadPriority(rawValue: Int(rng.next() % 5))!
                 let host = "h\(rng.next() % 4)"
@@ -213,7 +222,8 @@ import TestSupport
             case 5:
                 Self.reprioritise(&q, &model, &rng)
             case 6:
-                if let id = model.waiting.randomElement(using: &rng)?.id { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
+                let leaving = model.waiting.map(\.id) + model.parked.map(\.id)
+                if let id = leaving.randomElement(using: &rng) { #expect(q.remove(id, now: now) == model.remove(id, now: now)) }
             case 7:
                 let perHost = Int(rng.next() % 3) + 1
                 let interval = [0, 0, 15, 40][Int(rng.next() % 4)]
@@ -230,6 +240,7 @@ import TestSupport
                 #expect(q.tick(now: now) == model.fill(now: now))
             }
             #expect(q.waitingInStartOrder == model.startOrder)
+            #expect(q.parkedCount == model.parked.count && q.runningCount == model.running.count)
         }
     }
 
@@ -315,6 +326,10 @@ struct NaiveQueue {
     var lifo = false
     var running: [(id: Int, host: String)] = []
     var waiting: [(id: Int, p: DownloadPriority, seq: Int, host: String)] = []
+    /// Running operations' priority and arrival, kept for `park`.
+    var started: [Int: (p: DownloadPriority, seq: Int)] = [:]
+    /// Operations that gave their running slot back and keep their host's.
+    var parked: [(id: Int, p: DownloadPriority, seq: Int, host: String)] = []
     var lastStart: [String: UInt64] = [:]
     var seq = 0
 
@@ -327,10 +342,12 @@ struct NaiveQueue {
     mutating func fill(now: UInt64 = 0) -> [Int] {
         var started: [Int] = []
         while running.count < limit, let first = sorted(waiting).first(where: { item in
-            running.count { $0.host == item.host } < perHost && (interval == 0 || lastStart[item.host].map { now >= $0 + interval } ?? true)
+            running.count { $0.host == item.host } + parked.count { $0.host == item.host } < perHost
+                && (interval == 0 || lastStart[item.host].map { now >= $0 + interval } ?? true)
         }) {
             waiting.removeAll { $0.id == first.id }
             running.append((first.id, first.host))
+            self.started[first.id] = (first.p, first.seq)
             lastStart[first.host] = now
             started.append(first.id)
         }
@@ -348,12 +365,29 @@ struct NaiveQueue {
             waiting.removeAll { $0.id == id }
             return []
         }
+        parked.removeAll { $0.id == id }
         running.removeAll { $0.id == id }
+        return fill(now: now)
+    }
+
+    mutating func park(_ id: Int, now: UInt64) -> [Int] {
+        guard let i = running.firstIndex(where: { $0.id == id }), let entry = started[id] else { return [] }
+        parked.append((id, entry.p, entry.seq, running[i].host))
+        running.remove(at: i)
+        return fill(now: now)
+    }
+
+    mutating func unpark(_ id: Int, _ p: DownloadPriority?, now: UInt64) -> [Int] {
+        guard let i = parked.firstIndex(where: { $0.id == id }) else { return [] }
+        var entry = parked.remove(at: i)
+        if let p { entry.p = p }
+        waiting.append(entry)
         return fill(now: now)
     }
 
     mutating func setPriority(_ id: Int, _ p: DownloadPriority) {
         if let i = waiting.firstIndex(where: { $0.id == id }) { waiting[i].p = p }
+        if let i = parked.firstIndex(where: { $0.id == id }) { parked[i].p = p }
     }
 
     mutating func setLimit(_ n: Int) -> [Int] {
