@@ -166,8 +166,11 @@ struct MachineDriver {
         _ = D.respond(&op, D.head(1000, validator: "\"v1\""))
         _ = D.receive(&op, D.bytes(600))
         #expect(D.end(&op, reset) == retry(2, 50, cause: reset))
+        // Bytes kept to resume from keep the queue slot: the bodies held stay within the running limit.
+        #expect(op.keepsSlotWhileWaiting)
         let resume = ResumePoint(offset: 600, validator: "\"v1\"", total: 1000)
         #expect(op.retryTimerFired() == .init(attempt: 2, resume: resume, discardsBody: false))
+        #expect(!op.keepsSlotWhileWaiting, "running")
         // The resumed attempt's 206: no second response event, progress goes on from 600.
         let partial = FetchOperation.Head(info: D.info(400, status: 206), contentRange: "bytes 600-999/1000")
         #expect(D.respond(&op, partial) == .accept(events: [], discardsBody: false))
@@ -202,19 +205,6 @@ struct MachineDriver {
         #expect(op.state == .running(attempt: 2))
         #expect(op.start() == nil, "already running")
         #expect(op.setPriority(a, .veryHigh) == nil, "running: the queue has nothing to reorder")
-    }
-
-    /// Bytes kept to resume from (or to start over from, after a refused resume) keep the slot,
-    /// so the bodies held stay bounded by the running limit.
-    @Test func aRetryKeepingBytesKeepsItsSlot() {
-        var op = FetchOperation(token: a, priority: .normal)
-        _ = op.start()
-        _ = D.respond(&op, D.head(1000, validator: "\"v1\""))
-        _ = D.receive(&op, D.bytes(600))
-        #expect(D.end(&op, reset) == retry(2, 50, cause: reset))
-        #expect(op.keepsSlotWhileWaiting)
-        _ = op.retryTimerFired()
-        #expect(!op.keepsSlotWhileWaiting)
     }
 
     @Test func cancelWhileWaitingToRetryStopsTheTimer() {
