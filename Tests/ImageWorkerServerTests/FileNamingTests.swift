@@ -306,7 +306,7 @@ import Testing
         }
         #expect(files(dir).count == 300)
         #expect(try String(contentsOfFile: dir + "/image-299.jpg", encoding: .utf8) == "file 299")
-        // The search starts after the hint: a name freed below it is not taken first…
+        // The search starts after the hint: a name freed below it is not taken again.
         try FileManager.default.removeItem(atPath: dir + "/image-7.jpg")
         let next = try AtomicFile.create(Payload(Array("next".utf8)), at: FreeNames(first), keepExisting: false)
         #expect(next.path == dir + "/image-300.jpg")
