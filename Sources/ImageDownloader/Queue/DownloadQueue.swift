@@ -342,10 +342,8 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
             host.runningCount += 1
             host.lastStart = now
             hosts[top.host] = host
-            waiting[item.id] = nil
             running.insert(item.id)
-            runningEntries[item.id] = Waiting(
-                priority: DownloadPriority(rawValue: top.priority) ?? .normal, sequence: item.sequence, host: top.host)
+            runningEntries[item.id] = waiting.removeValue(forKey: item.id)
             offer(top.host)
             return item.id
         }
