@@ -58,20 +58,20 @@ void iw_png_on_warning(png_structp png, png_const_charp message) {
     (void)message;
 }
 
-/* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct). Returns
- * whether the file is 16-bit (linear). */
+/* The simplified API's transforms for 8-bit sRGB RGBA output (png_image_read_direct, with
+ * PNG_IMAGE_FLAG_16BIT_sRGB as iw_png_whole.c sets it): a file's gAMA or sRGB chunk is honoured,
+ * and a file without either is taken as sRGB at any depth. Returns whether the file is 16-bit. */
 static int set_rgba_transforms(png_structp png, png_infop info) {
     int depth = png_get_bit_depth(png, info), color = png_get_color_type(png, info);
     png_set_expand(png);
     int has_color = (color & PNG_COLOR_MASK_COLOR) != 0;
     int has_alpha = (color & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS);
-    int linear = depth == 16;
+    int sixteen = depth == 16;
     if (!has_color) png_set_gray_to_rgb(png);
-    png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, linear ? PNG_GAMMA_LINEAR : PNG_DEFAULT_sRGB);
-    if (linear) png_set_scale_16(png);
-    if (!has_alpha) png_set_add_alpha(png, 255, PNG_FILLER_AFTER);
     png_set_alpha_mode_fixed(png, PNG_ALPHA_PNG, PNG_DEFAULT_sRGB);
-    return linear;
+    if (sixteen) png_set_scale_16(png);
+    if (!has_alpha) png_set_add_alpha(png, 255, PNG_FILLER_AFTER);
+    return sixteen;
 }
 
 static void on_info(png_structp png, png_infop info) {

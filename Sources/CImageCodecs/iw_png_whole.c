@@ -38,6 +38,9 @@ int iw_png_decode_simplified_into(const uint8_t *data, size_t length, int opaque
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&image, data, length)) return iw_image_fail(out, IW_ERR_CORRUPT, image.message);
+    /* A 16-bit file without gAMA or sRGB is sRGB, as browsers and other decoders take it (libpng
+     * would take it as linear light and brighten it; its manual asks to expose the choice). */
+    image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     int rgb = opaque_rgb && (image.format & PNG_FORMAT_FLAG_ALPHA) == 0;
     image.format = rgb ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
     if (PNG_IMAGE_SIZE(image) > capacity) {

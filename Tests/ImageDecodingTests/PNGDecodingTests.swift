@@ -171,6 +171,100 @@ struct PNGDecodingTests {
         #expect(decoder.currentImage() == partial)
     }
 
+    /// A PNG built here: `samples` (8- or 16-bit) as rows of one colour type, an optional gAMA
+    /// chunk, the image data in stored (uncompressed) deflate blocks.
+    static func png(width: Int, height: Int, depth: Int, color: UInt8, interlaced: Bool = false, gamma: UInt32?, samples: [Int]) -> [UInt8] {
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + data
+            return withUnsafeBytes(of: UInt32(data.count).bigEndian, Array.init) + body
+                + withUnsafeBytes(of: CRC32.checksum(body).bigEndian, Array.init)
+        }
+        let channels = samples.count / (width * height)
+        var raw: [UInt8] = []
+        let passes: [(x: Int, y: Int, dx: Int, dy: Int)] =
+            interlaced
+            ? [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)] : [(0, 0, 1, 1)]
+        for pass in passes {
+            let columns = Array(stride(from: pass.x, to: width, by: pass.dx))
+            guard !columns.isEmpty else { continue }
+            for y in stride(from: pass.y, to: height, by: pass.dy) {
+                raw.append(0)
+                for x in columns {
+                    for c in 0..<channels {
+                        let v = samples[(y * width + x) * channels + c]
+                        if depth == 16 { raw += [UInt8(v >> 8), UInt8(v & 0xFF)] } else { raw.append(UInt8(v)) }
+                    }
+                }
+            }
+        }
+        var zlib: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let n = min(65535, raw.count - offset)
+            zlib += [offset + n == raw.count ? 1 : 0, UInt8(n & 0xFF), UInt8(n >> 8), UInt8(~n & 0xFF), UInt8((~n >> 8) & 0xFF)]
+            zlib += raw[offset..<offset + n]
+            offset += n
+        } while offset < raw.count
+        var a: UInt32 = 1
+        var b: UInt32 = 0
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65521
+            b = (b + a) % 65521
+        }
+        zlib += withUnsafeBytes(of: (b << 16 | a).bigEndian, Array.init)
+        let ihdr = withUnsafeBytes(of: UInt32(width).bigEndian, Array.init) + withUnsafeBytes(of: UInt32(height).bigEndian, Array.init)
+            + [UInt8(depth), color, 0, 0, interlaced ? 1 : 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr)
+            + (gamma.map { chunk("gAMA", withUnsafeBytes(of: $0.bigEndian, Array.init)) } ?? []) + chunk("IDAT", zlib) + chunk("IEND", [])
+    }
+
+    /// A 16-bit file decodes to the pixels of its 8-bit twin (each sample `s` as `s × 257`),
+    /// gray or colour, with or without alpha, interlaced or not, in both readers: with no gAMA
+    /// chunk both are sRGB (libpng would take the 16-bit one as linear light and brighten it:
+    /// a mid-gray 128 came out as 188), and with one both are converted alike.
+    @Test(arguments: [UInt8(0), 2, 4, 6])
+    func aSixteenBitFileDecodesAsItsEightBitTwin(color: UInt8) throws {
+        let channels = [0: 1, 2: 3, 4: 2, 6: 4][Int(color)]!
+        let (width, height) = (37, 11)
+        let samples = (0..<width * height * channels).map { ($0 * 37 + $0 / channels * 11) % 256 }
+        for gamma in [nil, UInt32(100_000), 45_455] as [UInt32?] {
+            for interlaced in [false, true] {
+                let eight = Self.png(width: width, height: height, depth: 8, color: color, interlaced: interlaced, gamma: gamma, samples: samples)
+                let sixteen = Self.png(
+                    width: width, height: height, depth: 16, color: color, interlaced: interlaced, gamma: gamma, samples: samples.map { $0 * 257 })
+                let reference = try ImageDecoders.decodePNGWithSimplifiedAPI(eight)
+                let label = "colour type \(color), gAMA \(gamma.map(String.init) ?? "none"), interlaced \(interlaced)"
+                if gamma == nil {
+                    // sRGB in, sRGB out: the samples themselves.
+                    let gray = channels < 3
+                    let alpha = channels % 2 == 0
+                    var expected: [UInt8] = []
+                    for pixel in stride(from: 0, to: samples.count, by: channels) {
+                        let rgb = gray ? Array(repeating: samples[pixel], count: 3) : Array(samples[pixel..<pixel + 3])
+                        expected += (rgb + [alpha ? samples[pixel + channels - 1] : 255]).map { UInt8($0) }
+                    }
+                    #expect(reference.pixels == expected, "\(label)")
+                }
+                // Converted from another gamma, libpng's tables for 16-bit input are not those
+                // for 8-bit input: a sample may differ by one step.
+                let tolerance = gamma == nil || gamma == 45_455 ? 0 : 1
+                func matches(_ image: DecodedImage) -> Bool {
+                    image.width == width && image.height == height && image.layout == .rgba
+                        && zip(image.pixels, reference.pixels).allSatisfy { abs(Int($0) - Int($1)) <= tolerance }
+                }
+                if !interlaced {
+                    // (libpng's simplified API misplaces a 16-bit interlaced file's rows: see above.)
+                    #expect(matches(try ImageDecoders.decodePNGWithSimplifiedAPI(sixteen)), "\(label), simplified API")
+                }
+                #expect(matches(try ImageDecoders.decode(sixteen)), "\(label), whole")
+                for chunk in [1, 5000] {
+                    let (decoder, _) = try Corpora.feed(sixteen, format: .png, chunk: chunk)
+                    #expect(decoder.currentImage().map(matches) == true, "\(label), fed \(chunk) bytes at a time")
+                }
+            }
+        }
+    }
+
     @Test func aHugeHeaderIsRefusedAtOnce() throws {
         // A valid 65535×65535 IHDR: refused from the header, before any pixel buffer.
         var ihdr: [UInt8] = Array("IHDR".utf8) + [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF, 8, 6, 0, 0, 0]
