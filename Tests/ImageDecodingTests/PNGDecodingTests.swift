@@ -1,3 +1,4 @@
+import CLibDeflate
 import Foundation
 import ImageDecoding
 import Testing
@@ -262,6 +263,73 @@ struct PNGDecodingTests {
                     #expect(decoder.currentImage().map(matches) == true, "\(label), fed \(chunk) bytes at a time")
                 }
             }
+        }
+    }
+
+    /// A real 16-bit file, libjpeg-turbo's `monkey16.png` (RGB, an iCCP chunk, no gAMA or sRGB),
+    /// decodes to its own samples scaled to 8 bits, within one step, in both readers (taken as
+    /// linear light, some samples came out 72 steps lighter). The samples are read here: its
+    /// image data inflated with libdeflate and its rows unfiltered.
+    @Test func aRealSixteenBitFileKeepsItsSamples() throws {
+        let data = try Corpora.bytes("jpeg/monkey16.png")
+        func u32(_ at: Int) -> Int { Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3]) }
+        var (width, height, idat) = (0, 0, [UInt8]())
+        var offset = 8
+        while offset + 12 <= data.count {
+            let length = u32(offset)
+            let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+            if type == "IHDR" {
+                (width, height) = (u32(offset + 8), u32(offset + 12))
+                #expect(Array(data[offset + 16..<offset + 21]) == [16, 2, 0, 0, 0], "16-bit RGB, not interlaced")
+            }
+            if type == "IDAT" { idat += data[offset + 8..<offset + 8 + length] }
+            #expect(type != "gAMA" && type != "sRGB")
+            offset += 12 + length
+        }
+        let (pixelBytes, rowBytes) = (6, width * 6)
+        var raw = [UInt8](repeating: 0, count: height * (rowBytes + 1))
+        let decompressor = try #require(libdeflate_alloc_decompressor())
+        defer { libdeflate_free_decompressor(decompressor) }
+        var actual = 0
+        let status = raw.withUnsafeMutableBytes { out in
+            idat.withUnsafeBytes { libdeflate_zlib_decompress(decompressor, $0.baseAddress, $0.count, out.baseAddress, out.count, &actual) }
+        }
+        try #require(status == LIBDEFLATE_SUCCESS && actual == raw.count)
+        var samples = [UInt8](repeating: 0, count: height * rowBytes)
+        for y in 0..<height {
+            let filter = raw[y * (rowBytes + 1)]
+            for x in 0..<rowBytes {
+                let value = Int(raw[y * (rowBytes + 1) + 1 + x])
+                let a = x >= pixelBytes ? Int(samples[y * rowBytes + x - pixelBytes]) : 0
+                let b = y > 0 ? Int(samples[(y - 1) * rowBytes + x]) : 0
+                let c = x >= pixelBytes && y > 0 ? Int(samples[(y - 1) * rowBytes + x - pixelBytes]) : 0
+                let predicted: Int
+                switch filter {
+                case 0: predicted = 0
+                case 1: predicted = a
+                case 2: predicted = b
+                case 3: predicted = (a + b) / 2
+                default:
+                    let (pa, pb, pc) = (abs(b - c), abs(a - c), abs(a + b - 2 * c))
+                    predicted = pa <= pb && pa <= pc ? a : pb <= pc ? b : c
+                }
+                samples[y * rowBytes + x] = UInt8((value + predicted) & 0xFF)
+            }
+        }
+        let image = try ImageDecoders.decode(data)
+        let (decoder, _) = try Corpora.feed(data, format: .png, chunk: 4096)
+        for decoded in [image, try #require(decoder.currentImage()), try ImageDecoders.decodePNGWithSimplifiedAPI(data)] {
+            #expect(decoded.width == width && decoded.height == height && decoded.layout == .rgba)
+            var worst = 0
+            for pixel in 0..<width * height {
+                for channel in 0..<3 {
+                    let at = pixel * pixelBytes + channel * 2
+                    let sample = Int(samples[at]) << 8 | Int(samples[at + 1])
+                    worst = max(worst, abs(Int(decoded.pixels[pixel * 4 + channel]) - (sample * 255 + 32767) / 65535))
+                }
+                #expect(decoded.pixels[pixel * 4 + 3] == 255)
+            }
+            #expect(worst <= 1)
         }
     }
 
