@@ -50,6 +50,35 @@ import TestSupport
         #expect(folders(of: worker.process.processIdentifier).isEmpty, "the folder goes with the worker")
     }
 
+    /// `sha256` of a result in shared memory (written on the thread that decoded it, when the
+    /// client has room) is the digest of the file's bytes: the same as a file written to a path.
+    @Test func aSharedResultsDigestIsThatOfItsBytes() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let worker = try WorkerProcess()
+        worker.request(
+            1, "download",
+            ["url": .string(server.url("/files/testimgp.jpg")), "token": "shared", "output": ["format": "rgba", "delivery": "shared", "sha256": true]])
+        worker.request(
+            2, "download",
+            [
+                "url": .string(server.url("/files/testimgp.jpg?copy")), "token": "file",
+                "output": ["format": "rgba", "delivery": "file", "path": .string(out.path + "/pixels.rgba"), "sha256": true],
+            ])
+        let shared = try #require(try await worker.completion("shared")["params"])
+        let file = try #require(try await worker.completion("file")["params"])
+        let path = try #require(shared["path"]?.stringValue)
+        #expect(shared["shared"] == true)
+        #expect(shared["sha256"]?.stringValue?.count == 64)
+        #expect(shared["sha256"] == file["sha256"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contentsOf: out.appendingPathComponent("pixels.rgba")))
+        unlink(path)
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     @Test func aClientThatDoesNotTakeItsFilesHoldsTheWorkerAtTheLimit() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

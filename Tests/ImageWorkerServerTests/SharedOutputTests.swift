@@ -41,6 +41,34 @@ import Testing
         }
     }
 
+    /// `tryReserve` (what a decode thread writes through when the client has room): a name at
+    /// once while the limits allow, nil at them (after looking for files the client took), an
+    /// error once the worker is stopping; what it reserves counts like `reserve`'s.
+    @Test func tryReserveNeverWaits() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root)
+        shared.setLimits(.init(maxImages: 2, maxBytes: 250))
+        let first = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
+        let a = try shared.write(Payload(Array(repeating: 1, count: 100)), into: first)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(repeating: 1, count: 100))
+        #expect(try shared.tryReserve(200, fileExtension: "rgba") == nil, "over the bytes")
+        let second = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
+        #expect(try shared.tryReserve(10, fileExtension: "rgba") == nil, "at the file count")
+        #expect(shared.pending.files == 2 && shared.pending.bytes == 200)
+        // The waiting kind waits for the same room.
+        let waiting = Task { try await shared.write(Payload(Array(repeating: 3, count: 10)), fileExtension: "rgba") }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(shared.pending.files == 2)
+        unlink(a)
+        _ = try shared.write(Payload(Array(repeating: 2, count: 100)), into: second)
+        let c = try await waiting.value
+        #expect(FileManager.default.fileExists(atPath: c))
+        #expect(try shared.tryReserve(10, fileExtension: "rgba") == nil, "the second and third are not taken")
+        await shared.finish(readerGone: true)
+        #expect(throws: DeliveryFailure.self) { _ = try shared.tryReserve(10, fileExtension: "rgba") }
+    }
+
     /// A client gives a file back (`held/`, then `free/`): the next payload is written into it,
     /// cut to its own size; nothing in `free/` but a regular file is used, and extras are removed.
     /// A file reserved and still being written counts against the limits: that it is not in the

@@ -63,7 +63,7 @@ enum OutputDelivery {
             if !resource.streamed {
                 finished = try await decodedWhole(
                     resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target(),
-                    deliveries: deliveries, slots: slots, settings: settings)
+                    deliveries: deliveries, slots: slots, shared: shared, settings: settings)
             } else {
                 slot = await slots.acquire(token: token, priority: priority, cost: cost)
                 guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
@@ -87,7 +87,7 @@ enum OutputDelivery {
                 }
                 let fileTarget = target()
                 finished = try await BlockingWork.run { () throws(DeliveryFailure) -> Finished in
-                    try finish(image, spec: spec, source: source, to: fileTarget, decodeStart: decodeStart)
+                    try finish(image, spec: spec, source: source, to: fileTarget, shared: shared, decodeStart: decodeStart)
                 }
             }
             timings["decodeMs"] = finished.decodeMs
@@ -163,7 +163,8 @@ enum OutputDelivery {
     /// back, so the next decode it lets in starts there too.
     private static func decodedWhole(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
-        spec: OutputSpec, target: FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, settings: DecodeSettings
+        spec: OutputSpec, target: FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput,
+        settings: DecodeSettings
     ) async throws(DeliveryFailure) -> Finished {
         let step = await slots.acquire(token: token, priority: priority, cost: cost) {
             held, lane -> Promise<Result<Finished, DeliveryFailure>> in
@@ -172,7 +173,8 @@ enum OutputDelivery {
             let finishHere: SharedDecode.Hook = { outcome, lane in
                 step.fulfil(
                     Result { () throws(DeliveryFailure) -> Finished in
-                        try finish(decoded(outcome, settings: settings), spec: spec, source: source, to: target, decodeStart: start)
+                        try finish(
+                            decoded(outcome, settings: settings), spec: spec, source: source, to: target, shared: shared, decodeStart: start)
                     })
                 deliveries.doneDecoding(resource, token: token)
                 slots.release(held, lane: &lane)
@@ -243,10 +245,12 @@ enum OutputDelivery {
     }
 
     /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
-    /// written to `target` if its delivery is a file: on the calling thread, one on the blocking
-    /// pool. `decodeStart`: when its decode slot was let in.
+    /// written to `target` if its delivery is a file, or into `shared` if it goes through shared
+    /// memory and the client has room for it now (else the token's task waits for room): on the
+    /// calling thread, one on the blocking pool. `decodeStart`: when its decode slot was let in.
     static func finish(
-        _ image: DecodedImage, spec: OutputSpec, source: ImageFormat?, to target: FrameDelivery.Target, decodeStart: UInt64
+        _ image: DecodedImage, spec: OutputSpec, source: ImageFormat?, to target: FrameDelivery.Target, shared: SharedOutput,
+        decodeStart: UInt64
     ) throws(DeliveryFailure) -> Finished {
         let rendered =
             spec.delivery == .none
@@ -255,9 +259,24 @@ enum OutputDelivery {
                 animation: image.animation)
             : try renderNow(image, spec: spec)
         let decodeMs = milliseconds(since: decodeStart)
-        guard spec.delivery == .file else { return Finished(rendered: rendered, decodeMs: decodeMs) }
         let writeStart = DispatchTime.now().uptimeNanoseconds
-        let placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
+        let placed: FrameDelivery.Placed
+        switch spec.delivery {
+        case .file:
+            placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
+        case .shared where rendered.payload.count > SharedOutput.inlineLimit:
+            guard let reservation = try shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) else {
+                return Finished(rendered: rendered, decodeMs: decodeMs)
+            }
+            var fields: JSONObject = [:]
+            if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(rendered.payload.withUnsafeBytes { SHA256.hex($0) }) }
+            let path = try shared.write(rendered.payload, into: reservation)
+            fields["path"] = .string(path)
+            fields["shared"] = true
+            placed = .delivered(fields, path: path)
+        default:
+            return Finished(rendered: rendered, decodeMs: decodeMs)
+        }
         // Written: the event needs no bytes, and a bitmap kept until the token's task takes the
         // result (after the decode slot went to the next decode) would be one more in memory.
         var written = rendered

@@ -148,23 +148,29 @@ final class SharedOutput: Sendable {
     /// it: waits (polling what the client took) while the limits are reached.
     func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> Reservation {
         while true {
-            let attempt = state.withLock { s -> Result<Reservation?, DeliveryFailure> in
-                guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
-                let folder: Folder
-                do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
-                if !fits(size, s) { reap(&s, folder) }
-                guard fits(size, s) else { return .success(nil) }
-                s.next += 1
-                let name = "\(s.next).\(fileExtension)"
-                s.outstanding.append((name, size, false))
-                s.bytes += size
-                // Renamed here, under the lock: a listing of `free/` meanwhile cannot offer it again.
-                let recycled = takeFree(&s, folder, size: size).map { renameat(folder.freeFD, $0, folder.fd, name) == 0 } ?? false
-                return .success(Reservation(name: name, folder: folder, recycled: recycled))
-            }
-            if let reserved = try attempt.get() { return reserved }
+            if let reserved = try tryReserve(size, fileExtension: fileExtension) { return reserved }
             do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
         }
+    }
+
+    /// `reserve` without the wait: nil while the limits are reached (the files the client took
+    /// are looked for first).
+    func tryReserve(_ size: Int, fileExtension: String) throws(DeliveryFailure) -> Reservation? {
+        let attempt = state.withLock { s -> Result<Reservation?, DeliveryFailure> in
+            guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
+            let folder: Folder
+            do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
+            if !fits(size, s) { reap(&s, folder) }
+            guard fits(size, s) else { return .success(nil) }
+            s.next += 1
+            let name = "\(s.next).\(fileExtension)"
+            s.outstanding.append((name, size, false))
+            s.bytes += size
+            // Renamed here, under the lock: a listing of `free/` meanwhile cannot offer it again.
+            let recycled = takeFree(&s, folder, size: size).map { renameat(folder.freeFD, $0, folder.fd, name) == 0 } ?? false
+            return .success(Reservation(name: name, folder: folder, recycled: recycled))
+        }
+        return try attempt.get()
     }
 
     /// The free file nearest `size`, taken off the list, when it is within half of `size` (the
