@@ -31,10 +31,11 @@ struct iw_resampler {
     iw_axis across, down;
     uint8_t *ring;      /* the last `down.taps` input rows, resampled across (out_w * channels each) */
     int32_t *sums;      /* one output row being summed (the portable loop) */
-    uint8_t *converted; /* push_rgba's row in the resampler's channels */
+    uint8_t *converted; /* push_rgba's row in the resampler's channels; with 4, a row premultiplied */
     uint8_t *output;
     int owns_output;
     int sse41; /* the CPU has SSE4.1: rows go through the vector versions (the same sums) */
+    int premultiplied; /* a row with a pixel not opaque came: output rows are divided by alpha */
     uint32_t next_in, next_out;
 };
 
@@ -295,6 +296,44 @@ __attribute__((target("sse4.1"))) static void row_down_sse41(iw_resampler *r, ui
 }
 #endif
 
+/* Colour is resampled weighted by alpha (premultiplied, as Pillow and libvips do), or the colour
+ * under transparent pixels, often black or anything, would bleed into the edges of what shows.
+ * An opaque row is its own premultiplied form, so only rows with a pixel not opaque are
+ * multiplied, and only output pixels not opaque are divided back. */
+static int row_opaque(const uint8_t *row, uint32_t w) {
+    uint32_t all = 0xFFFFFFFFu;
+    for (uint32_t i = 0; i < w; i++) {
+        uint32_t pixel;
+        memcpy(&pixel, row + (size_t)i * 4, 4);
+        all &= pixel;
+    }
+    uint8_t bytes[4];
+    memcpy(bytes, &all, 4);
+    return bytes[3] == 0xFF;
+}
+
+static void premultiply(const uint8_t *in, uint8_t *out, uint32_t w) {
+    for (size_t i = 0; i < (size_t)w * 4; i += 4) {
+        const uint32_t a = in[i + 3];
+        for (int c = 0; c < 3; c++) {
+            const uint32_t t = in[i + c] * a + 128;
+            out[i + c] = (uint8_t)((t + (t >> 8)) >> 8); /* in * a / 255, rounded */
+        }
+        out[i + 3] = (uint8_t)a;
+    }
+}
+
+static void unpremultiply(uint8_t *row, uint32_t w) {
+    for (size_t i = 0; i < (size_t)w * 4; i += 4) {
+        const uint32_t a = row[i + 3];
+        if (a == 255) continue;
+        for (int c = 0; c < 3; c++) {
+            const uint32_t v = a ? (row[i + c] * 255u + a / 2) / a : 0;
+            row[i + c] = (uint8_t)(v > 255 ? 255 : v);
+        }
+    }
+}
+
 static void row_across(const iw_resampler *r, const uint8_t *in, uint8_t *out) {
 #ifdef IW_RESAMPLE_X86
     if (r->sse41) {
@@ -356,6 +395,11 @@ void iw_resampler_push(iw_resampler *r, const uint8_t *row) {
     if (r->next_in >= r->in_h) return;
     const uint32_t y = r->next_in++;
     const size_t n = (size_t)r->out_w * r->channels;
+    if (r->channels == 4 && !row_opaque(row, r->in_w)) {
+        premultiply(row, r->converted, r->in_w);
+        row = r->converted;
+        r->premultiplied = 1;
+    }
     row_across(r, row, r->ring + (size_t)(y % r->down.taps) * n);
     const iw_axis *a = &r->down;
     while (r->next_out < r->out_h) {
@@ -363,6 +407,8 @@ void iw_resampler_push(iw_resampler *r, const uint8_t *row) {
         const uint32_t last = a->first[o] + a->taps - 1;
         if (last > y) break;
         row_down(r, o);
+        /* (Rows made before the first row with transparency came from opaque rows only.) */
+        if (r->premultiplied) unpremultiply(r->output + (size_t)o * n, r->out_w);
         r->next_out++;
     }
 }

@@ -4,7 +4,8 @@
 #include <stdint.h>
 
 /* Area-weighted (box-filter) resampling, separable: each row across as it arrives, then down over
- * the few rows that each output row covers. 16-bit integer weights (up to 15 fractional bits) that sum to
+ * the few rows that each output row covers. With 4 channels (RGBA) colour is weighted by alpha
+ * (premultiplied in 8 bits, then divided back), so transparent pixels' colour never shows. 16-bit integer weights (up to 15 fractional bits) that sum to
  * exactly one per output pixel, computed once per axis; rows pushed top to bottom, one at a time,
  * so a decoder can scale while it decodes without holding its full-size image. Pushing every row
  * of an image gives the same bytes as iw_resize. */
