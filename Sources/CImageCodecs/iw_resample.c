@@ -296,8 +296,9 @@ __attribute__((target("sse4.1"))) static void row_down_sse41(iw_resampler *r, ui
 }
 #endif
 
-/* Colour is resampled weighted by alpha (premultiplied, as Pillow and libvips do), or the colour
- * under transparent pixels, often black or anything, would bleed into the edges of what shows.
+/* Colour is resampled weighted by alpha (premultiplied, as Pillow and libvips do): otherwise the
+ * colour under transparent pixels (often black, or anything) would bleed into the edges of what
+ * shows.
  * An opaque row is its own premultiplied form, so only rows with a pixel not opaque are
  * multiplied, and only output pixels not opaque are divided back. */
 static int row_opaque(const uint8_t *row, uint32_t w) {
