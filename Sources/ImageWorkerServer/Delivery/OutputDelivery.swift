@@ -193,8 +193,12 @@ enum OutputDelivery {
     /// (or is no image: the decode fails at once), a guess from its length.
     static func bitmapCost(_ body: ByteBuffer, source: ImageFormat?) -> Int {
         guard source != nil else { return 0 }
-        if case .success(let header) = ImageHeader.read(Array(body.readableBytesView.prefix(64 * 1024))) {
-            return bitmapCost(width: header.width, height: header.height)
+        // Most headers lie in the first 4 KiB; a JPEG's frame header may follow large metadata.
+        for prefix in [4 * 1024, 64 * 1024] {
+            if case .success(let header) = ImageHeader.read(Array(body.readableBytesView.prefix(prefix))) {
+                return bitmapCost(width: header.width, height: header.height)
+            }
+            if body.readableBytes <= prefix { break }
         }
         return bitmapCost(unknownSizeOf: body.readableBytes)
     }
