@@ -140,10 +140,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         removeFromLane(id, entry)
         entry.priority = priority
         waiting[id] = entry
-        var state = hosts.removeValue(forKey: entry.host) ?? Host()
-        state.lanes[priority.rawValue].insertSorted((entry.sequence, id))
-        state.waitingCount += 1
-        hosts[entry.host] = state
+        addToLane(id, entry)
         offer(entry.host)
     }
 
@@ -188,11 +185,8 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         guard var entry = parked.removeValue(forKey: id) else { return [] }
         if let priority { entry.priority = priority }
         waiting[id] = entry
-        var state = hosts.removeValue(forKey: entry.host) ?? Host()
-        state.runningCount -= 1  // the host's slot it kept, taken again when it starts
-        state.lanes[entry.priority.rawValue].insertSorted((entry.sequence, id))
-        state.waitingCount += 1
-        hosts[entry.host] = state
+        hosts[entry.host]?.runningCount -= 1  // the host's slot it kept, taken again when it starts
+        addToLane(id, entry)
         offer(entry.host)
         return startAsMany()
     }
@@ -305,6 +299,14 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         } else {
             hosts[name] = nil
         }
+    }
+
+    /// Puts a waiting entry in its host's lane for its priority, at its arrival's place.
+    private mutating func addToLane(_ id: ID, _ entry: Waiting) {
+        var state = hosts.removeValue(forKey: entry.host) ?? Host()  // taken out so its lanes mutate in place
+        state.lanes[entry.priority.rawValue].insertSorted((entry.sequence, id))
+        state.waitingCount += 1
+        hosts[entry.host] = state
     }
 
     private mutating func removeFromLane(_ id: ID, _ entry: Waiting) {
