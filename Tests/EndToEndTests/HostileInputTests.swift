@@ -122,27 +122,12 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
-    static func crc32(_ bytes: some Sequence<UInt8>) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = (crc >> 1) ^ (crc & 1 == 1 ? 0xEDB8_8320 : 0) }
-        }
-        return ~crc
-    }
-
-    static func chunk(_ type: String, _ data: [UInt8], claimedLength: UInt32? = nil) -> [UInt8] {
-        let length = claimedLength ?? UInt32(data.count)
-        let body = Array(type.utf8) + data
-        return withUnsafeBytes(of: length.bigEndian, Array.init) + body + withUnsafeBytes(of: crc32(body).bigEndian, Array.init)
-    }
-
     /// A small real PNG (from the samples) with an ancillary chunk claiming 2 GiB put before its
     /// image data.
     static func pngWithOversizeChunk(_ type: String) throws -> [UInt8] {
         let png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
         let ihdrEnd = 8 + 25
-        return Array(png[..<ihdrEnd]) + chunk(type, Array("Comment\u{0}\u{0}xxxxxxxxxxxxxxxxxxxx".utf8), claimedLength: 0x7FFF_FFFF)
+        return Array(png[..<ihdrEnd]) + PNGChunk.make(type, Array("Comment\u{0}\u{0}xxxxxxxxxxxxxxxxxxxx".utf8), claimedLength: 0x7FFF_FFFF)
             + Array(png[ihdrEnd...])
     }
 
@@ -167,7 +152,7 @@ import TestSupport
         defer { Task { await server.shutdown() } }
         var png = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basn2c08.png")))
         png.replaceSubrange(16..<24, with: [0xFF, 0xFF, 0xFF, 0xF7, 0xF5, 0x00, 0x00, 0x00])
-        png.replaceSubrange(29..<33, with: withUnsafeBytes(of: Self.crc32(png[12..<29]).bigEndian, Array.init))
+        png.replaceSubrange(29..<33, with: withUnsafeBytes(of: PNGChunk.crc32(png[12..<29]).bigEndian, Array.init))
         server.setFile("wide.png", png)
         let worker = try WorkerProcess()
         // libpng refuses a side over 2^31 - 1 ("Invalid IHDR data").

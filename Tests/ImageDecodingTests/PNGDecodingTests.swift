@@ -175,11 +175,6 @@ struct PNGDecodingTests {
     /// A PNG built here: `samples` (8- or 16-bit) as rows of one colour type, an optional gAMA
     /// chunk, the image data in stored (uncompressed) deflate blocks.
     static func png(width: Int, height: Int, depth: Int, color: UInt8, interlaced: Bool = false, gamma: UInt32?, samples: [Int]) -> [UInt8] {
-        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
-            let body = Array(type.utf8) + data
-            return withUnsafeBytes(of: UInt32(data.count).bigEndian, Array.init) + body
-                + withUnsafeBytes(of: CRC32.checksum(body).bigEndian, Array.init)
-        }
         let channels = samples.count / (width * height)
         var raw: [UInt8] = []
         let passes: [(x: Int, y: Int, dx: Int, dy: Int)] =
@@ -215,8 +210,9 @@ struct PNGDecodingTests {
         zlib += withUnsafeBytes(of: (b << 16 | a).bigEndian, Array.init)
         let ihdr = withUnsafeBytes(of: UInt32(width).bigEndian, Array.init) + withUnsafeBytes(of: UInt32(height).bigEndian, Array.init)
             + [UInt8(depth), color, 0, 0, interlaced ? 1 : 0]
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", ihdr)
-            + (gamma.map { chunk("gAMA", withUnsafeBytes(of: $0.bigEndian, Array.init)) } ?? []) + chunk("IDAT", zlib) + chunk("IEND", [])
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + PNGChunk.make("IHDR", ihdr)
+            + (gamma.map { PNGChunk.make("gAMA", withUnsafeBytes(of: $0.bigEndian, Array.init)) } ?? []) + PNGChunk.make("IDAT", zlib)
+            + PNGChunk.make("IEND", [])
     }
 
     /// A 16-bit file decodes to the pixels of its 8-bit twin (each sample `s` as `s × 257`),
@@ -335,9 +331,7 @@ struct PNGDecodingTests {
 
     @Test func aHugeHeaderIsRefusedAtOnce() throws {
         // A valid 65535×65535 IHDR: refused from the header, before any pixel buffer.
-        var ihdr: [UInt8] = Array("IHDR".utf8) + [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF, 8, 6, 0, 0, 0]
-        let crc = CRC32.checksum(ihdr)
-        ihdr = [0, 0, 0, 13] + ihdr + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
+        let ihdr = PNGChunk.make("IHDR", [0, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF, 8, 6, 0, 0, 0])
         // libpng's push reader reports the header when it reaches the first IDAT.
         let data: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + ihdr + [0, 0, 0x10, 0] + Array("IDAT".utf8) + [0x78, 0x9C]
         let decoder = try PNGDecoder()
@@ -434,16 +428,5 @@ struct PNGDecodingTests {
                 }
             }
         }
-    }
-}
-
-enum CRC32 {
-    static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
-        }
-        return crc ^ 0xFFFF_FFFF
     }
 }
