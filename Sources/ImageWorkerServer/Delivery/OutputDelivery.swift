@@ -113,18 +113,17 @@ enum OutputDelivery {
             placed = written
         } else if spec.delivery == .shared, payload.count > SharedOutput.inlineLimit {
             // No new file while the client has not taken enough of the earlier ones (the wait is in
-            // `write`): the decode slot goes back first.
+            // `reserve`): the decode slot goes back first.
             if let held = slot {
                 slots.release(held)
                 slot = nil
             }
-            if FrameDelivery.wantsDigest(spec) {
-                result["sha256"] = .string(await BlockingWork.run { payload.withUnsafeBytes { SHA256.hex($0) } })
-            }
             let writeStart = DispatchTime.now().uptimeNanoseconds
-            let path = try await shared.write(payload, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
+            let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
+            placed = try await BlockingWork.run { () throws(DeliveryFailure) -> FrameDelivery.Placed in
+                try writeShared(payload, into: reservation, shared: shared, spec: spec)
+            }
             timings["writeMs"] = milliseconds(since: writeStart)
-            placed = .delivered(["path": .string(path), "shared": true], path: path)
         } else {
             if spec.delivery != .none, spec.delivery != .file {
                 // No new inline payload while the reader is behind: memory stays bounded.
@@ -272,12 +271,7 @@ enum OutputDelivery {
             guard let reservation = try shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) else {
                 return Finished(rendered: rendered, decodeMs: decodeMs)
             }
-            var fields: JSONObject = [:]
-            if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(rendered.payload.withUnsafeBytes { SHA256.hex($0) }) }
-            let path = try shared.write(rendered.payload, into: reservation)
-            fields["path"] = .string(path)
-            fields["shared"] = true
-            placed = .delivered(fields, path: path)
+            placed = try writeShared(rendered.payload, into: reservation, shared: shared, spec: spec)
         default:
             return Finished(rendered: rendered, decodeMs: decodeMs)
         }
@@ -286,6 +280,19 @@ enum OutputDelivery {
         var written = rendered
         written.payload = Payload([])
         return Finished(rendered: written, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
+    }
+
+    /// `payload` written into its reserved shared-memory file (on the calling thread: a decoding
+    /// one, or one of the blocking pool): the event's fields, `sha256` first when asked.
+    static func writeShared(
+        _ payload: Payload, into reservation: SharedOutput.Reservation, shared: SharedOutput, spec: OutputSpec
+    ) throws(DeliveryFailure) -> FrameDelivery.Placed {
+        var fields: JSONObject = [:]
+        if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(payload.withUnsafeBytes { SHA256.hex($0) }) }
+        let path = try shared.write(payload, into: reservation)
+        fields["path"] = .string(path)
+        fields["shared"] = true
+        return .delivered(fields, path: path)
     }
 
     /// Milliseconds since `start` (`DispatchTime`'s nanoseconds), to two decimals, for a token's metrics.
