@@ -40,12 +40,28 @@ function giveBack(path, size) {
     const free = join(dirname(path), 'free');
     try {
       const names = readdirSync(free);
-      if (names.length < MAX_FREE_FILES && size + bytesIn(free, names) <= MAX_FREE_BYTES) {
-        renameSync(path, join(free, basename(path)));
-        return;
+      if (names.length < MAX_FREE_FILES) {
+        // What this process gave back and the worker has not taken counts by the size it knew (no
+        // lstat of each); anything else there by its size.
+        const known = given.get(free);
+        const kept = new Map();
+        let bytes = size;
+        for (const name of names) {
+          const bytesOf = known?.get(name) ?? sizeOf(join(free, name));
+          kept.set(name, bytesOf);
+          bytes += bytesOf;
+        }
+        if (bytes <= MAX_FREE_BYTES) {
+          const name = basename(path);
+          renameSync(path, join(free, name));
+          kept.set(name, size);
+          given.set(free, kept);
+          return;
+        }
       }
     } catch {
       // a worker without it, or gone
+      given.delete(free);
     }
   }
   try {
@@ -55,17 +71,17 @@ function giveBack(path, size) {
   }
 }
 
-/** The sizes of `names` in `folder` (one the worker took meanwhile counts nothing). */
-function bytesIn(folder, names) {
-  let total = 0;
-  for (const name of names) {
-    try {
-      total += lstatSync(join(folder, name)).size;
-    } catch {
-      // taken
-    }
+// Per `free/` folder, the files in it as last seen and their sizes (a file's name is never used
+// twice in a worker's folder, and its size does not change while it is there).
+const given = new Map();
+
+/** The size of the file at `path`; 0 when it is gone (the worker took it meanwhile). */
+function sizeOf(path) {
+  try {
+    return lstatSync(path).size;
+  } catch {
+    return 0;
   }
-  return total;
 }
 
 /** Unlinks the shared file of an event nobody takes (a token with no handle any more). */
@@ -83,6 +99,7 @@ export function discardShared(params) {
 export function removeSharedFolders(pid) {
   if (pid == null) return;
   const start = `${PREFIX}${pid}-`;
+  for (const free of [...given.keys()]) if (basename(dirname(free)).startsWith(start)) given.delete(free);
   for (const root of new Set(['/dev/shm', tmpdir()])) {
     let names;
     try {

@@ -85,6 +85,49 @@ test('module-level downloadMany with a raw format yields pixels', async () => {
   }
 });
 
+test('giving back counts its own files by the sizes it knew, and forgets those the worker took', async () => {
+  const { mkdtempSync, mkdirSync, openSync: open, ftruncateSync, closeSync: close, renameSync, truncateSync, rmSync } = await import('node:fs');
+  const { takeShared } = await import('../lib/shared.js');
+  const folder = mkdtempSync(join(tmpdir(), 'image-worker-2-'));
+  const MiB = 1024 * 1024;
+  try {
+    const free = join(folder, 'free');
+    mkdirSync(free);
+    const sparse = (name, size) => {
+      const fd = open(join(folder, name), 'w');
+      ftruncateSync(fd, size);
+      close(fd);
+      return join(folder, name);
+    };
+    takeShared(sparse('1.rgba', 14 * MiB));
+    takeShared(sparse('2.rgba', 14 * MiB));
+    takeShared(sparse('3.rgba', 14 * MiB));
+    takeShared(sparse('4.rgba', 14 * MiB));
+    assert.deepEqual(readdirSync(free).sort(), ['1.rgba', '2.rgba', '3.rgba', '4.rgba']);
+    // 56 MiB there: 9 MiB more would pass 64 MiB.
+    takeShared(sparse('5.rgba', 9 * MiB));
+    assert.deepEqual(readdirSync(free).sort(), ['1.rgba', '2.rgba', '3.rgba', '4.rgba']);
+    // The worker takes one (renames it out): then it fits.
+    renameSync(join(free, '1.rgba'), join(folder, '6.rgba'));
+    takeShared(sparse('7.rgba', 9 * MiB));
+    assert.deepEqual(readdirSync(free).sort(), ['2.rgba', '3.rgba', '4.rgba', '7.rgba']);
+    // Counted by the size known when given back, not looked at again: a file grown behind the
+    // client's back (which the worker never does) still counts 14 MiB, so 6 MiB more fits.
+    truncateSync(join(free, '2.rgba'), 40 * MiB);
+    takeShared(sparse('8.rgba', 6 * MiB));
+    assert.ok(readdirSync(free).includes('8.rgba'));
+    // A file the client did not put there is looked at: 64 MiB of it leaves no room for 1 MiB more.
+    for (const name of readdirSync(free)) rmSync(join(free, name));
+    const fd = open(join(free, 'other'), 'w');
+    ftruncateSync(fd, 64 * MiB);
+    close(fd);
+    takeShared(sparse('9.rgba', MiB));
+    assert.deepEqual(readdirSync(free), ['other']);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
 test('a read file is given back only while free/ stays within the worker\'s bounds', async () => {
   const { mkdtempSync, mkdirSync, openSync: open, ftruncateSync, closeSync: close, writeFileSync, rmSync } = await import('node:fs');
   const { takeShared, MAX_FREE_BYTES } = await import('../lib/shared.js');

@@ -10,7 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import List
+from typing import Any, List
 
 import pytest
 
@@ -184,3 +184,52 @@ def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tm
     _shared._give_back(held("d.rgba", 10), 10)
     assert len(os.listdir(free)) == _shared.MAX_FREE_FILES and "d.rgba" not in os.listdir(free)
     assert os.listdir(folder / "held") == []
+
+
+def test_giving_back_counts_its_own_files_without_a_stat_and_forgets_those_taken(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files this process moved into ``free/`` count by the sizes it knew (one ``listdir``
+    per give-back, no ``lstat`` of each); one the worker took since counts nothing, and one put
+    there by anything else is looked at."""
+    from image_worker import _shared
+
+    folder = tmp_path / "image-worker-2-abc"
+    (folder / "held").mkdir(parents=True)
+    free = folder / "free"
+    free.mkdir()
+
+    def held(name: str, size: int) -> str:
+        path = folder / "held" / name
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return str(path)
+
+    looked_at: List[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        looked_at.append(os.path.basename(str(path)))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    _shared._give_back(held("1.rgba", 40 << 20), 40 << 20)
+    _shared._give_back(held("2.rgba", 20 << 20), 20 << 20)
+    assert sorted(os.listdir(free)) == ["1.rgba", "2.rgba"] and looked_at == []
+    # 60 MiB there: 5 MiB more would pass 64 MiB (unlinked), without a stat.
+    _shared._give_back(held("3.rgba", 5 << 20), 5 << 20)
+    assert sorted(os.listdir(free)) == ["1.rgba", "2.rgba"] and looked_at == []
+    # The worker takes the 40 MiB file (renames it out): then 5 MiB fits.
+    os.rename(free / "1.rgba", folder / "4.rgba")
+    _shared._give_back(held("5.rgba", 5 << 20), 5 << 20)
+    assert sorted(os.listdir(free)) == ["2.rgba", "5.rgba"] and looked_at == []
+    # A file this process did not put there is looked at, and counts: 20 + 5 + 38 = 63 MiB.
+    with open(free / "other", "wb") as f:
+        f.truncate(38 << 20)
+    _shared._give_back(held("6.rgba", 2 << 20), 2 << 20)
+    assert looked_at == ["other"] and "6.rgba" not in os.listdir(free)
+    _shared._give_back(held("7.rgba", 1 << 20), 1 << 20)
+    assert sorted(os.listdir(free)) == ["2.rgba", "5.rgba", "7.rgba", "other"]
+    assert os.listdir(folder / "held") == []
+    # Its worker gone, the folder's sizes are forgotten.
+    _shared.remove_folders(2)
+    assert not any(key.startswith(str(folder)) for key in _shared._given)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import mmap
 import os
 import stat
+import threading
 import weakref
-from typing import Any, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 PREFIX = "image-worker-"
 
@@ -65,29 +66,42 @@ def _give_back(held: str, size: int) -> None:
     write into again, or unlinked when ``free/`` has enough files or bytes (or the worker is
     gone)."""
     folder = os.path.dirname(os.path.dirname(held))
-    free = os.path.join(folder, "free")
-    try:
-        names = os.listdir(free)
-        if len(names) < MAX_FREE_FILES and size + _bytes_in(free, names) <= MAX_FREE_BYTES:
-            os.rename(held, os.path.join(free, os.path.basename(held)))
-            return
-    except OSError:
-        pass
+    free = folder + "/free"
+    with _given_lock:
+        try:
+            names = os.listdir(free)
+            if len(names) < MAX_FREE_FILES:
+                known = _given.get(free, {})
+                # What this process gave back and the worker has not taken (their sizes are
+                # known: no lstat), and anything else there by its size.
+                kept = {name: known[name] if name in known else _size_of(free + "/" + name) for name in names}
+                if size + sum(kept.values()) <= MAX_FREE_BYTES:
+                    name = os.path.basename(held)
+                    os.rename(held, free + "/" + name)
+                    kept[name] = size
+                    _given[free] = kept
+                    return
+        except OSError:
+            _given.pop(free, None)
     try:
         os.unlink(held)
     except OSError:
         pass
 
 
-def _bytes_in(folder: str, names: List[str]) -> int:
-    """The sizes of ``names`` in ``folder`` (one the worker took meanwhile counts nothing)."""
-    total = 0
-    for name in names:
-        try:
-            total += os.lstat(os.path.join(folder, name)).st_size
-        except OSError:
-            pass
-    return total
+#: Per ``free/`` folder, the files in it as last seen and their sizes (a file's name is never
+#: used twice in a worker's folder, and its size does not change while it is there).
+_given: Dict[str, Dict[str, int]] = {}
+# Re-entrant: a collection inside the block may finalize another mapping, which gives back too.
+_given_lock = threading.RLock()
+
+
+def _size_of(path: str) -> int:
+    """The size of the file at ``path``; 0 when it is gone (the worker took it meanwhile)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
 
 
 def discard(params: Mapping[str, Any]) -> None:
@@ -116,6 +130,9 @@ def remove_folders(pid: Optional[int]) -> None:
     if pid is None:
         return
     name_start = f"{PREFIX}{pid}-"
+    with _given_lock:
+        for free in [free for free in _given if os.path.basename(os.path.dirname(free)).startswith(name_start)]:
+            del _given[free]
     for root in roots():
         try:
             names = os.listdir(root)
