@@ -3,6 +3,7 @@
  * scan), rows from the top for baseline files. Every libjpeg call runs under a setjmp in this
  * file, so libjpeg's error exit returns here and never crosses a Swift frame. */
 #include "iw_jpeg.h"
+#include "iw_exif.h"
 #include "iw_limits.h"
 #include "iw_pixels.h"
 #include <setjmp.h>
@@ -187,33 +188,10 @@ static int append(struct iw_jpeg *d, const uint8_t *data, size_t length) {
     return 1;
 }
 
-static unsigned read16(const uint8_t *p, int little) { return little ? (unsigned)(p[0] | p[1] << 8) : (unsigned)(p[0] << 8 | p[1]); }
-static uint32_t read32(const uint8_t *p, int little) {
-    return little ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
-                  : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* The Orientation tag (0x0112) of IFD0 in an APP1 "Exif" segment; 1 when absent or unreadable. */
+/* The orientation in an APP1 "Exif" segment (iw_exif.h); 1 for any other APP1 (XMP...). */
 static int exif_orientation(const uint8_t *data, size_t length) {
     if (length < 14 || memcmp(data, "Exif\0\0", 6) != 0) return 1;
-    const uint8_t *tiff = data + 6;
-    size_t size = length - 6;
-    int little;
-    if (tiff[0] == 'I' && tiff[1] == 'I') little = 1;
-    else if (tiff[0] == 'M' && tiff[1] == 'M') little = 0;
-    else return 1;
-    uint32_t ifd = read32(tiff + 4, little);
-    if (ifd > size || size - ifd < 2) return 1;
-    unsigned entries = read16(tiff + ifd, little);
-    for (unsigned i = 0; i < entries; i++) {
-        size_t at = ifd + 2 + (size_t)i * 12;
-        if (at + 12 > size) break;
-        if (read16(tiff + at, little) == 0x0112 && read16(tiff + at + 2, little) == 3) {
-            unsigned value = read16(tiff + at + 8, little);
-            return value >= 1 && value <= 8 ? (int)value : 1;
-        }
-    }
-    return 1;
+    return iw_exif_orientation(data + 6, length - 6);
 }
 
 /* Calls `visit` with each marker segment before a JPEG's image data (marker, payload, payload

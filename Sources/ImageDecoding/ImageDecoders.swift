@@ -77,9 +77,9 @@ public enum ImageDecoders {
         case .jpeg:
             return try decodeJPEG(data, options: options)
         case .png:
-            return try decodePNG(data, options: options)
+            return try recordingOrientation(decodePNG(data, options: options), of: data)
         case .webp:
-            return try WebPDecoder.decode(data, options: options)
+            return try recordingOrientation(WebPDecoder.decode(data, options: options), of: data)
         case .gif:
             return try GIFDecoder.decode(data, options: options)
         case .avif:
@@ -87,6 +87,28 @@ public enum ImageDecoders {
         default:
             throw unsupported(format)
         }
+    }
+
+    /// The EXIF orientation (1…8) a whole file of `format` records, 1 when none: a JPEG's APP1
+    /// segment, a PNG's `eXIf` chunk (before or after the image data), a WebP's `EXIF` chunk
+    /// (after it, in the files that have one). AVIF's (`irot`, `imir`) is its decoder's; GIF has none.
+    public static func recordedOrientation(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) -> Int {
+        let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        switch format {
+        case .jpeg: return Int(iw_jpeg_scan_orientation(data, bytes.count))
+        case .png: return Int(iw_png_scan_orientation(data, bytes.count))
+        case .webp: return Int(iw_webp_scan_orientation(data, bytes.count))
+        default: return 1
+        }
+    }
+
+    /// `image` decoded from `data`, with the orientation the file records.
+    static func recordingOrientation(_ image: DecodedImage, of data: [UInt8]) -> DecodedImage {
+        var image = image
+        if image.orientation == 1 {
+            image.orientation = data.withUnsafeBytes { recordedOrientation($0, format: image.format) }
+        }
+        return image
     }
 
     /// The stored size of an image from its header, without decoding it.
@@ -134,12 +156,12 @@ public enum ImageDecoders {
         if format == .png, (target.width, target.height) != (w, h),
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
         {
-            return image
+            return recordingOrientation(image, of: data)
         }
         if format == .webp {
             // A still image scaled by libwebp while decoding; an animation's first frame resampled.
             let image = try WebPDecoder.decode(data, options: options, size: target)
-            return ImageResampler.resize(image, width: target.width, height: target.height)
+            return recordingOrientation(ImageResampler.resize(image, width: target.width, height: target.height), of: data)
         }
         var scaled = options
         if format == .jpeg {

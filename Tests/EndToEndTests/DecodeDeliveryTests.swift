@@ -266,4 +266,55 @@ import TestSupport
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
     }
+
+    /// A PNG's `eXIf` chunk (after the image data) and a WebP's `EXIF` chunk give their
+    /// orientation as a JPEG's APP1 does: reported on completion, and with `applyOrientation` the
+    /// pixels come upright, whole, scaled, and from a progressive decode (whose final image takes
+    /// the orientation from the whole file).
+    @Test func pngAndWebPExifOrientationIsReportedAndApplied() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        let block = ExifSegment.tiff(orientation: 6, littleEndian: true)
+        let png = try sample("basn2c08.png")
+        let webp = try sample("test.webp")
+        let files: [(name: String, bytes: [UInt8], original: [UInt8])] = [
+            ("turned.png", ExifSegment.png(png, block: block, afterImageData: true), png),
+            ("turned.webp", ExifSegment.webp(webp, width: 128, height: 128, block: block), webp),
+        ]
+        var id = 0
+        for file in files {
+            server.setFile(file.name, file.bytes)
+            let url = JSONValue.string(server.url("/files/\(file.name)"))
+            for (token, apply, progressive, size) in [
+                ("as stored", false, false, nil), ("upright", true, false, nil), ("progressive upright", true, true, nil),
+                ("scaled upright", true, false, 16),
+            ] as [(String, Bool, Bool, Int?)] {
+                id += 1
+                var output: JSONObject = ["format": "rgba", "delivery": "inline", "applyOrientation": .bool(apply)]
+                if let size { output["maxPixelSize"] = JSONValue(size) }
+                var params: JSONObject = ["url": url, "token": .string("\(file.name) \(token)"), "output": .object(output)]
+                if progressive { params["progressive"] = true }
+                worker.request(id, "download", .object(params))
+            }
+        }
+        for file in files {
+            var reference = try ImageDecoders.decode(file.original)
+            let (w, h) = (reference.width, reference.height)
+            let stored = try await worker.completion(.string("\(file.name) as stored"))["params"]
+            #expect(stored?["orientation"] == 6 && stored?["width"] == JSONValue(w) && stored?["height"] == JSONValue(h), "\(String(describing: stored))")
+            #expect(Data(base64Encoded: stored?["data"]?.stringValue ?? "").map(Array.init) == reference.pixels)
+            reference.orientation = 6
+            let upright = reference.applyingOrientation().pixels
+            for token in ["upright", "progressive upright"] {
+                let params = try await worker.completion(.string("\(file.name) \(token)"))["params"]
+                #expect(params?["orientation"] == 6 && params?["width"] == JSONValue(h) && params?["height"] == JSONValue(w), "\(file.name) \(token)")
+                #expect(Data(base64Encoded: params?["data"]?.stringValue ?? "").map(Array.init) == upright, "\(file.name) \(token)")
+            }
+            let scaled = try await worker.completion(.string("\(file.name) scaled upright"))["params"]
+            #expect(scaled?["orientation"] == 6 && scaled?["width"] == JSONValue(16 * h / w) && scaled?["height"] == 16, "\(String(describing: scaled))")
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
 }

@@ -8,3 +8,4 @@
 #include "iw_webp.h"
 #include "iw_gif.h"
 #include "iw_avif.h"
+#include "iw_exif.h"

@@ -80,12 +80,16 @@ final class FetchDeliveries: Sendable {
     }
 
     /// The fetch's progressively decoded final image (nil when no decoder followed its body),
-    /// once its decoder has taken every byte.
+    /// once its decoder has taken every byte; with the orientation the whole file records, as a
+    /// whole decode has it (a WebP's EXIF chunk comes after its image data, a PNG's `eXIf` may).
     func frame(of resource: FetchedResource) async -> Result<Frame, DecodeError>? {
         guard resource.streamed, let session = ledger.withLock({ $0.stream(of: resource.fetchID) }) else { return nil }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
             session.queue.async { continuation.resume(returning: session.result) }
         }
+        guard case .success(var frame)? = result, frame.image.orientation == 1 else { return result }
+        frame.image.orientation = resource.body.withUnsafeReadableBytes { ImageDecoders.recordedOrientation($0, format: frame.image.format) }
+        return .success(frame)
     }
 
     // MARK: Once the body is in

@@ -1,0 +1,95 @@
+import Foundation
+import ImageDecoding
+import Testing
+import TestSupport
+
+/// The EXIF orientation of PNG (`eXIf`) and WebP (`EXIF`) files, read as JPEG's is: reported by
+/// whole and scaled decodes, pixels as stored. (JPEG's own: `JPEGDecodingTests`.)
+struct ExifOrientationTests {
+    /// A 40 x 24 RGBA picture with no two rows or columns alike, as a PNG.
+    static func png() throws -> [UInt8] {
+        let (width, height) = (40, 24)
+        var pixels: [UInt8] = []
+        for y in 0..<height {
+            for x in 0..<width { pixels += [UInt8(x * 6), UInt8(y * 10), UInt8((x * y) & 0xFF), UInt8(255 - x)] }
+        }
+        return try ImageEncoders.encode(DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .png), as: .png)
+    }
+
+    @Test(arguments: [false, true], [false, true])
+    func aPNGsExifChunkIsReportedBeforeOrAfterItsImageData(afterImageData: Bool, littleEndian: Bool) throws {
+        let original = try Self.png()
+        let stored = try ImageDecoders.decode(original)
+        #expect(stored.orientation == 1)
+        for orientation in [3, 6, 8] {
+            let block = ExifSegment.tiff(orientation: orientation, littleEndian: littleEndian)
+            // As the standard has it, and with the "Exif\0\0" some writers put first.
+            for data in [ExifSegment.png(original, block: block, afterImageData: afterImageData),
+                         ExifSegment.png(original, block: Array("Exif".utf8) + [0, 0] + block, afterImageData: afterImageData)] {
+                let whole = try ImageDecoders.decode(data)
+                #expect(whole.orientation == orientation && whole.pixels == stored.pixels)
+                let scaled = try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: 20, maxPixelCount: nil)
+                #expect(scaled.orientation == orientation && (scaled.width, scaled.height) == (20, 12))
+                var upright = whole
+                upright.orientation = orientation
+                #expect(whole.applyingOrientation() == upright.applyingOrientation())
+                #expect(data.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: .png) } == orientation)
+            }
+        }
+    }
+
+    /// A real file's: image-rs's `F-exif-chunk-early.png` (eXIf before IDAT, big-endian, five
+    /// tags) is 6, as Pillow's `getexif()` reads it.
+    @Test(.enabled(if: Corpora.present, Comment(rawValue: Corpora.absent)))
+    func aRealPNGsOrientationIsPillows() throws {
+        let data = try Corpora.bytes("png-edge/bugfixes/F-exif-chunk-early.png")
+        #expect(try ImageDecoders.decode(data).orientation == 6)
+        #expect(try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: 100, maxPixelCount: nil).orientation == 6)
+    }
+
+    /// libpng ignores an ancillary chunk whose CRC is wrong; so does the orientation.
+    @Test func aPNGsExifChunkWithABadCRCIsIgnored() throws {
+        var data = ExifSegment.png(try Self.png(), block: ExifSegment.tiff(orientation: 6, littleEndian: true), afterImageData: false)
+        let at = try #require(data.indices.first { data[$0..<min($0 + 4, data.count)].elementsEqual("eXIf".utf8) })
+        data[at + 4 + 26] ^= 0xFF  // the chunk's CRC (after 26 bytes of data)
+        #expect(try ImageDecoders.decode(data).orientation == 1)
+    }
+
+    @Test(arguments: ["webp/test.webp", "webp/lossless_vec_1_0.webp"])
+    func aWebPsExifChunkIsReported(_ path: String) throws {
+        let original = try Corpora.localBytes(path)
+        let stored = try ImageDecoders.decode(original)
+        for (orientation, littleEndian) in [(6, true), (8, false), (3, true)] {
+            let data = ExifSegment.webp(
+                original, width: stored.width, height: stored.height, alpha: stored.pixels.enumerated().contains { $0.offset % 4 == 3 && $0.element != 255 },
+                block: ExifSegment.tiff(orientation: orientation, littleEndian: littleEndian))
+            let whole = try ImageDecoders.decode(data)
+            #expect(whole.orientation == orientation && whole.pixels == stored.pixels)
+            let scaled = try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: stored.width / 2, maxPixelCount: nil)
+            #expect(scaled.orientation == orientation && scaled.width == stored.width / 2)
+        }
+    }
+
+    /// Every prefix of such files, and every file with one byte changed in its EXIF block, is
+    /// read without a fault: an orientation, or 1.
+    @Test func cutOrDamagedFilesAreReadSafely() throws {
+        let block = ExifSegment.tiff(orientation: 6, littleEndian: false)
+        let png = ExifSegment.png(try Self.png(), block: block, afterImageData: true)
+        let webpOriginal = try Corpora.localBytes("webp/small_13x1.webp")
+        let webp = ExifSegment.webp(webpOriginal, width: 13, height: 1, block: block)
+        for (data, format) in [(png, ImageFormat.png), (webp, .webp)] {
+            for end in 0...data.count {
+                let found = data[..<end].withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
+                #expect(found == 1 || found == 6)
+            }
+            #expect(data.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) } == 6)
+            var random = SplitMix(seed: 7)
+            for _ in 0..<2000 {
+                var damaged = data
+                damaged[data.count - 40 + Int.random(in: 0..<40, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                let found = damaged.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
+                #expect((1...8).contains(found))
+            }
+        }
+    }
+}
