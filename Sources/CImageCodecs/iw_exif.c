@@ -35,15 +35,22 @@ int iw_exif_orientation(const uint8_t *data, size_t length) {
     return 1;
 }
 
-int iw_png_scan_orientation(const uint8_t *data, size_t length) {
+/* Walks a PNG's chunks for eXIf; with `stop_at_image`, not past the first IDAT (*reached: 1
+ * once the bytes reach its header). */
+static int png_scan(const uint8_t *data, size_t length, int stop_at_image, int *reached) {
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (reached) *reached = 0;
     if (length < 8 || memcmp(data, signature, 8) != 0) return 1;
     size_t at = 8;
-    while (length - at >= 12) {
+    while (length - at >= 8) {
         uint32_t size = read32(data + at, 0);
         const uint8_t *type = data + at + 4;
-        if (size > length - at - 12) return 1; /* runs past the bytes */
         if (memcmp(type, "IEND", 4) == 0) return 1;
+        if (stop_at_image && memcmp(type, "IDAT", 4) == 0) {
+            if (reached) *reached = 1;
+            return 1;
+        }
+        if (length - at < 12 || size > length - at - 12) return 1; /* runs past the bytes */
         if (memcmp(type, "eXIf", 4) == 0) {
             uint32_t crc = read32(data + at + 8 + size, 0);
             if (libdeflate_crc32(0, type, (size_t)size + 4) != crc) return 1;
@@ -52,6 +59,12 @@ int iw_png_scan_orientation(const uint8_t *data, size_t length) {
         at += (size_t)size + 12;
     }
     return 1;
+}
+
+int iw_png_scan_orientation(const uint8_t *data, size_t length) { return png_scan(data, length, 0, NULL); }
+
+int iw_png_scan_orientation_before_image(const uint8_t *data, size_t length, int *reached_image) {
+    return png_scan(data, length, 1, reached_image);
 }
 
 int iw_webp_scan_orientation(const uint8_t *data, size_t length) {

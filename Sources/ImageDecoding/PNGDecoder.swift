@@ -18,6 +18,12 @@ public final class PNGDecoder: IncrementalImageDecoder {
     private var resampler: RowResampler?
     private var failed = false
     public private(set) var isComplete = false
+    /// The bytes before the image data, kept until an `eXIf` chunk there gives the orientation or
+    /// the first IDAT shows there is none (at most `maxHeadBytes`: libpng is told to skip such
+    /// chunks, and reads none of this).
+    private var head: [UInt8]? = []
+    public private(set) var orientation = 1
+    static let maxHeadBytes = 1 << 20
 
     public var format: ImageFormat { .png }
 
@@ -50,6 +56,7 @@ public final class PNGDecoder: IncrementalImageDecoder {
 
     public func feed(_ bytes: UnsafeRawBufferPointer, isLast: Bool) throws(DecodeError) -> DecodeProgress {
         guard !failed else { throw error() }
+        if head != nil { readHead(bytes) }
         let result = iw_png_feed(handle, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, isLast ? 1 : 0)
         if result == IW_FAILED || iw_png_error_kind(handle) != IW_ERR_NONE {
             failed = true
@@ -58,6 +65,17 @@ public final class PNGDecoder: IncrementalImageDecoder {
         let progress = DecodeProgress(rawValue: Int(result))
         if progress.contains(.complete) { isComplete = true }
         return progress
+    }
+
+    /// The orientation of an `eXIf` chunk before the image data, once its bytes are in.
+    private func readHead(_ bytes: UnsafeRawBufferPointer) {
+        head! += bytes
+        var reachedImage: Int32 = 0
+        let found = head!.withUnsafeBufferPointer { iw_png_scan_orientation_before_image($0.baseAddress, $0.count, &reachedImage) }
+        if found != 1 || reachedImage != 0 || head!.count > Self.maxHeadBytes {
+            orientation = Int(found)
+            head = nil
+        }
     }
 
     private func error() -> DecodeError {
@@ -77,16 +95,16 @@ public final class PNGDecoder: IncrementalImageDecoder {
     public var completedPasses: Int { Int(iw_png_passes(handle)) }
     /// Ignored: rows and passes cost nothing more than their decoding.
     public var wantsPartialFrames = true
-    public var orientation: Int { 1 }
     public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
 
     public func currentImage() -> DecodedImage? {
         if let resampler {
             return DecodedImage(
-                width: resampler.outWidth, height: resampler.outHeight, layout: options.layout, pixels: resampler.output, format: .png)
+                width: resampler.outWidth, height: resampler.outHeight, layout: options.layout, pixels: resampler.output,
+                orientation: orientation, format: .png)
         }
         return withCurrentPixels { frame in
-            DecodedImage(width: frame.width, height: frame.height, layout: .rgba, pixels: Array(frame.bytes), format: .png)
+            DecodedImage(width: frame.width, height: frame.height, layout: .rgba, pixels: Array(frame.bytes), orientation: orientation, format: .png)
                 .converted(to: options.layout)
         }
     }

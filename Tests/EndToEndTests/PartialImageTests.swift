@@ -46,6 +46,46 @@ import TestSupport
         #expect(try await worker.waitForExit() == 0)
     }
 
+    /// A PNG's `eXIf` orientation before its image data turns its partial images with
+    /// `applyOrientation`, as it turns the final one; after the image data (known only at the
+    /// end) only the final one is turned.
+    @Test(arguments: [false, true])
+    func partialImagesOfAPNGAreTurnedByAnExifChunkBeforeTheirRows(afterImageData: Bool) async throws {
+        let (width, height) = (60, 36)
+        var pixels: [UInt8] = []
+        for y in 0..<height {
+            for x in 0..<width { pixels += [UInt8(x * 4), UInt8(y * 7), UInt8((x * y) & 0xFF), 255] }
+        }
+        let stored = DecodedImage(width: width, height: height, layout: .rgba, pixels: pixels, format: .png)
+        let png = ExifSegment.png(
+            try ImageEncoders.encode(stored, as: .png), block: ExifSegment.tiff(orientation: 6, littleEndian: true),
+            afterImageData: afterImageData)
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("turned.png", png)
+        let worker = try WorkerProcess()
+        worker.request(1, "download", [
+            "url": .string(server.url("/files/turned.png?chunk=\(png.count / 8)&delayMs=40")), "token": "t", "progressive": true,
+            "output": ["format": "rgba", "delivery": "inline", "partialIntervalMs": 0, "applyOrientation": true],
+        ])
+        let completed = try await worker.completion("t")["params"]
+        var upright = stored
+        upright.orientation = 6
+        #expect(completed?["orientation"] == 6 && completed?["width"] == JSONValue(height) && completed?["height"] == JSONValue(width))
+        #expect(completed?["data"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map(Array.init) == upright.applyingOrientation().pixels)
+        let list = partials(worker, "t")
+        #expect(!list.isEmpty)
+        for partial in list {
+            if afterImageData {
+                #expect(partial["orientation"] == 1 && partial["width"] == JSONValue(width) && partial["height"] == JSONValue(height))
+            } else {
+                #expect(partial["orientation"] == 6 && partial["width"] == JSONValue(height) && partial["height"] == JSONValue(width))
+            }
+        }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit() == 0)
+    }
+
     /// `partialMaxPixelSize`: each token's partial images at most that size (a progressive JPEG's
     /// from its coefficients when an eighth of the image covers them, else from the frame; an
     /// interlaced PNG's pass frames scaled down), the final image at the size asked, one decode.

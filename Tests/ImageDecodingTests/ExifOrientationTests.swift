@@ -47,6 +47,28 @@ struct ExifOrientationTests {
         #expect(try ImageDecoders.decode(data, options: DecodeOptions(), maxPixelSize: 100, maxPixelCount: nil).orientation == 6)
     }
 
+    /// Fed piece by piece, the PNG decoder knows an `eXIf` chunk's orientation before the image
+    /// data by its first rows (partial images are turned like the final one); one after the image
+    /// data is left to the whole file's reading (a progressive fetch's final frame).
+    @Test(arguments: [1, 7, 4096])
+    func anIncrementalPNGDecoderKnowsTheOrientationBeforeItsRows(chunk: Int) throws {
+        let original = try Self.png()
+        let block = ExifSegment.tiff(orientation: 8, littleEndian: false)
+        for afterImageData in [false, true] {
+            let data = ExifSegment.png(original, block: block, afterImageData: afterImageData)
+            let decoder = try ImageDecoders.makeIncremental(for: .png, options: DecodeOptions())
+            var offset = 0
+            repeat {
+                let end = min(data.count, offset + chunk)
+                _ = try decoder.feed(Array(data[offset..<end]), isLast: end == data.count)
+                if decoder.filledRows > 0 { #expect(decoder.orientation == (afterImageData ? 1 : 8)) }
+                offset = end
+            } while offset < data.count
+            #expect(decoder.isComplete && decoder.currentImage()?.orientation == (afterImageData ? 1 : 8))
+            #expect(decoder.currentImage()?.pixels == (try ImageDecoders.decode(original)).pixels)
+        }
+    }
+
     /// libpng ignores an ancillary chunk whose CRC is wrong; so does the orientation.
     @Test func aPNGsExifChunkWithABadCRCIsIgnored() throws {
         var data = ExifSegment.png(try Self.png(), block: ExifSegment.tiff(orientation: 6, littleEndian: true), afterImageData: false)

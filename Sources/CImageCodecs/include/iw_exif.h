@@ -13,6 +13,11 @@ int iw_exif_orientation(const uint8_t *data, size_t length);
  * wrong is ignored, as libpng ignores it); 1 when there is none. Nothing is decoded. */
 int iw_png_scan_orientation(const uint8_t *data, size_t length);
 
+/* The same for the first bytes of a PNG, as they arrive: only an eXIf chunk before the image
+ * data counts; *reached_image is 1 once the bytes reach the first IDAT (no such chunk can come
+ * before it any more). */
+int iw_png_scan_orientation_before_image(const uint8_t *data, size_t length, int *reached_image);
+
 /* The orientation in a whole WebP's EXIF chunk (an extended file's, usually after the image
  * data); 1 when there is none. Nothing is decoded. */
 int iw_webp_scan_orientation(const uint8_t *data, size_t length);
