@@ -78,6 +78,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Decoded formats: scale down so the longest side is at most this many pixels.")
     var maxPixelSize: Int?
 
+    @Flag(help: "Decoded formats: turn each image upright by its EXIF orientation (JPEG, PNG, WebP; AVIF's rotation and mirroring).")
+    var applyOrientation = false
+
     @Option(help: "With --progressive: partial images no larger than this many pixels on their longest side (the final image keeps its size).")
     var partialMaxPixelSize: Int?
 
@@ -230,6 +233,7 @@ struct Get: AsyncParsableCommand {
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
         options.overwrite = overwrite
         options.maxPixelSize = maxPixelSize
+        options.applyOrientation = applyOrientation
         options.partialMaxPixelSize = partialMaxPixelSize
         options.quality = quality
         options.lossless = lossless

@@ -72,6 +72,8 @@ public struct GetOptions: Sendable {
     public var progressBars = false
     public var overwrite = false
     public var maxPixelSize: Int?
+    /// Decoded formats: turned upright by the file's EXIF orientation (`applyOrientation`).
+    public var applyOrientation = false
     /// With `progressive`: partial images at most this many pixels on their longest side.
     public var partialMaxPixelSize: Int?
     /// `--format jpeg` or `webp`: quality 1–100.
@@ -163,6 +165,7 @@ public struct GetOptions: Sendable {
             output["nameTemplate"] = .string(GetOptions.fillIndex(nameTemplate, index: entry.index))
         }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
+        if applyOrientation { output["applyOrientation"] = true }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         if let quality { output["quality"] = JSONValue(quality) }
         if lossless { output["lossless"] = true }

@@ -380,6 +380,31 @@ import TestSupport
         #expect(try E2E.schemas().validate(completed, against: schema).isEmpty)
     }
 
+    /// `--apply-orientation`: a phone photo's EXIF orientation (JPEG's APP1, PNG's eXIf) turns
+    /// the written image upright; without the flag it is written as stored.
+    @Test func applyOrientationWritesImagesUpright() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let jpeg = try Array(Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        server.setFile("phone.jpg", ExifSegment.inserting(orientation: 6, littleEndian: false, into: jpeg))
+        let stored = try ImageDecoders.decode(jpeg)
+        server.setFile("phone.png", ExifSegment.png(
+            try ImageEncoders.encode(stored, as: .png), block: ExifSegment.tiff(orientation: 8, littleEndian: true), afterImageData: false))
+        for (flags, folder, size) in [(["--apply-orientation"], "upright", "149x227"), ([], "stored", "227x149")] {
+            let run = try await Self.run(
+                ["get", "--no-progress", "--format", "png", "-o", out.appendingPathComponent(folder).path]
+                    + flags + [server.url("/files/phone.jpg"), server.url("/files/phone.png")])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.lines.count == 2 && run.lines.allSatisfy { $0.hasPrefix("ok") && $0.contains("(\(size), ") }, "\(run.stdout)")
+            for name in ["phone.png", "phone-1.png"] {
+                let written = try ImageDecoders.decode(Array(Data(contentsOf: out.appendingPathComponent(folder).appendingPathComponent(name))))
+                #expect("\(written.width)x\(written.height)" == size, "\(folder)/\(name)")
+            }
+        }
+    }
+
     @Test func badArgumentsAreRefusedWithAReason() async throws {
         let run = try await Self.run(["get", "--progressive", "--format", "original", "http://127.0.0.1:9/a.jpg"])
         #expect(run.status != 0)
@@ -394,6 +419,7 @@ import TestSupport
             (["--format", "png", "--quality", "80"], "--quality goes with --format \"jpeg\" or \"webp\""),
             (["--skip-existing", "--overwrite"], "--overwrite and --skip-existing exclude each other"),
             (["--max-pixel-size", "64"], "--max-pixel-size needs a decoded --format"),
+            (["--apply-orientation"], "--apply-orientation needs a decoded --format"),
         ] {
             let refused = try await Self.run(["get"] + args + ["http://127.0.0.1:9/a.jpg"])
             #expect(refused.status != 0 && refused.stderr.contains(says), "\(args): \(refused.stderr)")
