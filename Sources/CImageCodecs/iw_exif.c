@@ -51,11 +51,9 @@ static int png_scan(const uint8_t *data, size_t length, int stop_at_image, int *
             return 1;
         }
         if (length - at < 12 || size > length - at - 12) return 1; /* runs past the bytes */
-        if (memcmp(type, "eXIf", 4) == 0) {
-            uint32_t crc = read32(data + at + 8 + size, 0);
-            if (libdeflate_crc32(0, type, (size_t)size + 4) != crc) return 1;
+        /* One whose CRC is wrong is passed over, as libpng passes over a damaged ancillary chunk. */
+        if (memcmp(type, "eXIf", 4) == 0 && libdeflate_crc32(0, type, (size_t)size + 4) == read32(data + at + 8 + size, 0))
             return iw_exif_orientation(data + at + 8, size);
-        }
         at += (size_t)size + 12;
     }
     return 1;

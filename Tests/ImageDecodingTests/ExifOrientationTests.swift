@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 import ImageDecoding
 import Testing
@@ -75,6 +76,13 @@ struct ExifOrientationTests {
         let at = try #require(data.indices.first { data[$0..<min($0 + 4, data.count)].elementsEqual("eXIf".utf8) })
         data[at + 4 + 26] ^= 0xFF  // the chunk's CRC (after 26 bytes of data)
         #expect(try ImageDecoders.decode(data).orientation == 1)
+        // Incrementally too, and the chunk is passed over: the first IDAT still ends the wait.
+        let decoder = try Corpora.feed(data, format: .png, chunk: 5).decoder
+        #expect(decoder.isComplete && decoder.orientation == 1)
+        var reached: Int32 = 0
+        let prefix = Array(data[..<(at + 4 + 30 + 8)])  // up to the header of the chunk after it
+        _ = prefix.withUnsafeBufferPointer { iw_png_scan_orientation_before_image($0.baseAddress, $0.count, &reached) }
+        #expect(reached == 1)
     }
 
     @Test(arguments: ["webp/test.webp", "webp/lossless_vec_1_0.webp"])
