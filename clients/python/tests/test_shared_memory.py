@@ -10,7 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Callable, List, Tuple
 
 import pytest
 
@@ -146,13 +146,10 @@ def test_a_killed_worker_leaves_nothing_in_shared_memory(binary: str, server: Lo
         worker.close()
 
 
-def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tmp_path: Path) -> None:
-    """A worker's folder as the client sees it: a taken file goes into ``free/`` while that holds
-    fewer than 16 files and at most 64 MiB with it (sparse files: sizes without memory), else it
-    is unlinked."""
-    from image_worker import _shared
-
-    folder = tmp_path / "image-worker-1-abc"
+def _worker_folder(tmp_path: Path, pid: int) -> Tuple[Path, Path, Callable[[str, int], str]]:
+    """A worker's folder with its ``held/`` and ``free/``, and a maker of held files (sparse: a
+    size without memory) that returns each one's path."""
+    folder = tmp_path / f"image-worker-{pid}-abc"
     (folder / "held").mkdir(parents=True)
     free = folder / "free"
     free.mkdir()
@@ -162,6 +159,17 @@ def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tm
         with open(path, "wb") as f:
             f.truncate(size)
         return str(path)
+
+    return folder, free, held
+
+
+def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tmp_path: Path) -> None:
+    """A worker's folder as the client sees it: a taken file goes into ``free/`` while that holds
+    fewer than 16 files and at most 64 MiB with it (sparse files: sizes without memory), else it
+    is unlinked."""
+    from image_worker import _shared
+
+    folder, free, held = _worker_folder(tmp_path, 1)
 
     def parked(name: str, size: int) -> None:
         with open(free / name, "wb") as f:
@@ -193,17 +201,7 @@ def test_giving_back_counts_its_own_files_without_a_stat_and_forgets_those_taken
     there by anything else is looked at."""
     from image_worker import _shared
 
-    folder = tmp_path / "image-worker-2-abc"
-    (folder / "held").mkdir(parents=True)
-    free = folder / "free"
-    free.mkdir()
-
-    def held(name: str, size: int) -> str:
-        path = folder / "held" / name
-        with open(path, "wb") as f:
-            f.truncate(size)
-        return str(path)
-
+    folder, free, held = _worker_folder(tmp_path, 2)
     looked_at: List[str] = []
     real_lstat = os.lstat
 
