@@ -88,7 +88,7 @@ public final class WorkerServer: Sendable {
         self.decodeSettings = settings
         let deliveries = FetchDeliveries(writer: writer, settings: settings, slots: slots)
         self.deliveries = deliveries
-        let shared = SharedOutput()
+        let shared = SharedOutput(logger: logger)
         self.shared = shared
         var configuration = options.configuration
         configuration.maxDeliveringFetches = settings.withLock { $0.deliveringFetches }

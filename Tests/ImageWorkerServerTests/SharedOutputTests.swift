@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ImageWorkerServer
@@ -50,7 +51,7 @@ import Testing
         let shared = SharedOutput(root: root)
         shared.setLimits(.init(maxImages: 2, maxBytes: 250))
         let first = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
-        let a = try shared.write(Payload(Array(repeating: 1, count: 100)), into: first)
+        let a = try #require(try shared.write(Payload(Array(repeating: 1, count: 100)), into: first))
         #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(repeating: 1, count: 100))
         #expect(try shared.tryReserve(200, fileExtension: "rgba") == nil, "over the bytes")
         let second = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
@@ -87,7 +88,7 @@ import Testing
             Set(((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") && $0 != "held" && $0 != "free" })
         }
         #expect(files() == [(a as NSString).lastPathComponent], "the third waits: two are counted")
-        let b = try shared.write(Payload(Array(repeating: 2, count: 100)), into: writing)
+        let b = try #require(try shared.write(Payload(Array(repeating: 2, count: 100)), into: writing))
         #expect(try Data(contentsOf: URL(fileURLWithPath: b)) == Data(repeating: 2, count: 100))
         #expect(shared.pending.files == 2)
         unlink(a)
@@ -183,6 +184,57 @@ import Testing
         waiting.cancel()
         await #expect(throws: DeliveryFailure.self) { _ = try await waiting.value }
         #expect(shared.pending.files == 1)
+        await shared.finish(readerGone: true)
+    }
+
+    /// A file system with no room (a container's 64 MB `/dev/shm`, a client keeping every image):
+    /// the free files' memory is given up and the write tried once more afresh; with still no
+    /// room, `write` says so (nil: the payload goes inline) and nothing of it is left or counted.
+    /// Other write errors stay errors.
+    @Test func noRoomGivesUpTheFreeFilesThenSaysSo() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // How many writes fail with ENOSPC from now on (-1: all), and EIO instead when asked.
+        let failing = Mutex<(count: Int, code: Int32)>((0, ENOSPC))
+        let shared = SharedOutput(root: root) { fd, bytes in
+            let code = failing.withLock { f -> Int32? in
+                guard f.count != 0 else { return nil }
+                if f.count > 0 { f.count -= 1 }
+                return f.code
+            }
+            if let code {
+                errno = code
+                return false
+            }
+            return FileDescriptorOutput.writeAll(fd, bytes)
+        }
+        let first = try await shared.write(Payload(Array(repeating: 1, count: 300)), fileExtension: "rgba")
+        let folder = try #require(shared.folderPath)
+        // The client gives it back (held/, then free/), and two more files are free.
+        try FileManager.default.moveItem(atPath: first, toPath: folder + "/free/1.rgba")
+        for name in ["a", "b"] { try Data(count: 1000).write(to: URL(fileURLWithPath: folder + "/free/" + name)) }
+        // One write fails: the free files go, the second try (a fresh file) is written.
+        failing.withLock { $0 = (1, ENOSPC) }
+        let reservation = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
+        let written = try #require(try shared.write(Payload(Array(repeating: 2, count: 300)), into: reservation))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: written)) == Data(repeating: 2, count: 300))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/free").isEmpty)
+        unlink(written)
+        // No room at all: nil, no file, nothing counted.
+        failing.withLock { $0 = (-1, ENOSPC) }
+        let before = shared.pending
+        let full = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
+        #expect(try shared.write(Payload(Array(repeating: 3, count: 300)), into: full) == nil)
+        #expect(!FileManager.default.fileExists(atPath: full.path))
+        #expect(shared.pending == before)
+        // Room again: written.
+        failing.withLock { $0 = (0, ENOSPC) }
+        let again = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
+        #expect(try shared.write(Payload(Array(repeating: 4, count: 300)), into: again) != nil)
+        // Another error is the token's failure.
+        failing.withLock { $0 = (-1, EIO) }
+        let broken = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
+        #expect(throws: DeliveryFailure.self) { _ = try shared.write(Payload(Array(repeating: 5, count: 300)), into: broken) }
         await shared.finish(readerGone: true)
     }
 }

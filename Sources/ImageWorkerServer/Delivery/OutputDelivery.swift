@@ -55,8 +55,10 @@ enum OutputDelivery {
         func target() -> FrameDelivery.Target {
             FrameDelivery.Target(token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? deliveries.reservedPath(token) : nil)
         }
-        // Written already (a decoded image delivered as a file).
+        // Written already (a decoded image delivered as a file, or into shared memory).
         var written: FrameDelivery.Placed?
+        // Shared memory had no room for it: inline instead.
+        var sharedFull = false
         if spec.format.needsDecoding {
             let cost = bitmapCost(resource.body, source: source)
             let finished: Finished
@@ -96,6 +98,7 @@ enum OutputDelivery {
             payload = finished.rendered.payload
             fileExtension = finished.rendered.fileExtension
             written = finished.placed
+            sharedFull = finished.sharedFull
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
@@ -108,10 +111,7 @@ enum OutputDelivery {
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
-        let placed: FrameDelivery.Placed
-        if let written {
-            placed = written
-        } else if spec.delivery == .shared, payload.count > SharedOutput.inlineLimit {
+        if written == nil, spec.delivery == .shared, payload.count > SharedOutput.inlineLimit, !sharedFull {
             // No new file while the client has not taken enough of the earlier ones (the wait is in
             // `reserve`): the decode slot goes back first.
             if let held = slot {
@@ -120,10 +120,14 @@ enum OutputDelivery {
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
             let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
-            placed = try await BlockingWork.run { () throws(DeliveryFailure) -> FrameDelivery.Placed in
+            written = try await BlockingWork.run { () throws(DeliveryFailure) -> FrameDelivery.Placed? in
                 try writeShared(payload, into: reservation, shared: shared, spec: spec)
             }
-            timings["writeMs"] = milliseconds(since: writeStart)
+            if written != nil { timings["writeMs"] = milliseconds(since: writeStart) }
+        }
+        let placed: FrameDelivery.Placed
+        if let written {
+            placed = written
         } else {
             if spec.delivery != .none, spec.delivery != .file {
                 // No new inline payload while the reader is behind: memory stays bounded.
@@ -241,10 +245,12 @@ enum OutputDelivery {
     /// its delivery is a file.
     struct Finished: Sendable {
         var rendered: Rendered
-        /// Where the file went (file delivery only).
+        /// Where the file went (a file, or shared memory).
         var placed: FrameDelivery.Placed?
         var decodeMs: JSONValue
         var writeMs: JSONValue?
+        /// Shared memory had no room for it: the token's task delivers it inline.
+        var sharedFull = false
     }
 
     /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
@@ -271,7 +277,10 @@ enum OutputDelivery {
             guard let reservation = try shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) else {
                 return Finished(rendered: rendered, decodeMs: decodeMs)
             }
-            placed = try writeShared(rendered.payload, into: reservation, shared: shared, spec: spec)
+            guard let written = try writeShared(rendered.payload, into: reservation, shared: shared, spec: spec) else {
+                return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true)
+            }
+            placed = written
         default:
             return Finished(rendered: rendered, decodeMs: decodeMs)
         }
@@ -283,13 +292,14 @@ enum OutputDelivery {
     }
 
     /// `payload` written into its reserved shared-memory file (on the calling thread: a decoding
-    /// one, or one of the blocking pool): the event's fields, `sha256` first when asked.
+    /// one, or one of the blocking pool): the event's fields, `sha256` first when asked; nil when
+    /// shared memory has no room for it (to be delivered inline).
     static func writeShared(
         _ payload: Payload, into reservation: SharedOutput.Reservation, shared: SharedOutput, spec: OutputSpec
-    ) throws(DeliveryFailure) -> FrameDelivery.Placed {
+    ) throws(DeliveryFailure) -> FrameDelivery.Placed? {
+        guard let path = try shared.write(payload, into: reservation) else { return nil }
         var fields: JSONObject = [:]
         if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(payload.withUnsafeBytes { SHA256.hex($0) }) }
-        let path = try shared.write(payload, into: reservation)
         fields["path"] = .string(path)
         fields["shared"] = true
         return .delivered(fields, path: path)

@@ -1,5 +1,6 @@
 import Foundation
 import ImageDownloader
+import Logging
 
 /// `delivery: "shared"`: each payload is written to a file of its own in the worker's private
 /// folder in `/dev/shm` (memory, not disk), and its event names the file; the client takes it
@@ -23,6 +24,10 @@ import ImageDownloader
 ///   taking, charging and freeing a page at a time cost more than the copy itself. At most
 ///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each, `maxFreeBytes` in all, are
 ///   kept; the others are removed when found.
+/// - Full: when the file system has no room for a payload (a container's `/dev/shm` is often 64
+///   MB, and a client may keep every image it took), the free files are removed and the write
+///   tried once more; if there is still no room, `write` says so and the payload goes inline
+///   (base64) instead. Nothing fails for want of shared memory.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -61,14 +66,24 @@ final class SharedOutput: Sendable {
         /// the clock still shows).
         var free: [(name: String, bytes: Int)] = []
         var freeStamp: [Int]?
+        /// Whether a write has found the file system full (said once in the log).
+        var reportedFull = false
     }
 
     let root: String
+    let logger: Logger
+    /// Writes bytes to a file descriptor (`FileDescriptorOutput.writeAll`; a test's may fail).
+    let writeAll: @Sendable (Int32, UnsafeRawBufferPointer) -> Bool
     private let state = LockedState(State())
 
     /// `root`: where the folder is made (`/dev/shm` when there is one, else the temporary folder).
-    init(root: String = SharedOutput.defaultRoot) {
+    init(
+        root: String = SharedOutput.defaultRoot, logger: Logger = Logger(label: "image-worker"),
+        writeAll: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Bool = { FileDescriptorOutput.writeAll($0, $1) }
+    ) {
         self.root = root
+        self.logger = logger
+        self.writeAll = writeAll
     }
 
     static var defaultRoot: String {
@@ -85,9 +100,13 @@ final class SharedOutput: Sendable {
     /// The folder, once made.
     var folderPath: String? { state.withLock { $0.folder?.path } }
 
-    /// Writes `payload` to a new file (waiting while the limits are reached); its path.
+    /// Writes `payload` to a new file (waiting while the limits are reached); its path (no room
+    /// in shared memory is an error here).
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
-        try write(payload, into: try await reserve(payload.count, fileExtension: fileExtension))
+        guard let path = try write(payload, into: try await reserve(payload.count, fileExtension: fileExtension)) else {
+            throw .output("no room in shared memory", path: nil)
+        }
+        return path
     }
 
     /// A new file's name, counted against the limits from now on (`reserve`), to be written once
@@ -100,35 +119,76 @@ final class SharedOutput: Sendable {
         var path: String { folder.path + "/" + name }
     }
 
-    /// Writes `payload` into the reserved file; its path.
-    func write(_ payload: Payload, into reservation: Reservation) throws(DeliveryFailure) -> String {
-        let (name, folder, recycled) = (reservation.name, reservation.folder, reservation.recycled)
+    /// Writes `payload` into the reserved file; its path, or nil when the file system has no room
+    /// for it even without the free files (the reservation is then given back: deliver inline).
+    func write(_ payload: Payload, into reservation: Reservation) throws(DeliveryFailure) -> String? {
+        let (name, folder) = (reservation.name, reservation.folder)
+        var attempt = writeFile(payload, name: name, in: folder, recycled: reservation.recycled)
+        if attempt.noRoom, dropFree(folder) > 0 {
+            // The free files' memory is what the file system lacked, perhaps: once more, afresh.
+            unlinkat(folder.fd, name, 0)
+            attempt = writeFile(payload, name: name, in: folder, recycled: false)
+        }
+        guard attempt.ok else {
+            unlinkat(folder.fd, name, 0)
+            let firstTime = state.withLock { s -> Bool in
+                _ = Self.forget(name, in: &s)
+                guard attempt.noRoom, !s.reportedFull else { return false }
+                s.reportedFull = true
+                return true
+            }
+            if attempt.noRoom {
+                if firstTime {
+                    logger.warning(
+                        "shared memory is full: images that do not fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)",
+                        metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+                }
+                return nil
+            }
+            throw .output("cannot write to shared memory (\(folder.path)): \(attempt.reason)", path: nil)
+        }
+        state.withLock { s in
+            if let index = s.outstanding.firstIndex(where: { $0.name == name }) { s.outstanding[index].written = true }
+        }
+        return reservation.path
+    }
+
+    /// One try at writing `payload` to `name` (into the free file renamed to it, when `recycled`).
+    private func writeFile(_ payload: Payload, name: String, in folder: Folder, recycled: Bool) -> (ok: Bool, noRoom: Bool, reason: String) {
         var fd: Int32 = -1
         if recycled {
             fd = Self.openRecycled(name, in: folder.fd)
             if fd < 0 { unlinkat(folder.fd, name, 0) }
         }
         if fd < 0 { fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-        var ok = fd >= 0
-        let reason: String
-        if ok {
-            ok = payload.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
-            // A recycled file may have been longer.
-            if ok, recycled { ok = ftruncate(fd, off_t(payload.count)) == 0 }
-            reason = ok ? "" : String(cString: strerror(errno))
-            if close(fd) != 0 { ok = false }
-        } else {
-            reason = String(cString: strerror(errno))
+        guard fd >= 0 else {
+            let code = errno
+            return (false, Self.isNoRoom(code), String(cString: strerror(code)))
         }
-        guard ok else {
-            unlinkat(folder.fd, name, 0)
-            state.withLock { s in _ = Self.forget(name, in: &s) }
-            throw .output("cannot write to shared memory (\(folder.path)): \(reason)", path: nil)
+        var ok = payload.withUnsafeBytes { writeAll(fd, $0) }
+        // A recycled file may have been longer.
+        if ok, recycled { ok = ftruncate(fd, off_t(payload.count)) == 0 }
+        let code = errno
+        if close(fd) != 0, ok { return (false, false, String(cString: strerror(errno))) }
+        return ok ? (true, false, "") : (false, Self.isNoRoom(code), String(cString: strerror(code)))
+    }
+
+    /// Errors that say the file system (or its quota) has no room.
+    static func isNoRoom(_ code: Int32) -> Bool { code == ENOSPC || code == EDQUOT || code == EFBIG || code == ENOMEM }
+
+    /// Removes the files in `free/` (their memory may be what a write lacks); how many.
+    private func dropFree(_ folder: Folder) -> Int {
+        state.withLock { s -> Int in
+            var dropped = 0
+            for name in DirectoryListing.names(in: folder.freeFD) {
+                var info = stat()
+                guard fstatat(folder.freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
+                if unlinkat(folder.freeFD, name, 0) == 0 { dropped += 1 }
+            }
+            s.free.removeAll()
+            s.freeStamp = nil
+            return dropped
         }
-        state.withLock { s in
-            if let index = s.outstanding.firstIndex(where: { $0.name == name }) { s.outstanding[index].written = true }
-        }
-        return reservation.path
     }
 
     /// A recycled file, renamed to `name`, opened for writing: only a regular file (no link is

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -231,3 +232,51 @@ def test_giving_back_counts_its_own_files_without_a_stat_and_forgets_those_taken
     # Its worker gone, the folder's sizes are forgotten.
     _shared.remove_folders(2)
     assert not any(key.startswith(str(folder)) for key in _shared._given)
+
+
+FULL_SHM_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy
+    import image_worker
+    binary, urls = sys.argv[1], sys.argv[2:]
+    with image_worker.Worker(binary) as worker:
+        expected = worker.download(urls[0], format="rgba", inline=True).result().to_numpy().copy()
+        kept, shared, inline, failed = [], 0, 0, []
+        for outcome in worker.iter_downloads(urls, format="rgba"):
+            if not outcome.ok:
+                failed.append(str(outcome.error))
+                continue
+            image = outcome.image
+            kept.append(image.to_numpy())
+            shared += image.buffer is not None and image.data is None
+            inline += image.data is not None
+        same = all(numpy.array_equal(array, expected) for array in kept)
+        said = sum("shared memory is full" in line for line in worker.stderr_tail)
+        print(json.dumps({"ok": len(kept), "shared": shared, "inline": inline, "failed": failed[:3], "same": same,
+                          "said": said}))
+""")
+
+
+def test_a_full_dev_shm_sends_the_images_that_do_not_fit_inline(binary: str, server: LoopbackServer) -> None:
+    """A container's /dev/shm is often 64 MB, and a script may keep every array it is given: when
+    shared memory has no room, images come inline (base64) instead, and none fails. Run in a
+    mount namespace of its own with a 4 MiB tmpfs on /dev/shm (skipped where that is not allowed)."""
+    pytest.importorskip("numpy")
+    try:
+        allowed = subprocess.run(["unshare", "--mount", "sh", "-c", "mount -t tmpfs -o size=4m tmpfs /dev/shm"],
+                                 capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        allowed = False
+    if not allowed:
+        pytest.skip("no mount namespace here (unshare --mount needs root or user namespaces)")
+    # 60 images of 227 x 149 RGBA (135 KB each, 8 MB in all), every array kept.
+    urls = [server.url(f"/files/testimgp.jpg?n={i}") for i in range(60)]
+    script = f"mount -t tmpfs -o size=4m tmpfs /dev/shm && exec {sys.executable} -c \"$0\" \"$@\""
+    run = subprocess.run(["unshare", "--mount", "sh", "-c", script, FULL_SHM_CHILD, binary] + urls,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["failed"] == [] and result["ok"] == 60, result
+    assert result["same"], "the same pixels either way"
+    assert result["shared"] > 0 and result["inline"] > 0, result
+    assert result["said"] == 1, "the worker says why on its stderr, once"
