@@ -54,6 +54,7 @@ def test_iter_downloads_hands_over_numpy_arrays_of_the_pixels(binary: str, serve
             assert numpy.array_equal(arrays[index], expected), "the same pixels as inline base64"
         assert arrays[6].shape == (32, 32, 4), "a small image comes inline"
         arrays[0][0, 0, 0] ^= 0xFF  # writable: copy-on-write, the worker's memory untouched
+        arrays[6][0, 0, 0] ^= 0xFF  # an inline one too (a copy of its bytes)
         # Every file was taken as its event arrived: none waits in the folder; the six arrays
         # still map theirs, held until they go.
         folder = shared_folder(worker.pid)
@@ -251,6 +252,8 @@ FULL_SHM_CHILD = textwrap.dedent("""
             shared += image.buffer is not None and image.data is None
             inline += image.data is not None
         same = all(numpy.array_equal(array, expected) for array in kept)
+        for array in kept:
+            array[0, 0, 0] ^= 0xFF  # writable, shared or inline
         said = sum("shared memory is full" in line for line in worker.stderr_tail)
         print(json.dumps({"ok": len(kept), "shared": shared, "inline": inline, "failed": failed[:3], "same": same,
                           "said": said}))

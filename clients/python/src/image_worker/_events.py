@@ -63,7 +63,8 @@ class _Pixels:
 
         Raw formats (``rgba``, ``rgb``, ``gray``) need only numpy; PNG and original bytes need
         Pillow too, to decode them. Pixels delivered in shared memory are not copied: the array
-        maps them (writable, copy-on-write)."""
+        maps them (copy-on-write); inline ones (small images, or shared memory without room) are
+        copied into it. Writable either way."""
         try:
             import numpy  # type: ignore[import-not-found, unused-ignore]
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -75,8 +76,9 @@ class _Pixels:
         channels = {"rgba": 4, "rgb": 3, "gray": 1}[self.pixel_format]
         stride = self.stride or self.width * channels
         buffer: Optional[memoryview] = getattr(self, "buffer", None)
-        # Shared memory: the array is a view of the mapped pixels (copy-on-write), no copy made.
-        source = buffer if buffer is not None else self.read_bytes()
+        # Shared memory: the array is a view of the mapped pixels (copy-on-write), no copy made;
+        # inline bytes are immutable, so they are copied (the array is writable either way).
+        source = buffer if buffer is not None else bytearray(self.read_bytes())
         rows = numpy.frombuffer(source, dtype=numpy.uint8).reshape(self.height, stride)
         pixels = rows[:, : self.width * channels]
         return pixels.reshape(self.height, self.width, channels)
