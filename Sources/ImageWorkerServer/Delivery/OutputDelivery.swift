@@ -242,7 +242,7 @@ enum OutputDelivery {
     }
 
     /// A decoded image made into what the token asked for: rendered, and its file written when
-    /// its delivery is a file.
+    /// its delivery is a file (or shared memory, when the client has room for it).
     struct Finished: Sendable {
         var rendered: Rendered
         /// Where the file went (a file, or shared memory).
