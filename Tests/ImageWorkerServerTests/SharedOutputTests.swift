@@ -150,9 +150,11 @@ import Testing
         for name in left { unlink("\(folder)/free/\(name)") }
 
         // More bytes than the worker keeps (files of apparent size only: sparse, no memory):
-        // the files past `maxFreeBytes` go, in whatever order the folder lists them.
+        // the files past its cap (64 MiB, or an eighth of this file system) go, in whatever
+        // order the folder lists them.
+        let cap = try #require(shared.freeBytesAllowed)
         let big = SharedOutput.maxFreeFileBytes - 1
-        let count = SharedOutput.maxFreeBytes / big + 2
+        let count = cap / big + 2
         for n in 0..<count {
             let fd = open("\(folder)/free/big\(n)", O_WRONLY | O_CREAT | O_EXCL, 0o600)
             #expect(fd >= 0 && ftruncate(fd, off_t(big)) == 0)
@@ -161,7 +163,7 @@ import Testing
         let small = try await shared.write(Payload(Array(repeating: 6, count: 20)), fileExtension: "rgba")
         #expect(try Data(contentsOf: URL(fileURLWithPath: small)) == Data(repeating: 6, count: 20), "far from every size: a new file")
         let kept = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/free").filter { $0 != "dir" }
-        #expect(kept.count == SharedOutput.maxFreeBytes / big, "kept at most maxFreeBytes")
+        #expect(kept.count == cap / big, "kept at most its cap")
         for name in kept { unlink("\(folder)/free/\(name)") }
         unlink(small)
 
@@ -235,6 +237,23 @@ import Testing
         failing.withLock { $0 = (-1, EIO) }
         let broken = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
         #expect(throws: DeliveryFailure.self) { _ = try shared.write(Payload(Array(repeating: 5, count: 300)), into: broken) }
+        await shared.finish(readerGone: true)
+    }
+
+    /// `free/` keeps at most 64 MiB, or an eighth of the file system when that is less: a
+    /// container's 64 MB `/dev/shm` keeps 8 MiB idle, not all of it.
+    @Test func theFreeFilesCapFollowsTheFileSystemsSize() async throws {
+        #expect(SharedOutput.freeByteCap(fileSystemBytes: 64 << 20) == 8 << 20)
+        #expect(SharedOutput.freeByteCap(fileSystemBytes: 24 << 30) == SharedOutput.maxFreeBytes)
+        #expect(SharedOutput.freeByteCap(fileSystemBytes: Int.max) == SharedOutput.maxFreeBytes)
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root)
+        _ = try await shared.write(Payload([1, 2, 3]), fileExtension: "bin")
+        var fileSystem = statvfs()
+        #expect(statvfs(root, &fileSystem) == 0)
+        let size = Int(fileSystem.f_blocks) * Int(fileSystem.f_frsize)
+        #expect(shared.freeBytesAllowed == SharedOutput.freeByteCap(fileSystemBytes: size))
         await shared.finish(readerGone: true)
     }
 }

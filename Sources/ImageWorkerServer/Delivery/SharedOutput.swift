@@ -22,8 +22,9 @@ import Logging
 ///   once nothing maps it, into `free/`. A later payload is written into the pages of the free
 ///   file nearest its size (renamed to its new name, then cut to its size) instead of fresh ones:
 ///   taking, charging and freeing a page at a time cost more than the copy itself. At most
-///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each, `maxFreeBytes` in all, are
-///   kept; the others are removed when found.
+///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each, `freeByteCap` in all (64 MiB,
+///   or an eighth of the file system if that is less: idle memory that other programs using a
+///   small `/dev/shm`, such as data loaders, may need), are kept; the others are removed when found.
 /// - Full: when the file system has no room for a payload (a container's `/dev/shm` is often 64
 ///   MB, and a client may keep every image it took), the free files are removed and the write
 ///   tried once more; if there is still no room, `write` says so and the payload goes inline
@@ -40,6 +41,10 @@ final class SharedOutput: Sendable {
     static let maxFreeFiles = 16
     static let maxFreeFileBytes = 16 << 20
     static let maxFreeBytes = 64 << 20
+
+    /// The bytes `free/` may hold on a file system of `size` bytes: `maxFreeBytes`, or an eighth
+    /// of the file system if that is less.
+    static func freeByteCap(fileSystemBytes size: Int) -> Int { min(maxFreeBytes, size / 8) }
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
@@ -49,6 +54,8 @@ final class SharedOutput: Sendable {
         var lockFD: Int32
         /// `free/`: files the client gave back.
         var freeFD: Int32
+        /// What `free/` may hold (`freeByteCap`, from the file system's size).
+        var freeByteCap: Int
     }
 
     private struct State {
@@ -99,6 +106,9 @@ final class SharedOutput: Sendable {
 
     /// The folder, once made.
     var folderPath: String? { state.withLock { $0.folder?.path } }
+
+    /// What its `free/` may hold, once made.
+    var freeBytesAllowed: Int? { state.withLock { $0.folder?.freeByteCap } }
 
     /// Writes `payload` to a new file (waiting while the limits are reached); its path (no room
     /// in shared memory is an error here).
@@ -242,7 +252,7 @@ final class SharedOutput: Sendable {
             let stamp = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
             if stamp != s.freeStamp {
                 s.freeStamp = stamp
-                s.free = Self.listFree(folder.freeFD)
+                s.free = Self.listFree(folder.freeFD, cap: folder.freeByteCap)
             }
         }
         guard let best = s.free.indices.min(by: { abs(s.free[$0].bytes - size) < abs(s.free[$1].bytes - size) }),
@@ -252,9 +262,9 @@ final class SharedOutput: Sendable {
     }
 
     /// The regular files in `free/` the worker keeps (at most `maxFreeFiles`, each at most
-    /// `maxFreeFileBytes`, `maxFreeBytes` in all); anything else there that is not a directory is
+    /// `maxFreeFileBytes`, `cap` bytes in all); anything else there that is not a directory is
     /// removed.
-    private static func listFree(_ freeFD: Int32) -> [(name: String, bytes: Int)] {
+    private static func listFree(_ freeFD: Int32, cap: Int) -> [(name: String, bytes: Int)] {
         var kept: [(name: String, bytes: Int)] = []
         var keptBytes = 0
         for name in DirectoryListing.names(in: freeFD) {
@@ -262,7 +272,7 @@ final class SharedOutput: Sendable {
             guard fstatat(freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
             let bytes = Int(info.st_size)
             if info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, kept.count < maxFreeFiles, bytes <= maxFreeFileBytes,
-                keptBytes + bytes <= maxFreeBytes
+                keptBytes + bytes <= cap
             {
                 kept.append((name, bytes))
                 keptBytes += bytes
@@ -365,7 +375,11 @@ final class SharedOutput: Sendable {
             rmdir(path)
             throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
         }
-        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD)
+        var fileSystem = statvfs()
+        let known = fstatvfs(fd, &fileSystem) == 0
+        let size = Int(clamping: fileSystem.f_blocks).multipliedReportingOverflow(by: Int(clamping: fileSystem.f_frsize))
+        let fileSystemBytes = known && !size.overflow ? size.partialValue : Int.max
+        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, freeByteCap: Self.freeByteCap(fileSystemBytes: fileSystemBytes))
         s.folder = folder
         return folder
     }

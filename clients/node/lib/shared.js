@@ -3,16 +3,29 @@
 // arrives: reads it into a Buffer (Node cannot map a file without a native addon: one copy, from
 // memory), then gives it back: moves it into the folder's `free/`, where the worker writes a later
 // result into its memory (fresh pages for every image cost more than the copy), or unlinks it when
-// `free/` holds enough already or the file is large.
-import { constants, closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+// `free/` holds enough already (16 files; 64 MiB, or an eighth of the file system if less) or the
+// file is large.
+import { constants, closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, renameSync, rmdirSync, statfsSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
 export const PREFIX = 'image-worker-';
-// What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes, maxFreeBytes).
+// What the worker keeps in `free/` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes, maxFreeBytes;
+// in bytes, an eighth of the file system if that is less: `freeByteCap`).
 export const MAX_FREE_FILES = 16;
 export const MAX_FREE_FILE_BYTES = 16 << 20;
 export const MAX_FREE_BYTES = 64 << 20;
+
+/** What `folder` (a worker's `free/`) may hold: MAX_FREE_BYTES, or an eighth of its file system when
+ * that is less (a container's 64 MB /dev/shm keeps 8 MiB idle, not all of it). */
+export function freeByteCap(folder) {
+  try {
+    const info = statfsSync(folder);
+    return Math.min(MAX_FREE_BYTES, Math.floor((info.blocks * info.bsize) / 8));
+  } catch {
+    return MAX_FREE_BYTES;
+  }
+}
 
 /** The file's bytes, the file given back (or unlinked); throws when it cannot be read. */
 export function takeShared(path) {
@@ -51,7 +64,8 @@ function giveBack(path, size) {
           kept.set(name, bytesOf);
           bytes += bytesOf;
         }
-        if (bytes <= MAX_FREE_BYTES) {
+        if (!caps.has(free)) caps.set(free, freeByteCap(free));
+        if (bytes <= caps.get(free)) {
           const name = basename(path);
           renameSync(path, join(free, name));
           kept.set(name, size);
@@ -62,6 +76,7 @@ function giveBack(path, size) {
     } catch {
       // a worker without it, or gone
       given.delete(free);
+      caps.delete(free);
     }
   }
   try {
@@ -74,6 +89,8 @@ function giveBack(path, size) {
 // Per `free/` folder, the files in it as last seen and their sizes (a file's name is never used
 // twice in a worker's folder, and its size does not change while it is there).
 const given = new Map();
+// Per `free/` folder, what it may hold (`freeByteCap`, once).
+const caps = new Map();
 
 /** The size of the file at `path`; 0 when it is gone (the worker took it meanwhile). */
 function sizeOf(path) {
@@ -100,6 +117,7 @@ export function removeSharedFolders(pid) {
   if (pid == null) return;
   const start = `${PREFIX}${pid}-`;
   for (const free of [...given.keys()]) if (basename(dirname(free)).startsWith(start)) given.delete(free);
+  for (const free of [...caps.keys()]) if (basename(dirname(free)).startsWith(start)) caps.delete(free);
   for (const root of new Set(['/dev/shm', tmpdir()])) {
     let names;
     try {

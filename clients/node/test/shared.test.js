@@ -164,3 +164,47 @@ test('a read file is given back only while free/ stays within the worker\'s boun
     rmSync(folder, { recursive: true, force: true });
   }
 });
+
+test('on a small /dev/shm, the files given back hold at most an eighth of it', async (t) => {
+  const { spawnSync, spawn } = await import('node:child_process');
+  // A mount namespace of its own with a 4 MiB tmpfs on /dev/shm (a container's is often 64 MB).
+  if (spawnSync('unshare', ['--mount', 'sh', '-c', 'mount -t tmpfs -o size=4m tmpfs /dev/shm']).status !== 0) {
+    t.skip('no mount namespace here (unshare --mount needs root or user namespaces)');
+    return;
+  }
+  const server = await startServer();
+  try {
+    const urls = Array.from({ length: 40 }, (_, i) => server.url(`/files/testimgp.jpg?n=${i}`));
+    const child = `
+      import { readdirSync, lstatSync } from 'node:fs';
+      import { join } from 'node:path';
+      import { downloadMany } from ${JSON.stringify(new URL('../index.js', import.meta.url).href)};
+      import { freeByteCap } from ${JSON.stringify(new URL('../lib/shared.js', import.meta.url).href)};
+      const [binary, ...urls] = process.argv.slice(1);
+      let most = 0, ok = 0, cap;
+      for await (const o of downloadMany(urls, { format: 'rgba', binary })) {
+        ok += o.ok && o.image.data.length === 227 * 149 * 4 ? 1 : 0;
+        const name = readdirSync('/dev/shm').find((n) => n.startsWith('image-worker-'));
+        const free = join('/dev/shm', name, 'free');
+        cap ??= freeByteCap(free);  // while the folder is there
+        const size = (n) => { try { return lstatSync(join(free, n)).size; } catch { return 0; } };  // taken meanwhile
+        most = Math.max(most, readdirSync(free).reduce((sum, n) => sum + size(n), 0));
+      }
+      console.log(JSON.stringify({ ok, most, cap }));
+    `;
+    const script = `mount -t tmpfs -o size=4m tmpfs /dev/shm && exec ${process.execPath} --input-type=module -e "$0" "$@"`;
+    const run = spawn('unshare', ['--mount', 'sh', '-c', script, child, binary, ...urls]);
+    let out = '';
+    let err = '';
+    run.stdout.on('data', (d) => { out += d; });
+    run.stderr.on('data', (d) => { err += d; });
+    const status = await new Promise((resolve) => run.on('close', resolve));
+    assert.equal(status, 0, err);
+    const result = JSON.parse(out.trim().split('\n').pop());
+    assert.equal(result.ok, 40, out);
+    assert.equal(result.cap, (4 << 20) / 8, out);
+    assert.ok(result.most > 0 && result.most <= result.cap, out);
+  } finally {
+    await server.close();
+  }
+});

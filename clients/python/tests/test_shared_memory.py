@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
@@ -165,12 +165,15 @@ def _worker_folder(tmp_path: Path, pid: int) -> Tuple[Path, Path, Callable[[str,
     return folder, free, held
 
 
-def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tmp_path: Path) -> None:
+def test_a_file_is_given_back_only_while_free_stays_within_the_workers_bounds(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker's folder as the client sees it: a taken file goes into ``free/`` while that holds
     fewer than 16 files and at most 64 MiB with it (sparse files: sizes without memory), else it
     is unlinked."""
     from image_worker import _shared
 
+    # 64 MiB whatever the size of the file system under tmp_path (an eighth of it may be less).
+    monkeypatch.setattr(_shared, "free_byte_cap", lambda folder: _shared.MAX_FREE_BYTES)
     folder, free, held = _worker_folder(tmp_path, 1)
 
     def parked(name: str, size: int) -> None:
@@ -203,6 +206,7 @@ def test_giving_back_counts_its_own_files_without_a_stat_and_forgets_those_taken
     there by anything else is looked at."""
     from image_worker import _shared
 
+    monkeypatch.setattr(_shared, "free_byte_cap", lambda folder: _shared.MAX_FREE_BYTES)
     folder, free, held = _worker_folder(tmp_path, 2)
     looked_at: List[str] = []
     real_lstat = os.lstat
@@ -236,10 +240,29 @@ def test_giving_back_counts_its_own_files_without_a_stat_and_forgets_those_taken
 
 
 FULL_SHM_CHILD = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     import numpy
     import image_worker
     binary, urls = sys.argv[1], sys.argv[2:]
+
+    def size(path):
+        try:
+            return os.lstat(path).st_size
+        except OSError:
+            return 0  # taken by the worker meanwhile
+
+    if binary == "--drop":
+        # Arrays dropped as they come: how much free/ ever holds.
+        binary, urls = urls[0], urls[1:]
+        with image_worker.Worker(binary) as worker:
+            most, ok = 0, 0
+            for outcome in worker.iter_downloads(urls, format="rgba"):
+                ok += outcome.ok and outcome.image.to_numpy().shape == (149, 227, 4)
+                (name,) = [n for n in os.listdir("/dev/shm") if n.startswith("image-worker-")]
+                free = os.path.join("/dev/shm", name, "free")
+                most = max(most, sum(size(os.path.join(free, n)) for n in os.listdir(free)))
+            print(json.dumps({"ok": ok, "most": most, "cap": image_worker._shared.free_byte_cap(free)}))
+        sys.exit(0)
     with image_worker.Worker(binary) as worker:
         expected = worker.download(urls[0], format="rgba", inline=True).result().to_numpy().copy()
         kept, shared, inline, failed = [], 0, 0, []
@@ -260,26 +283,40 @@ FULL_SHM_CHILD = textwrap.dedent("""
 """)
 
 
-def test_a_full_dev_shm_sends_the_images_that_do_not_fit_inline(binary: str, server: LoopbackServer) -> None:
-    """A container's /dev/shm is often 64 MB, and a script may keep every array it is given: when
-    shared memory has no room, images come inline (base64) instead, and none fails. Run in a
-    mount namespace of its own with a 4 MiB tmpfs on /dev/shm (skipped where that is not allowed)."""
+def run_in_a_small_dev_shm(arguments: List[str]) -> Dict[str, Any]:
+    """FULL_SHM_CHILD with ``arguments``, in a mount namespace of its own with a 4 MiB tmpfs on
+    /dev/shm (a container's is often 64 MB): the JSON it prints. Skips the test where that
+    namespace is not allowed (``unshare --mount`` needs root or user namespaces)."""
     pytest.importorskip("numpy")
+    mount = "mount -t tmpfs -o size=4m tmpfs /dev/shm"
     try:
-        allowed = subprocess.run(["unshare", "--mount", "sh", "-c", "mount -t tmpfs -o size=4m tmpfs /dev/shm"],
-                                 capture_output=True, timeout=30).returncode == 0
+        allowed = subprocess.run(["unshare", "--mount", "sh", "-c", mount], capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         allowed = False
     if not allowed:
         pytest.skip("no mount namespace here (unshare --mount needs root or user namespaces)")
-    # 60 images of 227 x 149 RGBA (135 KB each, 8 MB in all), every array kept.
-    urls = [server.url(f"/files/testimgp.jpg?n={i}") for i in range(60)]
-    script = f"mount -t tmpfs -o size=4m tmpfs /dev/shm && exec {sys.executable} -c \"$0\" \"$@\""
-    run = subprocess.run(["unshare", "--mount", "sh", "-c", script, FULL_SHM_CHILD, binary] + urls,
+    script = f"{mount} && exec {sys.executable} -c \"$0\" \"$@\""
+    run = subprocess.run(["unshare", "--mount", "sh", "-c", script, FULL_SHM_CHILD] + arguments,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result: Dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_a_full_dev_shm_sends_the_images_that_do_not_fit_inline(binary: str, server: LoopbackServer) -> None:
+    """A container's /dev/shm is often 64 MB, and a script may keep every array it is given: when
+    shared memory has no room, images come inline (base64) instead, and none fails."""
+    # 60 images of 227 x 149 RGBA (135 KB each, 8 MB in all) into 4 MiB, every array kept.
+    result = run_in_a_small_dev_shm([binary] + [server.url(f"/files/testimgp.jpg?n={i}") for i in range(60)])
     assert result["failed"] == [] and result["ok"] == 60, result
     assert result["same"], "the same pixels either way"
     assert result["shared"] > 0 and result["inline"] > 0, result
     assert result["said"] == 1, "the worker says why on its stderr, once"
+
+
+def test_free_memory_kept_for_later_images_is_an_eighth_of_a_small_dev_shm(binary: str, server: LoopbackServer) -> None:
+    """On a small /dev/shm the files given back for later images hold at most an eighth of it,
+    leaving the rest to other programs."""
+    result = run_in_a_small_dev_shm(["--drop", binary] + [server.url(f"/files/testimgp.jpg?n={i}") for i in range(40)])
+    assert result["ok"] == 40 and result["cap"] == (4 << 20) // 8, result
+    assert 0 < result["most"] <= result["cap"], result

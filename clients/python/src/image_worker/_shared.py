@@ -4,7 +4,8 @@ event arrives: opens it, maps it (copy-on-write: the array is writable, the page
 worker's until written) and moves it into the folder's ``held/``. When the last view of the
 mapping goes, the file goes into ``free/``, where the worker writes a later result into its
 memory (fresh pages for every image cost more than the copy), or is unlinked when ``free/``
-holds enough already or the file is large. The worker removes both folders when it exits."""
+holds enough already (16 files; 64 MiB, or an eighth of the file system if that is less) or the
+file is large. The worker removes both folders when it exits."""
 
 from __future__ import annotations
 
@@ -19,10 +20,20 @@ PREFIX = "image-worker-"
 
 
 #: what the worker keeps in ``free/`` at most (SharedOutput.maxFreeFiles, maxFreeFileBytes,
-#: maxFreeBytes)
+#: maxFreeBytes; in bytes, an eighth of the file system if that is less: ``free_byte_cap``)
 MAX_FREE_FILES = 16
 MAX_FREE_FILE_BYTES = 16 << 20
 MAX_FREE_BYTES = 64 << 20
+
+
+def free_byte_cap(folder: str) -> int:
+    """What ``folder`` (a worker's ``free/``) may hold: ``MAX_FREE_BYTES``, or an eighth of its
+    file system when that is less (a container's 64 MB /dev/shm keeps 8 MiB idle, not all of it)."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return MAX_FREE_BYTES
+    return min(MAX_FREE_BYTES, info.f_blocks * info.f_frsize // 8)
 
 
 def take(path: str) -> memoryview:
@@ -75,7 +86,10 @@ def _give_back(held: str, size: int) -> None:
                 # What this process gave back and the worker has not taken (their sizes are
                 # known: no lstat), and anything else there by its size.
                 kept = {name: known[name] if name in known else _size_of(free + "/" + name) for name in names}
-                if size + sum(kept.values()) <= MAX_FREE_BYTES:
+                cap = _caps.get(free)
+                if cap is None:
+                    cap = _caps[free] = free_byte_cap(free)
+                if size + sum(kept.values()) <= cap:
                     name = os.path.basename(held)
                     os.rename(held, free + "/" + name)
                     kept[name] = size
@@ -83,6 +97,7 @@ def _give_back(held: str, size: int) -> None:
                     return
         except OSError:
             _given.pop(free, None)
+            _caps.pop(free, None)
     try:
         os.unlink(held)
     except OSError:
@@ -92,6 +107,8 @@ def _give_back(held: str, size: int) -> None:
 #: Per ``free/`` folder, the files in it as last seen and their sizes (a file's name is never
 #: used twice in a worker's folder, and its size does not change while it is there).
 _given: Dict[str, Dict[str, int]] = {}
+#: Per ``free/`` folder, what it may hold (``free_byte_cap``, once).
+_caps: Dict[str, int] = {}
 # Re-entrant: a collection inside the block may finalize another mapping, which gives back too.
 _given_lock = threading.RLock()
 
@@ -133,6 +150,8 @@ def remove_folders(pid: Optional[int]) -> None:
     with _given_lock:
         for free in [free for free in _given if os.path.basename(os.path.dirname(free)).startswith(name_start)]:
             del _given[free]
+        for free in [free for free in _caps if os.path.basename(os.path.dirname(free)).startswith(name_start)]:
+            del _caps[free]
     for root in roots():
         try:
             names = os.listdir(root)
