@@ -56,27 +56,26 @@ function giveBack(path, size) {
       if (names.length < MAX_FREE_FILES) {
         // What this process gave back and the worker has not taken counts by the size it knew (no
         // lstat of each); anything else there by its size.
-        const known = given.get(free);
+        let known = given.get(free);
+        if (!known) given.set(free, (known = { cap: freeByteCap(free), sizes: new Map() }));
         const kept = new Map();
         let bytes = size;
         for (const name of names) {
-          const bytesOf = known?.get(name) ?? sizeOf(join(free, name));
+          const bytesOf = known.sizes.get(name) ?? sizeOf(join(free, name));
           kept.set(name, bytesOf);
           bytes += bytesOf;
         }
-        if (!caps.has(free)) caps.set(free, freeByteCap(free));
-        if (bytes <= caps.get(free)) {
+        if (bytes <= known.cap) {
           const name = basename(path);
           renameSync(path, join(free, name));
           kept.set(name, size);
-          given.set(free, kept);
+          known.sizes = kept;
           return;
         }
       }
     } catch {
       // a worker without it, or gone
       given.delete(free);
-      caps.delete(free);
     }
   }
   try {
@@ -86,11 +85,10 @@ function giveBack(path, size) {
   }
 }
 
-// Per `free/` folder, the files in it as last seen and their sizes (a file's name is never used
-// twice in a worker's folder, and its size does not change while it is there).
+// Per `free/` folder: what it may hold (`freeByteCap`, read once), and the files in it as last seen
+// with their sizes (a file's name is never used twice in a worker's folder, and its size does not
+// change while it is there).
 const given = new Map();
-// Per `free/` folder, what it may hold (`freeByteCap`, once).
-const caps = new Map();
 
 /** The size of the file at `path`; 0 when it is gone (the worker took it meanwhile). */
 function sizeOf(path) {
@@ -117,7 +115,6 @@ export function removeSharedFolders(pid) {
   if (pid == null) return;
   const start = `${PREFIX}${pid}-`;
   for (const free of [...given.keys()]) if (basename(dirname(free)).startsWith(start)) given.delete(free);
-  for (const free of [...caps.keys()]) if (basename(dirname(free)).startsWith(start)) caps.delete(free);
   for (const root of new Set(['/dev/shm', tmpdir()])) {
     let names;
     try {

@@ -82,33 +82,40 @@ def _give_back(held: str, size: int) -> None:
         try:
             names = os.listdir(free)
             if len(names) < MAX_FREE_FILES:
-                known = _given.get(free, {})
+                known = _given.get(free)
+                if known is None:
+                    known = _given[free] = _Free(free_byte_cap(free))
                 # What this process gave back and the worker has not taken (their sizes are
                 # known: no lstat), and anything else there by its size.
-                kept = {name: known[name] if name in known else _size_of(free + "/" + name) for name in names}
-                cap = _caps.get(free)
-                if cap is None:
-                    cap = _caps[free] = free_byte_cap(free)
-                if size + sum(kept.values()) <= cap:
+                kept = {name: known.sizes[name] if name in known.sizes else _size_of(free + "/" + name) for name in names}
+                if size + sum(kept.values()) <= known.cap:
                     name = os.path.basename(held)
                     os.rename(held, free + "/" + name)
                     kept[name] = size
-                    _given[free] = kept
+                    known.sizes = kept
                     return
         except OSError:
             _given.pop(free, None)
-            _caps.pop(free, None)
     try:
         os.unlink(held)
     except OSError:
         pass
 
 
-#: Per ``free/`` folder, the files in it as last seen and their sizes (a file's name is never
-#: used twice in a worker's folder, and its size does not change while it is there).
-_given: Dict[str, Dict[str, int]] = {}
-#: Per ``free/`` folder, what it may hold (``free_byte_cap``, once).
-_caps: Dict[str, int] = {}
+class _Free:
+    """What this process knows of one worker's ``free/``: what it may hold (``free_byte_cap``,
+    read once), and the files in it as last seen with their sizes (a file's name is never used
+    twice in a worker's folder, and its size does not change while it is there)."""
+
+    __slots__ = ("cap", "sizes")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.sizes: Dict[str, int] = {}
+
+
+#: Per ``free/`` folder path.
+_given: Dict[str, _Free] = {}
 # Re-entrant: a collection inside the block may finalize another mapping, which gives back too.
 _given_lock = threading.RLock()
 
@@ -150,8 +157,6 @@ def remove_folders(pid: Optional[int]) -> None:
     with _given_lock:
         for free in [free for free in _given if os.path.basename(os.path.dirname(free)).startswith(name_start)]:
             del _given[free]
-        for free in [free for free in _caps if os.path.basename(os.path.dirname(free)).startswith(name_start)]:
-            del _caps[free]
     for root in roots():
         try:
             names = os.listdir(root)
