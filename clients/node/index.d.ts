@@ -109,7 +109,8 @@ export interface Delivered {
   uri?: string;
   /**
    * The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path`
-   * (delivery 'shared': read from the worker's shared memory, its file already given back).
+   * (delivery 'shared': read from the worker's shared memory, its file already given back; inline
+   * base64 when 16 KiB or less, or when shared memory had no room).
    */
   data?: Bytes;
 }
