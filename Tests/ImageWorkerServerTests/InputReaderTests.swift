@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -26,5 +27,41 @@ import TestSupport
         // The thread lets go of its semaphore as it ends, just after `.end`: give it time to.
         try await Task.sleep(for: .milliseconds(300))
         close(readEnd)
+    }
+
+    /// At most `readAhead` items are handed over unhandled; a reader stopped there goes on once
+    /// half of them are handled (not after each one), and nothing is lost or reordered.
+    @Test func readAheadIsBoundedAndResumesAtHalf() async throws {
+        let (readEnd, writeEnd) = try WorkerProcess.pipeDescriptorsClosedOnExec()
+        defer { close(readEnd) }
+        let reader = InputReader(fd: readEnd, maximumMessageBytes: 1 << 20, readAhead: 4)
+        var lines: [UInt8] = []
+        for n in 0..<10 { lines += Array(#"{"jsonrpc":"2.0","method":"status","id":\#(n)}"#.utf8 + [0x0A]) }
+        _ = FileDescriptorOutput.writeAll(writeEnd, lines)
+        close(writeEnd)
+        let received = Received()
+        let consumer = Task {
+            for await item in reader.items {
+                guard case .message(let bytes, _) = item else { break }
+                received.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+            }
+        }
+        func count() async throws -> Int {
+            try await Task.sleep(for: .milliseconds(200))
+            return received.lines.withLock { $0.count }
+        }
+        #expect(try await count() == 4)
+        reader.itemHandled()
+        #expect(try await count() == 4)  // 3 outstanding: more than half of 4
+        reader.itemHandled()
+        #expect(try await count() == 6)  // woken at 2 outstanding: 2 more, to 4 again
+        for _ in 0..<8 { reader.itemHandled() }
+        await consumer.value
+        let ids = received.lines.withLock { $0 }.map { $0.split(separator: ":").last.map { String($0.dropLast()) } ?? "" }
+        #expect(ids == (0..<10).map(String.init))
+    }
+
+    private final class Received: Sendable {
+        let lines = Mutex<[String]>([])
     }
 }

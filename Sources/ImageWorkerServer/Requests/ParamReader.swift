@@ -7,11 +7,11 @@ import InputValidation
 struct ParamReader {
     let method: String
     let object: JSONObject
-    private let allowed: Set<String>
 
+    /// - Parameter allowed: the method's fields, looked through as an array: a request names a
+    ///   few of them, and a `Set` built per request cost more than the look-ups it saved.
     init(_ request: RPCRequest, allowed: [String]) throws(RPCError) {
         method = request.method
-        self.allowed = Set(allowed)
         switch request.params {
         case nil:
             object = JSONObject()
@@ -24,7 +24,7 @@ struct ParamReader {
         }
         // `_meta` is the caller's (MCP puts its progress tokens and tracing there): accepted on
         // every method and ignored, as MCP requires of a server.
-        for key in object.keys where !self.allowed.contains(key) && key != "_meta" {
+        for key in object.keys where !allowed.contains(key) && key != "_meta" {
             if allowed.isEmpty { throw .invalidParams("\(method) takes no params; got \"\(key)\"") }
             throw .invalidParams("unknown field \"\(key)\" in \(method); known fields: \(allowed.sorted().joined(separator: ", "))")
         }

@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
 import ImageWorkerProtocol
+import Synchronization
 
 /// Reads the input descriptor on its own thread (stdin may be a pipe, a terminal or a regular
 /// file, so no event loop), frames it, and hands items to the async side one at a time: the
 /// thread reads ahead at most a few items, so a client that floods the worker is slowed down
-/// rather than buffered without bound.
+/// rather than buffered without bound. A thread stopped at that bound is woken once half of its
+/// items are handled, not after each one: a burst of requests costs a wake-up per few items.
 public final class InputReader: Sendable {
     public enum Item: Sendable {
         case message([UInt8], Framing)
@@ -17,24 +19,28 @@ public final class InputReader: Sendable {
     /// How long the input must be quiet before a short Content-Length body is looked at.
     static let idleMilliseconds: Int32 = 50
 
-    private let permits: DispatchSemaphore
+    /// Items handed over and not yet handled, and whether the thread waits for that to drop.
+    private struct Flow {
+        var outstanding = 0
+        var waiting = false
+    }
+
+    private let flow = Mutex(Flow())
+    private let resume = DispatchSemaphore(value: 0)
+    private let readAhead: Int
     public let items: AsyncStream<Item>
 
     public init(fd: Int32, maximumMessageBytes: Int, readAhead: Int = 8) {
         let (stream, continuation) = AsyncStream<Item>.makeStream()
         self.items = stream
-        // Made at 0 and raised to `readAhead`: libdispatch traps when a semaphore is freed below
-        // the count it was made with, which a reader dropped with items unacknowledged was.
-        let permits = DispatchSemaphore(value: 0)
-        for _ in 0..<max(1, readAhead) { permits.signal() }
-        self.permits = permits
-        let thread = Thread {
+        self.readAhead = max(1, readAhead)
+        let thread = Thread { [self] in
             var framer = InputFramer(maximumMessageBytes: maximumMessageBytes)
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             func deliver(_ items: [InputFramer.Item], _ framer: InputFramer) {
                 let framing = framer.framing ?? .ndjson
                 for item in items {
-                    permits.wait()
+                    takePermit()
                     switch item {
                     case .message(let bytes): continuation.yield(.message(bytes, framing))
                     case .tooLarge(let limit): continuation.yield(.tooLarge(limit: limit, framing))
@@ -71,8 +77,31 @@ public final class InputReader: Sendable {
         thread.start()
     }
 
-    /// Tells the reader one item has been handled, so it may read another.
+    /// Counts one more item handed over, first waiting (on the reader's thread) while
+    /// `readAhead` are outstanding.
+    private func takePermit() {
+        let mustWait = flow.withLock { f -> Bool in
+            if f.outstanding < readAhead {
+                f.outstanding += 1
+                return false
+            }
+            f.waiting = true
+            return true
+        }
+        guard mustWait else { return }
+        resume.wait()
+        flow.withLock { $0.outstanding += 1 }
+    }
+
+    /// Tells the reader one item has been handled, so it may read another (a waiting reader is
+    /// woken when half of `readAhead` are).
     public func itemHandled() {
-        permits.signal()
+        let wake = flow.withLock { f -> Bool in
+            f.outstanding -= 1
+            guard f.waiting, f.outstanding <= readAhead / 2 else { return false }
+            f.waiting = false
+            return true
+        }
+        if wake { resume.signal() }
     }
 }
