@@ -256,4 +256,56 @@ import Testing
         #expect(shared.freeBytesAllowed == SharedOutput.freeByteCap(fileSystemBytes: size))
         await shared.finish(readerGone: true)
     }
+
+    /// Files not yet taken hold at most a quarter of a small file system (a client reading slowly
+    /// on a container's 64 MB `/dev/shm` filled it: 67.1 of 67.1 MB, and 28 of 300 images went
+    /// inline); one larger file is still written when none waits.
+    @Test func filesWaitingForTheClientHoldAtMostAQuarterOfTheFileSystem() async throws {
+        #expect(SharedOutput.pendingByteCap(maxBytes: 256 << 20, fileSystemBytes: 64 << 20) == 16 << 20)
+        #expect(SharedOutput.pendingByteCap(maxBytes: 256 << 20, fileSystemBytes: 16 << 30) == 256 << 20)
+        #expect(SharedOutput.pendingByteCap(maxBytes: 256 << 20, fileSystemBytes: Int.max) == 256 << 20)
+        #expect(SharedOutput.reserveBytes(fileSystemBytes: 64 << 20) == 16 << 20)
+        #expect(SharedOutput.reserveBytes(fileSystemBytes: 252 << 30) == 1 << 30, "a large disk is not held to a quarter")
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root, space: { _ in .init(size: 4 << 20, available: 4 << 20) })
+        let big = try #require(try shared.tryReserve(3 << 20, fileExtension: "rgba"))  // alone: over the cap, written
+        #expect(try shared.write(Payload(Array(repeating: 1, count: 1000)), into: big) != nil)
+        #expect(try shared.tryReserve(100, fileExtension: "rgba") == nil)  // 1 MiB is the cap
+        unlink(big.path)
+        let first = try #require(try shared.tryReserve(600 << 10, fileExtension: "rgba"))
+        _ = try shared.write(Payload(Array(repeating: 2, count: 1000)), into: first)
+        #expect(try shared.tryReserve(300 << 10, fileExtension: "rgba") != nil)  // 900 KiB
+        #expect(try shared.tryReserve(200 << 10, fileExtension: "rgba") == nil)  // 1.1 MiB: waits
+        await shared.finish(readerGone: true)
+    }
+
+    /// A write that would leave less than a quarter of the file system free is not made: the free
+    /// files are given up, and if that is not room enough the payload goes inline (nil), nothing
+    /// left or counted; with room again, files are written again.
+    @Test func aWriteLeavesAQuarterOfTheFileSystemFree() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // A 64 MiB file system; what is available, as the test says (less when free/ holds files).
+        let available = Mutex(40 << 20)
+        let shared = SharedOutput(root: root, space: { _ in .init(size: 64 << 20, available: available.withLock { $0 }) })
+        // Given back (far from 600 bytes in size: not recycled for the writes below).
+        let first = try await shared.write(Payload(Array(repeating: 1, count: 5000)), fileExtension: "rgba")
+        let folder = try #require(shared.folderPath)
+        try FileManager.default.moveItem(atPath: first, toPath: folder + "/free/1.rgba")
+        // 16 MiB + 300 bytes available: 16 MiB must stay free, so no.
+        available.withLock { $0 = (16 << 20) + 300 }
+        let short = try #require(try shared.tryReserve(600, fileExtension: "rgba"))
+        let before = shared.pending.files
+        #expect(try shared.write(Payload(Array(repeating: 2, count: 600)), into: short) == nil)
+        #expect(!FileManager.default.fileExists(atPath: short.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/free").isEmpty, "the free files are given up")
+        #expect(shared.pending.files == before - 1)
+        // Exactly enough: written.
+        available.withLock { $0 = (16 << 20) + 600 }
+        let fits = try #require(try shared.tryReserve(600, fileExtension: "rgba"))
+        let path = try #require(try shared.write(Payload(Array(repeating: 3, count: 600)), into: fits))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 3, count: 600))
+        await shared.finish(readerGone: true)
+    }
 }

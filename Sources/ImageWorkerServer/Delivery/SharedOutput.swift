@@ -12,9 +12,11 @@ import Logging
 ///   workers that died without cleaning (SIGKILL): this user's, whose lock nobody holds. Nothing
 ///   there is followed: directories are opened with `O_NOFOLLOW` under a descriptor, files are
 ///   made with `O_EXCL | O_NOFOLLOW`, only regular files and links themselves are unlinked.
-/// - Bounded: at most `maxImages` files and `maxBytes` bytes not yet taken; a delivery past it
-///   waits (polling the files it wrote) until the client takes some. A client that never reads
-///   holds the worker at that, not at all the memory its downloads would fill.
+/// - Bounded: at most `maxImages` files and `maxBytes` bytes not yet taken (or a quarter of the
+///   file system, if that is less); a delivery past it waits (polling the files it wrote) until
+///   the client takes some. A client that never reads, or reads slowly, holds the worker at that,
+///   not at all the memory its downloads would fill: a container's small `/dev/shm` is not filled
+///   by images waiting for their reader.
 /// - At exit: when the reader is gone, every file left is removed with the folder; otherwise the
 ///   worker waits up to `exitGrace` for the client to take the files whose events it sent, then
 ///   removes what is left.
@@ -25,10 +27,11 @@ import Logging
 ///   `maxFreeFiles` free files of at most `maxFreeFileBytes` each, `freeByteCap` in all (64 MiB,
 ///   or an eighth of the file system if that is less: idle memory that other programs using a
 ///   small `/dev/shm`, such as data loaders, may need), are kept; the others are removed when found.
-/// - Full: when the file system has no room for a payload (a container's `/dev/shm` is often 64
-///   MB, and a client may keep every image it took), the free files are removed and the write
-///   tried once more; if there is still no room, `write` says so and the payload goes inline
-///   (base64) instead. Nothing fails for want of shared memory.
+/// - Full: a payload is written only if a quarter of the file system (at most 1 GiB) stays free
+///   after it (the room other programs on a small `/dev/shm` need: a container's is often 64 MB,
+///   and a client may keep every image it took). Short of that, or when a write finds no room, the free files
+///   are removed and it is tried once more; if there is still no room, `write` says so and the
+///   payload goes inline (base64) instead. Nothing fails for want of shared memory.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -45,6 +48,35 @@ final class SharedOutput: Sendable {
     /// The bytes `free/` may hold on a file system of `size` bytes: `maxFreeBytes`, or an eighth
     /// of the file system if that is less.
     static func freeByteCap(fileSystemBytes size: Int) -> Int { min(maxFreeBytes, size / 8) }
+
+    /// The bytes of files not yet taken on a file system of `size` bytes: `maxBytes`, or a quarter
+    /// of the file system if that is less (one larger file is still written when none waits).
+    static func pendingByteCap(maxBytes: Int, fileSystemBytes size: Int) -> Int { min(maxBytes, size / 4) }
+
+    /// What a write leaves free in a file system of `size` bytes, at least: a quarter of it, at
+    /// most 1 GiB (a small `/dev/shm` keeps room for other programs; a large or disk-backed one
+    /// is not held to a quarter of its size).
+    static func reserveBytes(fileSystemBytes size: Int) -> Int { min(size / 4, 1 << 30) }
+
+    static func leavesRoom(_ size: Int, space: FileSystemSpace) -> Bool {
+        space.available - size >= reserveBytes(fileSystemBytes: space.size)
+    }
+
+    /// A file system's size and the bytes still available in it (`fstatvfs`).
+    struct FileSystemSpace: Sendable, Equatable {
+        var size: Int
+        var available: Int
+
+        static func of(_ fd: Int32) -> FileSystemSpace? {
+            var fileSystem = statvfs()
+            guard fstatvfs(fd, &fileSystem) == 0 else { return nil }
+            let unit = Int(clamping: fileSystem.f_frsize)
+            let size = Int(clamping: fileSystem.f_blocks).multipliedReportingOverflow(by: unit)
+            let available = Int(clamping: fileSystem.f_bavail).multipliedReportingOverflow(by: unit)
+            guard !size.overflow, !available.overflow else { return nil }
+            return FileSystemSpace(size: size.partialValue, available: available.partialValue)
+        }
+    }
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
@@ -56,6 +88,8 @@ final class SharedOutput: Sendable {
         var freeFD: Int32
         /// What `free/` may hold (`freeByteCap`, from the file system's size).
         var freeByteCap: Int
+        /// The file system's size (Int.max when unknown).
+        var fileSystemBytes: Int
     }
 
     private struct State {
@@ -81,15 +115,20 @@ final class SharedOutput: Sendable {
     let logger: Logger
     /// Writes bytes to a file descriptor (`FileDescriptorOutput.writeAll`; a test's may fail).
     let writeAll: @Sendable (Int32, UnsafeRawBufferPointer) -> Bool
+    /// The size and room of the file system of a descriptor (`FileSystemSpace.of`; a test's may
+    /// tell of a small one).
+    let space: @Sendable (Int32) -> FileSystemSpace?
     private let state = LockedState(State())
 
     /// `root`: where the folder is made (`/dev/shm` when there is one, else the temporary folder).
     init(
         root: String = SharedOutput.defaultRoot, logger: Logger = Logger(label: "image-worker"),
-        writeAll: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Bool = { FileDescriptorOutput.writeAll($0, $1) }
+        writeAll: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Bool = { FileDescriptorOutput.writeAll($0, $1) },
+        space: @escaping @Sendable (Int32) -> FileSystemSpace? = { FileSystemSpace.of($0) }
     ) {
         self.root = root
         self.logger = logger
+        self.space = space
         self.writeAll = writeAll
     }
 
@@ -130,14 +169,22 @@ final class SharedOutput: Sendable {
     }
 
     /// Writes `payload` into the reserved file; its path, or nil when the file system has no room
-    /// for it even without the free files (the reservation is then given back: deliver inline).
+    /// for it even without the free files, or would keep less than `reserveBytes` free after it
+    /// (the reservation is then given back: deliver inline).
     func write(_ payload: Payload, into reservation: Reservation) throws(DeliveryFailure) -> String? {
         let (name, folder) = (reservation.name, reservation.folder)
-        var attempt = writeFile(payload, name: name, in: folder, recycled: reservation.recycled)
-        if attempt.noRoom, dropFree(folder) > 0 {
+        // A recycled file's pages are there already (its size within half of the payload's).
+        let needed = reservation.recycled ? payload.count / 2 : payload.count
+        let short = space(folder.fd).map { !Self.leavesRoom(needed, space: $0) } ?? false
+        var attempt =
+            short
+            ? (ok: false, noRoom: true, reason: "less than a quarter of the file system (at most 1 GiB) would stay free")
+            : writeFile(payload, name: name, in: folder, recycled: reservation.recycled)
+        if attempt.noRoom, dropFree(folder) > 0 || short {
             // The free files' memory is what the file system lacked, perhaps: once more, afresh.
             unlinkat(folder.fd, name, 0)
-            attempt = writeFile(payload, name: name, in: folder, recycled: false)
+            let room = space(folder.fd).map { Self.leavesRoom(payload.count, space: $0) } ?? true
+            attempt = room ? writeFile(payload, name: name, in: folder, recycled: false) : attempt
         }
         guard attempt.ok else {
             unlinkat(folder.fd, name, 0)
@@ -150,7 +197,7 @@ final class SharedOutput: Sendable {
             if attempt.noRoom {
                 if firstTime {
                     logger.warning(
-                        "shared memory is full: images that do not fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)",
+                        "shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)",
                         metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
                 }
                 return nil
@@ -326,7 +373,8 @@ final class SharedOutput: Sendable {
     // MARK: The folder
 
     private func fits(_ size: Int, _ s: State) -> Bool {
-        s.outstanding.isEmpty || (s.outstanding.count < s.limits.maxImages && s.bytes + size <= s.limits.maxBytes)
+        let maxBytes = Self.pendingByteCap(maxBytes: s.limits.maxBytes, fileSystemBytes: s.folder?.fileSystemBytes ?? Int.max)
+        return s.outstanding.isEmpty || (s.outstanding.count < s.limits.maxImages && s.bytes + size <= maxBytes)
     }
 
     /// Forgets the files the client took (they are gone). A file still being written may not be
@@ -375,11 +423,10 @@ final class SharedOutput: Sendable {
             rmdir(path)
             throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
         }
-        var fileSystem = statvfs()
-        let known = fstatvfs(fd, &fileSystem) == 0
-        let size = Int(clamping: fileSystem.f_blocks).multipliedReportingOverflow(by: Int(clamping: fileSystem.f_frsize))
-        let fileSystemBytes = known && !size.overflow ? size.partialValue : Int.max
-        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, freeByteCap: Self.freeByteCap(fileSystemBytes: fileSystemBytes))
+        let fileSystemBytes = space(fd)?.size ?? Int.max
+        let folder = Folder(
+            path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, freeByteCap: Self.freeByteCap(fileSystemBytes: fileSystemBytes),
+            fileSystemBytes: fileSystemBytes)
         s.folder = folder
         return folder
     }

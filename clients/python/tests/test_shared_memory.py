@@ -251,6 +251,31 @@ FULL_SHM_CHILD = textwrap.dedent("""
         except OSError:
             return 0  # taken by the worker meanwhile
 
+    if binary == "--slow":
+        # A slow reader that drops each array: how full /dev/shm ever gets.
+        import threading, time
+        binary, urls = urls[0], urls[1:]
+        peak, done = [0], []
+
+        def watch():
+            while not done:
+                st = os.statvfs("/dev/shm")
+                peak[0] = max(peak[0], (st.f_blocks - st.f_bfree) * st.f_frsize)
+                time.sleep(0.001)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        with image_worker.Worker(binary) as worker:
+            ok, shared = 0, 0
+            for outcome in worker.iter_downloads(urls, format="rgba"):
+                ok += outcome.ok and outcome.image.to_numpy().shape == (149, 227, 4)
+                shared += outcome.ok and outcome.image.data is None
+                time.sleep(0.03)
+        done.append(True)
+        watcher.join()
+        st = os.statvfs("/dev/shm")
+        print(json.dumps({"ok": ok, "shared": shared, "peak": peak[0], "size": st.f_blocks * st.f_frsize}))
+        sys.exit(0)
     if binary == "--drop":
         # Arrays dropped as they come: how much free/ ever holds.
         binary, urls = urls[0], urls[1:]
@@ -312,6 +337,16 @@ def test_a_full_dev_shm_sends_the_images_that_do_not_fit_inline(binary: str, ser
     assert result["same"], "the same pixels either way"
     assert result["shared"] > 0 and result["inline"] > 0, result
     assert result["said"] == 1, "the worker says why on its stderr, once"
+
+
+def test_a_slow_reader_never_fills_a_small_dev_shm(binary: str, server: LoopbackServer) -> None:
+    """Images waiting for a slow reader hold at most a quarter of a small /dev/shm, and a quarter
+    of it stays free for other programs (a data loader's workers): before, 64 MB filled to the
+    last page while a script took an image every 30 ms and dropped it."""
+    result = run_in_a_small_dev_shm(["--slow", binary] + [server.url(f"/files/testimgp.jpg?n={i}") for i in range(80)])
+    assert result["ok"] == 80 and result["shared"] > 0, result
+    # A quarter free, give or take the images decode threads were writing at once (136 KiB each).
+    assert result["peak"] <= result["size"] * 3 // 4 + 3 * 136 * 1024, result
 
 
 def test_free_memory_kept_for_later_images_is_an_eighth_of_a_small_dev_shm(binary: str, server: LoopbackServer) -> None:
