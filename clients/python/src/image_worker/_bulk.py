@@ -13,6 +13,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, Callable, Dict, Iterable
 if TYPE_CHECKING:
     import asyncio  # imported where used: it costs a sync user 90 ms at import
 
+from . import _shared
 from ._errors import ImageWorkerError
 from ._events import Event, Image, Progress, Started
 from ._manifest import ManifestFile, fill_index, image_from_record, record
@@ -268,6 +269,13 @@ class _Job:
         self.quiet = self.each.get("quiet") is True
         self.format = str(self.each.get("format", "png" if self.each.get("progressive") else "original"))
         self.window = window(concurrency)
+        self.concurrency = concurrency
+        #: images ended and the bytes of those that came in shared memory: past ``waiting_cap``
+        #: bytes of them (estimated by their average), fewer URLs are sent ahead, down to
+        #: ``concurrency`` (0: a job into a folder, whose results are files)
+        self.images = 0
+        self.shared_bytes = 0
+        self.waiting_cap = _shared.waiting_byte_cap() if dir is None else 0
         self.source = entries(urls)
         self.exhausted = False
         #: index -> (url, name) of each URL sent and not yet ended
@@ -291,7 +299,7 @@ class _Job:
         """What to do until the window is full or the input ends: send a request ``(index, url,
         options)``, then call :meth:`sent` or :meth:`refused`; or yield an outcome at once (a URL
         that the resumed manifest shows as done: nothing to fetch)."""
-        while not self.exhausted and len(self.inflight) < self.window:
+        while not self.exhausted and len(self.inflight) < self.current_window:
             entry = next(self.source, None)
             if entry is None:
                 self.exhausted = True
@@ -303,6 +311,19 @@ class _Job:
                 continue
             self.inflight[index] = (url, name)
             yield index, url, entry_options(self.each, index, name)
+
+    @property
+    def current_window(self) -> int:
+        """URLs in flight at most: ``window``, fewer when images come in shared memory: as many
+        as ``waiting_cap`` holds at their average size (a reader slower than the downloads holds
+        every image of the window mapped there), never fewer than ``concurrency``, and only
+        ``concurrency`` until the first image tells their size."""
+        if self.waiting_cap == 0:
+            return self.window
+        if self.images == 0:
+            return min(self.window, self.concurrency)
+        average = self.shared_bytes // self.images
+        return self.window if average == 0 else min(self.window, max(self.concurrency, self.waiting_cap // average))
 
     def sent(self, index: int) -> None:
         """The worker took the request. A quiet one sends no ``started``: its time counts from here."""
@@ -317,6 +338,10 @@ class _Job:
 
     def ended(self, index: int, image: Optional[Image], error: Optional[BaseException]) -> Outcome:
         url, name = self.inflight.pop(index)
+        if image is not None:
+            buffer: Optional[memoryview] = getattr(image, "buffer", None)
+            self.images += 1
+            self.shared_bytes += buffer.nbytes if buffer is not None else 0
         return self._finished(outcome_of(url, image, error, index, name))
 
     def event(self, index: int, event: Event) -> None:

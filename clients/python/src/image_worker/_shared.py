@@ -12,6 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 import stat
+import tempfile
 import threading
 import weakref
 from typing import Any, Dict, List, Mapping, Optional
@@ -34,6 +35,26 @@ def free_byte_cap(folder: str) -> int:
     except OSError:
         return MAX_FREE_BYTES
     return min(MAX_FREE_BYTES, info.f_blocks * info.f_frsize // 8)
+
+
+#: the bytes of shared images a bulk job lets wait for its reader at most, estimated from their
+#: average size (a quarter of the file system if that is less: ``waiting_byte_cap``)
+MAX_WAITING_BYTES = 64 << 20
+
+
+def waiting_byte_cap(root: Optional[str] = None) -> int:
+    """What the shared images a bulk job has received and not yet handed over may hold:
+    ``MAX_WAITING_BYTES``, or a quarter of the file system of ``root`` (where workers make their
+    folders: ``/dev/shm``, else the temporary folder) when that is less. A reader slower than
+    the downloads would otherwise hold its whole window of images there: on a container's 64 MB
+    ``/dev/shm`` more than the room the worker leaves to other programs."""
+    if root is None:
+        root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    try:
+        info = os.statvfs(root)
+    except OSError:
+        return MAX_WAITING_BYTES
+    return min(MAX_WAITING_BYTES, info.f_blocks * info.f_frsize // 4)
 
 
 def take(path: str) -> memoryview:
