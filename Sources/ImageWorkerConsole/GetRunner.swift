@@ -12,12 +12,35 @@ public enum GetRunner {
     /// Runs to the end and returns the exit status: 0 when every URL was downloaded, 1 when any
     /// failed, 130 / 143 when interrupted by SIGINT / SIGTERM, 141 (as if killed by SIGPIPE) when
     /// stdout or stderr was closed: the run is cancelled as soon as a write fails.
+    /// Why a folder could not be made, as the system says it (Foundation's own sentence, "The
+    /// operation could not be completed. A file with the same name already exists.", names neither
+    /// the part of the path nor the cause).
+    static func folderProblem(_ path: String, _ error: any Error) -> String {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFDIR { return "it is a file, not a folder" }
+        // The first component that is in the way, or that could not be made, says what is wrong.
+        var parent = path.hasPrefix("/") ? "/" : "."
+        var prefix = path.hasPrefix("/") ? "" : nil as String?
+        for component in path.split(separator: "/") {
+            let current = prefix.map { $0 + "/" + component } ?? String(component)
+            defer { (parent, prefix) = (current, current) }
+            if stat(current, &info) == 0 {
+                if info.st_mode & S_IFMT != S_IFDIR { return "\(current) is a file, not a folder" }
+                continue
+            }
+            guard errno == ENOENT else { return "\(current): \(String(cString: strerror(errno)).lowercased())" }
+            if access(parent, W_OK | X_OK) != 0 { return "cannot make \(current) in \(parent): \(String(cString: strerror(errno)).lowercased())" }
+            break
+        }
+        return error.localizedDescription
+    }
+
     public static func run(_ options: GetOptions, logger: Logger) async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         do {
             try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
         } catch {
-            TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot create \(options.directory): \(error.localizedDescription)\n")
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot use \(options.directory) as the output folder: \(folderProblem(options.directory, error))\n")
             return 2
         }
         // A manifest: with `resume`, the URLs it shows as done are carried over, not fetched.

@@ -51,6 +51,21 @@ import TestSupport
             stderr: try String(contentsOf: errURL, encoding: .utf8))
     }
 
+    /// An output folder that cannot be made says which part of its path is in the way, with
+    /// status 2 and nothing fetched (Foundation's own sentence named neither).
+    @Test func anOutputFolderInTheWaySaysWhichPart() async throws {
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("afile").path
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        let same = try await Self.run(["get", "-o", file, "http://127.0.0.1:9/a.jpg"])
+        #expect(same.status == 2)
+        #expect(same.stderr.contains("cannot use \(file) as the output folder: it is a file, not a folder"), "\(same.stderr)")
+        let nested = try await Self.run(["get", "-o", file + "/sub/deeper", "http://127.0.0.1:9/a.jpg"])
+        #expect(nested.status == 2 && nested.stdout.isEmpty)
+        #expect(nested.stderr.contains(": \(file) is a file, not a folder"), "\(nested.stderr)")
+    }
+
     @Test func oneResultLinePerURLAndAFailingExitStatus() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

@@ -49,6 +49,10 @@ export class DownloadError extends ImageWorkerError {
     this.url = url;
   }
 
+  /** The message, which names the error already ("InvalidDownloadStatusCode: HTTP 404 …"):
+   * `String(error)` and template literals say it once, not "Name: Name: …". */
+  toString() { return this.message; }
+
   /** Attempts made, when there were several (retries) or the download ended at its deadline; else null. */
   get attempts() { return Number.isInteger(this.data.attempts) ? this.data.attempts : null; }
 

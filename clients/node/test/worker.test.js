@@ -87,6 +87,8 @@ test('each error code rejects with its own class', () => withSetup(async (server
   assert.ok(notFound instanceof InvalidDownloadStatusCode);
   assert.equal(notFound.statusCode, 404);
   assert.equal(notFound.url, server.url('/status/404'));
+  assert.equal(String(notFound), notFound.message);
+  assert.ok(`${notFound}`.startsWith('InvalidDownloadStatusCode: ') && !`${notFound}`.includes('InvalidDownloadStatusCode: InvalidDownloadStatusCode'));
   assert.ok((await worker.download(server.url('/text'), { format: 'png' }).done.catch((e) => e)) instanceof UnsupportedFormat);
   const truncated = await worker.download(server.url('/truncate/testorig.jpg')).done.catch((e) => e);
   assert.ok(truncated instanceof NetworkError);
