@@ -29,9 +29,10 @@ import Logging
 ///   small `/dev/shm`, such as data loaders, may need), are kept; the others are removed when found.
 /// - Full: a payload is written only if a quarter of the file system (at most 1 GiB) stays free
 ///   after it (the room other programs on a small `/dev/shm` need: a container's is often 64 MB,
-///   and a client may keep every image it took). Short of that, or when a write finds no room, the free files
-///   are removed and it is tried once more; if there is still no room, `write` says so and the
-///   payload goes inline (base64) instead. Nothing fails for want of shared memory.
+///   and a client may keep every image it took). Short of that, or when a write finds no room,
+///   the free files are removed and it is tried once more; if there is still no room, `write`
+///   says so and the payload goes inline (base64) instead. Nothing fails for want of shared
+///   memory.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -197,7 +198,10 @@ final class SharedOutput: Sendable {
             if attempt.noRoom {
                 if firstTime {
                     logger.warning(
-                        "shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)",
+                        """
+                        shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not \
+                        fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)
+                        """,
                         metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
                 }
                 return nil
