@@ -87,10 +87,10 @@ final class SharedOutput: Sendable {
         var lockFD: Int32
         /// `free/`: files the client gave back.
         var freeFD: Int32
-        /// What `free/` may hold (`freeByteCap`, from the file system's size).
-        var freeByteCap: Int
         /// The file system's size (Int.max when unknown).
         var fileSystemBytes: Int
+        /// What `free/` may hold (`freeByteCap`, from the file system's size).
+        var freeByteCap: Int { SharedOutput.freeByteCap(fileSystemBytes: fileSystemBytes) }
     }
 
     private struct State {
@@ -240,15 +240,9 @@ final class SharedOutput: Sendable {
     /// Removes the files in `free/` (their memory may be what a write lacks); how many.
     private func dropFree(_ folder: Folder) -> Int {
         state.withLock { s -> Int in
-            var dropped = 0
-            for name in DirectoryListing.names(in: folder.freeFD) {
-                var info = stat()
-                guard fstatat(folder.freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
-                if unlinkat(folder.freeFD, name, 0) == 0 { dropped += 1 }
-            }
             s.free.removeAll()
             s.freeStamp = nil
-            return dropped
+            return Self.removeFiles(in: folder.freeFD)
         }
     }
 
@@ -427,10 +421,7 @@ final class SharedOutput: Sendable {
             rmdir(path)
             throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
         }
-        let fileSystemBytes = space(fd)?.size ?? Int.max
-        let folder = Folder(
-            path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, freeByteCap: Self.freeByteCap(fileSystemBytes: fileSystemBytes),
-            fileSystemBytes: fileSystemBytes)
+        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, fileSystemBytes: space(fd)?.size ?? Int.max)
         s.folder = folder
         return folder
     }
@@ -465,13 +456,17 @@ final class SharedOutput: Sendable {
         }
     }
 
-    /// Removes everything in a folder that is not a directory (links themselves, not their targets).
-    private static func removeFiles(in fd: Int32) {
+    /// Removes everything in a folder that is not a directory (links themselves, not their
+    /// targets); how many.
+    @discardableResult
+    private static func removeFiles(in fd: Int32) -> Int {
+        var removed = 0
         for file in DirectoryListing.names(in: fd) {
             var info = stat()
             guard fstatat(fd, file, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
-            unlinkat(fd, file, 0)
+            if unlinkat(fd, file, 0) == 0 { removed += 1 }
         }
+        return removed
     }
 
     /// Removes a worker folder's `held/` and `free/` with the files in them (nothing else: no

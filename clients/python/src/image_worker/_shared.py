@@ -27,14 +27,20 @@ MAX_FREE_FILE_BYTES = 16 << 20
 MAX_FREE_BYTES = 64 << 20
 
 
+def _share_of_file_system(path: str, maximum: int, parts: int) -> int:
+    """``maximum``, or a ``parts``-th of the size of the file system of ``path`` when that is
+    less (``maximum`` when it cannot be told)."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return maximum
+    return min(maximum, info.f_blocks * info.f_frsize // parts)
+
+
 def free_byte_cap(folder: str) -> int:
     """What ``folder`` (a worker's ``free/``) may hold: ``MAX_FREE_BYTES``, or an eighth of its
     file system when that is less (a container's 64 MB /dev/shm keeps 8 MiB idle, not all of it)."""
-    try:
-        info = os.statvfs(folder)
-    except OSError:
-        return MAX_FREE_BYTES
-    return min(MAX_FREE_BYTES, info.f_blocks * info.f_frsize // 8)
+    return _share_of_file_system(folder, MAX_FREE_BYTES, 8)
 
 
 #: the bytes of shared images a bulk job lets wait for its reader at most, estimated from their
@@ -50,11 +56,7 @@ def waiting_byte_cap(root: Optional[str] = None) -> int:
     ``/dev/shm`` more than the room the worker leaves to other programs."""
     if root is None:
         root = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    try:
-        info = os.statvfs(root)
-    except OSError:
-        return MAX_WAITING_BYTES
-    return min(MAX_WAITING_BYTES, info.f_blocks * info.f_frsize // 4)
+    return _share_of_file_system(root, MAX_WAITING_BYTES, 4)
 
 
 def take(path: str) -> memoryview:
