@@ -12,6 +12,7 @@
 #include <string.h>
 #include <jpeglib.h>
 #include <jerror.h>
+#include "iw_jpeg_refine.h"
 
 struct iw_error_mgr {
     struct jpeg_error_mgr pub;
@@ -23,6 +24,9 @@ struct iw_error_mgr {
 enum iw_jpeg_stage { STAGE_FAILED = -1, STAGE_HEADER = 0, STAGE_START = 1, STAGE_DECODING = 2, STAGE_COMPLETE = 3 };
 
 struct iw_jpeg {
+    /* First, so that cinfo.client_data (this struct) is also the hook's (iw_jpeg_refine.h). */
+    struct iw_refine_hook refine;
+    iw_refine_mode refine_mode;
     struct jpeg_decompress_struct cinfo;
     struct iw_error_mgr err;
     struct jpeg_source_mgr src;
@@ -286,6 +290,13 @@ iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, in
     return d;
 }
 
+void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode) {
+    d->refine_mode = mode;
+    d->refine.portable = mode == IW_REFINE_PORTABLE;
+}
+
+uint64_t iw_jpeg_refined_blocks(const iw_jpeg *d) { return d->refine.blocks; }
+
 void iw_jpeg_destroy(iw_jpeg *d) {
     if (!d) return;
     if (!setjmp(d->err.jump)) jpeg_destroy_decompress(&d->cinfo);
@@ -422,6 +433,8 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
             c->mem->request_virt_barray = record_barray;
         }
         if (!jpeg_start_decompress(c)) goto suspended;
+        /* The scans are read from here on (a progressive file's first is already started). */
+        if (d->refine_mode != IW_REFINE_LIBJPEG) iw_refine_install(c, &d->refine);
         if (d->request_barray) {
             c->mem->request_virt_barray = d->request_barray;
             d->preview_ok = d->coef_count == c->num_components;

@@ -11,10 +11,13 @@
  * allocator kept from an earlier image, see BitmapMemory), the peak was reached while the scans
  * were read, and handing rows back would only make the next decode fault them in again (about 5%
  * of a 12 MP decode). Small buffers are kept too (see IW_RELEASE_MIN_BYTES). The pixels are TurboJPEG's (same library, same defaults:
- * accurate IDCT, fancy upsampling), and the same warnings are accepted or refused.
+ * accurate IDCT, fancy upsampling), and the same warnings are accepted or refused. The refinement
+ * scans, most of a progressive file's time, are decoded by iw_jpeg_refine.c (the same
+ * coefficients, faster).
  *
  * libjpeg's errors longjmp back to this file's frame only. */
 #include "iw_whole.h"
+#include "iw_jpeg_refine.h"
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +64,8 @@ struct iw_whole_jpeg {
     iw_access_fn access;
     struct iw_coef_rows arrays[MAX_COMPONENTS];
     int array_count;
+    iw_refine_mode refine_mode;
+    struct iw_refine_hook refine;
 };
 
 static void whole_error_exit(j_common_ptr cinfo) {
@@ -75,7 +80,9 @@ static void whole_emit_message(j_common_ptr cinfo, int level) {
     if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) w->premature_end = 1;
 }
 
-/* libjpeg-turbo's advice for untrusted files: a cap on scans, each of which walks the whole image. */
+/* Called before each step of reading the scans. libjpeg-turbo's advice for untrusted files: a cap
+ * on scans, each of which walks the whole image. The first call (the decoder's modules exist by
+ * then) hooks the refinement scans' decoder (iw_jpeg_refine.c). */
 static void whole_progress(j_common_ptr cinfo) {
     struct iw_whole_jpeg *w = (struct iw_whole_jpeg *)cinfo->err;
     j_decompress_ptr d = (j_decompress_ptr)cinfo;
@@ -83,6 +90,7 @@ static void whole_progress(j_common_ptr cinfo) {
         w->scans_exceeded = 1;
         ERREXIT(cinfo, JERR_NOT_COMPILED); /* any error: the message is replaced by the limit's */
     }
+    if (w->refine_mode != IW_REFINE_LIBJPEG) iw_refine_install(d, &w->refine);
 }
 
 static struct iw_coef_rows *rows_of(struct iw_whole_jpeg *w, jvirt_barray_ptr array) {
@@ -181,6 +189,11 @@ static int mostly_resident(const uint8_t *memory, size_t size, size_t page) {
 
 int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
                               uint8_t *pixels, iw_image *out) {
+    return iw_jpeg_decode_whole_with(data, length, layout, scale_denom, max_scans, IW_REFINE_FASTEST, pixels, out);
+}
+
+int iw_jpeg_decode_whole_with(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
+                              iw_refine_mode mode, uint8_t *pixels, iw_image *out) {
     struct jpeg_decompress_struct cinfo;
     struct iw_whole_jpeg *volatile w = calloc(1, sizeof *w);
     JSAMPROW *volatile rows = NULL;
@@ -193,6 +206,8 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
     w->pub.error_exit = whole_error_exit;
     w->pub.emit_message = whole_emit_message;
     w->max_scans = max_scans;
+    w->refine_mode = mode;
+    w->refine.portable = mode == IW_REFINE_PORTABLE;
 #if IW_CAN_RELEASE
     w->page = (size_t)sysconf(_SC_PAGESIZE);
 #endif
@@ -212,6 +227,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
         destroy_decoder(&cinfo, w, rows);
         return IW_FAILED;
     }
+    cinfo.client_data = &w->refine; /* kept by jpeg_create_decompress; the hook's way back (iw_jpeg_refine.h) */
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, data, (unsigned long)length);
     jpeg_read_header(&cinfo, TRUE);
@@ -257,6 +273,7 @@ int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layo
     jpeg_finish_decompress(&cinfo);
     int premature = w->premature_end;
     out->released = w->released;
+    out->refined_blocks = w->refine.blocks;
     destroy_decoder(&cinfo, w, rows);
     if (premature) {
         out->error_kind = IW_ERR_TRUNCATED;

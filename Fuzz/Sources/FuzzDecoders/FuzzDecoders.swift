@@ -1,3 +1,4 @@
+import CImageCodecs
 import ImageDecoding
 
 /// Image bytes from a hostile server. The last four bytes of the input choose the variation (so
@@ -5,7 +6,9 @@ import ImageDecoding
 /// layout, and the chunk sizes the incremental decoders are fed in. Each input goes through the
 /// whole-buffer decode (scaled or not), the incremental decoder at full size, and the incremental
 /// decoder scaled to the target, reading every frame they lend. Checked: no crash, leak or
-/// runaway allocation (libFuzzer's limits), and every image has the bytes its size says.
+/// runaway allocation (libFuzzer's limits), and every image has the bytes its size says; a
+/// progressive JPEG decodes to the same result (status, message, pixels) whichever decoder takes
+/// its refinement scans (iw_jpeg_refine.c's two, libjpeg's own).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -22,6 +25,7 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let image = try? ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount) {
         check(image)
     }
+    if ImageFormat.detect(bytes) == .jpeg { compareRefinementDecoders(bytes, layout: [IW_RGBA, IW_RGB, IW_GRAY][Int(control % 3)]) }
     guard let format = ImageFormat.detect(bytes), ImageDecoders.decodedFormats.contains(where: { $0 == format }) else { return 0 }
     var seed = control
     feed(bytes, into: try? ImageDecoders.makeIncremental(for: format, options: options), seed: &seed)
@@ -53,4 +57,28 @@ func feed(_ bytes: [UInt8], into decoder: (any IncrementalImageDecoder)?, seed: 
 func check(_ image: DecodedImage) {
     precondition(image.width > 0 && image.height > 0, "an image without pixels")
     precondition(image.pixels.count == image.width * image.height * image.layout.channels, "pixels do not match the size")
+}
+
+/// The three decoders of a progressive file's refinement scans must agree on everything.
+func compareRefinementDecoders(_ bytes: [UInt8], layout: iw_layout) {
+    var header = iw_image()
+    let progressive = bytes.withUnsafeBufferPointer { iw_jpeg_has_progressive_frame($0.baseAddress, $0.count) } != 0
+    guard progressive, bytes.withUnsafeBufferPointer({ iw_tj_header($0.baseAddress, $0.count, layout, 1 << 22, 1, &header) }) == 0
+    else { return }
+    let size = Int(header.width) * Int(header.height) * Int(header.channels)
+    var results: [(status: Int32, kind: Int32, message: String, pixels: [UInt8])] = []
+    for mode in [IW_REFINE_LIBJPEG, IW_REFINE_PORTABLE, IW_REFINE_FASTEST] {
+        var info = header
+        var pixels = [UInt8](repeating: 0, count: size)
+        let status = bytes.withUnsafeBufferPointer { input in
+            pixels.withUnsafeMutableBufferPointer { iw_jpeg_decode_whole_with(input.baseAddress, input.count, layout, 1, 200, mode, $0.baseAddress, &info) }
+        }
+        let message = withUnsafeBytes(of: info.error) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        results.append((status, status == 0 ? 0 : info.error_kind, message, status == 0 ? pixels : []))
+    }
+    for result in results.dropFirst() {
+        precondition(result.status == results[0].status && result.kind == results[0].kind && result.message == results[0].message,
+                     "a refinement decoder ended otherwise than libjpeg's: \(result.message) / \(results[0].message)")
+        precondition(result.pixels == results[0].pixels, "a refinement decoder gave other pixels than libjpeg's")
+    }
 }

@@ -20,11 +20,21 @@ enum { IW_ERR_NONE = 0, IW_ERR_CORRUPT = 1, IW_ERR_UNSUPPORTED = 2, IW_ERR_LIMIT
 
 typedef struct iw_jpeg iw_jpeg;
 
+/* Who decodes the AC refinement scans of a progressive file (most of its decode time): the fastest
+ * decoder of iw_jpeg_refine.c this CPU runs (what the decoders use unless told), its portable one,
+ * or libjpeg's own. All give the same pixels; tests and benchmarks compare them. */
+typedef enum { IW_REFINE_FASTEST = 0, IW_REFINE_PORTABLE = 1, IW_REFINE_LIBJPEG = 2 } iw_refine_mode;
+
 /* max_pixels: refuse larger images before allocating anything (0: no limit).
  * max_scans: refuse progressive files with more scans (0: no limit).
  * scale_denom: 1, 2, 4 or 8 — libjpeg's DCT scaling (output is ceil(size / denom)). */
 iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, int scale_denom);
 void iw_jpeg_destroy(iw_jpeg *d);
+
+/* Before the first feed: who decodes refinement scans (IW_REFINE_FASTEST unless told); and how
+ * many of their blocks iw_jpeg_refine.c decoded so far. */
+void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode);
+uint64_t iw_jpeg_refined_blocks(const iw_jpeg *d);
 
 /* Gives the decoder more bytes (they are copied); `last` says no more will come. Decodes as far
  * as the bytes allow and returns what happened. Never exits, never longjmps past its own frame. */

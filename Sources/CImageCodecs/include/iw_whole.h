@@ -12,6 +12,7 @@ typedef struct {
     int error_kind;
     char error[256];
     size_t released; /* iw_jpeg_decode_whole_into: coefficient memory handed back (bytes) */
+    uint64_t refined_blocks; /* iw_jpeg_decode_whole_into: AC refinement blocks decoded by iw_jpeg_refine.c */
 } iw_image;
 
 /* TurboJPEG (2.x API) whole-buffer decoding into the caller's buffer, in two steps: the output
@@ -30,6 +31,10 @@ int iw_tj_decode_into(const uint8_t *data, size_t length, iw_layout layout, int 
  * scans (IW_ERR_LIMIT). 0 or IW_FAILED. */
 int iw_jpeg_decode_whole_into(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
                               uint8_t *pixels, iw_image *out);
+
+/* (`mode`: iw_refine_mode, in iw_jpeg.h.) */
+int iw_jpeg_decode_whole_with(const uint8_t *data, size_t length, iw_layout layout, int scale_denom, int max_scans,
+                              iw_refine_mode mode, uint8_t *pixels, iw_image *out);
 
 /* libpng's simplified API, whole buffer, to 8-bit RGBA. */
 int iw_png_decode_simplified(const uint8_t *data, size_t length, uint64_t max_pixels, iw_image *out);
