@@ -96,9 +96,9 @@ static void make_zigzag_bits(void) {
         }
 }
 
-/* Bit k set when the coefficient at zigzag index k is nonzero. */
 #define IW_INLINE static inline __attribute__((always_inline))
 
+/* Bit k set when the coefficient at zigzag index k is nonzero. */
 IW_INLINE uint64_t nonzero_mask(const JCOEF *block) {
     uint64_t natural = 0;
 #if defined(__SSE2__)
@@ -138,7 +138,11 @@ IW_INLINE int fill(struct iw_bits *b) {
             uint64_t inverted = ~word; /* a 0xFF byte is a zero byte here */
             if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) == 0) {
                 int take = (64 - b->bits) >> 3; /* whole bytes that fit: 1..8 */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                uint64_t big = word;
+#else
                 uint64_t big = __builtin_bswap64(word);
+#endif
                 b->buffer = take == 8 ? big : (b->buffer << (8 * take)) | (big >> (64 - 8 * take));
                 b->bits += 8 * take;
                 b->next += take;
