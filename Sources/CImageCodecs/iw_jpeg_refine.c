@@ -208,6 +208,38 @@ IW_INLINE int correct(struct iw_bits *b, JCOEF *block, uint64_t mask, int p1) {
     return 1;
 }
 
+/* A refinement scan's next symbol in a block: RUN_ZEROS with the zeros to pass (r) and the value of
+ * the coefficient that ends them (0 for a run of 16 zeros alone); END_OF_BAND with the blocks whose
+ * rest has no new coefficient (this one included) in `run`; HAND_BACK where libjpeg must take
+ * the block. */
+enum { HAND_BACK = 0, RUN_ZEROS = 1, END_OF_BAND = 2 };
+
+IW_INLINE int next_symbol(struct iw_bits *b, const struct iw_derived_tbl *table, int p1, int *r, int *value,
+                          unsigned int *run) {
+    if (b->bits < IW_MIN_BITS && !fill(b)) return HAND_BACK;
+    int symbol = huffman(b, table);
+    if (symbol < 0) return HAND_BACK;
+    int s = symbol & 15;
+    *r = symbol >> 4;
+    *value = 0;
+    if (s) {
+        if (s != 1) return HAND_BACK; /* libjpeg warns, then goes on as if 1 */
+        *value = take_bits(b, 1) ? p1 : -p1;
+    } else if (*r != 15) {
+        *run = 1u << *r; /* this block and 2^r - 1 (+ r bits) more */
+        if (*r) *run += take_bits(b, *r);
+        return END_OF_BAND;
+    }
+    return RUN_ZEROS;
+}
+
+/* Writes a newly nonzero coefficient at zigzag index `target`; its natural position. */
+IW_INLINE int place(JCOEF *block, int target, int value) {
+    int position = natural_order[target];
+    block[position] = (JCOEF)value;
+    return position;
+}
+
 /* decode_mcu_AC_refine's block: 0 (with any coefficient it made nonzero zeroed again) where
  * libjpeg's decoder must take it. */
 static int refine_block(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al, const struct iw_derived_tbl *table,
@@ -221,18 +253,10 @@ static int refine_block(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al,
     int k = Ss;
     if (run == 0) {
         while (k <= Se) {
-            if (b->bits < IW_MIN_BITS && !fill(b)) goto undo;
-            int symbol = huffman(b, table);
-            if (symbol < 0) goto undo;
-            int r = symbol >> 4, s = symbol & 15, value = 0;
-            if (s) {
-                if (s != 1) goto undo; /* libjpeg warns, then goes on as if 1 */
-                value = take_bits(b, 1) ? p1 : -p1;
-            } else if (r != 15) {
-                run = 1u << r; /* end of band: this block and 2^r - 1 (+ r bits) more */
-                if (r) run += take_bits(b, r);
-                break;
-            }
+            int r, value;
+            int next = next_symbol(b, table, p1, &r, &value, &run);
+            if (next == HAND_BACK) goto undo;
+            if (next == END_OF_BAND) break;
             /* Past r zeros (and the nonzero ones among them) to the next zero, which gets the value. */
             const uint64_t ahead = band & (~(uint64_t)0 << k);
             uint64_t zeros = ~nonzero & ahead;
@@ -240,11 +264,7 @@ static int refine_block(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al,
             int target = zeros ? __builtin_ctzll(zeros) : Se + 1; /* past the band: at [Se + 1] */
             uint64_t before = target >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << target) - 1;
             if (!correct(b, block, nonzero & ahead & before, p1)) goto undo;
-            if (value) {
-                int position = natural_order[target];
-                block[position] = (JCOEF)value;
-                made[made_count++] = position;
-            }
+            if (value) made[made_count++] = place(block, target, value);
             k = target + 1;
         }
     }
@@ -297,9 +317,10 @@ IW_BMI2 IW_INLINE int gather_bmi2(struct iw_bits *b, uint64_t mask, uint64_t *gr
     return 1;
 }
 
-/* refine_block with the bit instructions of BMI2: the zero that ends a run is picked by pdep, the
- * correction bits are deposited on their coefficients by pdep and applied once at the block's end
- * (nothing else reads those coefficients in between, and they stay nonzero). */
+/* refine_block with the bit instructions of BMI2 (the same steps, beside it rather than merged:
+ * its intrinsics compile only into a BMI2 function). The zero that ends a run is picked by pdep,
+ * the correction bits are deposited on their coefficients by pdep and applied once at the block's
+ * end (nothing else reads those coefficients in between, and they stay nonzero). */
 IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al,
                                      const struct iw_derived_tbl *table, unsigned int *eob_run) {
     const int p1 = 1 << Al;
@@ -312,18 +333,10 @@ IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, in
     int k = Ss;
     if (run == 0) {
         while (k <= Se) {
-            if (b->bits < IW_MIN_BITS && !fill(b)) goto undo;
-            int symbol = huffman(b, table);
-            if (symbol < 0) goto undo;
-            int r = symbol >> 4, s = symbol & 15, value = 0;
-            if (s) {
-                if (s != 1) goto undo;
-                value = take_bits(b, 1) ? p1 : -p1;
-            } else if (r != 15) {
-                run = 1u << r;
-                if (r) run += take_bits(b, r);
-                break;
-            }
+            int r, value;
+            int next = next_symbol(b, table, p1, &r, &value, &run);
+            if (next == HAND_BACK) goto undo;
+            if (next == END_OF_BAND) break;
             const uint64_t ahead = band & (~(uint64_t)0 << k);
             const uint64_t pick = _pdep_u64((uint64_t)1 << r, ~nonzero & ahead); /* 0: past the band */
             const uint64_t passed = nonzero & ahead & (pick - 1);
@@ -337,11 +350,7 @@ IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, in
                 goto undo;
             }
             int target = pick ? (int)_tzcnt_u64(pick) : Se + 1;
-            if (value) {
-                int position = natural_order[target];
-                block[position] = (JCOEF)value;
-                made[made_count++] = position;
-            }
+            if (value) made[made_count++] = place(block, target, value);
             k = target + 1;
         }
     }
