@@ -385,6 +385,7 @@ static int bmi2_is_fast(void) {
 #endif
 
 typedef int (*iw_refine_fn)(struct iw_bits *, JCOEF *, int, int, int, const struct iw_derived_tbl *, unsigned int *);
+/* The fastest block decoder this CPU runs (chosen once, in make_tables). */
 static iw_refine_fn refine = refine_block;
 
 static boolean fast_refine(j_decompress_ptr cinfo, JBLOCKROW *blocks) {
@@ -392,15 +393,14 @@ static boolean fast_refine(j_decompress_ptr cinfo, JBLOCKROW *blocks) {
     struct iw_refine_hook *hook = cinfo->client_data;
     if ((cinfo->restart_interval && entropy->restarts_to_go == 0) || entropy->pub.insufficient_data
         || cinfo->unread_marker != 0) {
-        hook->handed++;
         return hook->decode_mcu(cinfo, blocks);
     }
     struct jpeg_source_mgr *source = cinfo->src;
     struct iw_bits b = {source->next_input_byte, source->next_input_byte + source->bytes_in_buffer,
                         entropy->bitstate.get_buffer, entropy->bitstate.bits_left};
     unsigned int run = entropy->saved.EOBRUN;
-    if (!(hook->portable ? refine_block : refine)(&b, blocks[0][0], cinfo->Ss, cinfo->Se, cinfo->Al, entropy->ac_derived_tbl, &run)) {
-        hook->handed++;
+    iw_refine_fn decode = hook->portable ? refine_block : refine;
+    if (!decode(&b, blocks[0][0], cinfo->Ss, cinfo->Se, cinfo->Al, entropy->ac_derived_tbl, &run)) {
         return hook->decode_mcu(cinfo, blocks); /* from the state before this block */
     }
     source->next_input_byte = b.next;
@@ -431,10 +431,10 @@ static void hooked_start_pass(j_decompress_ptr cinfo) {
     struct iw_refine_hook *hook = cinfo->client_data;
     hook->start_pass(cinfo);
     struct iw_phuff *entropy = (struct iw_phuff *)(void *)cinfo->entropy;
-    if (!cinfo->arith_code && cinfo->Ss > 0 && cinfo->Ah != 0 && cinfo->Se < DCTSIZE2 && cinfo->Al <= 13 && layout_matches(cinfo, entropy)) {
+    int refinement = cinfo->Ss > 0 && cinfo->Ah != 0 && cinfo->Se < DCTSIZE2 && cinfo->Al <= 13;
+    if (refinement && !cinfo->arith_code && layout_matches(cinfo, entropy)) {
         hook->decode_mcu = entropy->pub.decode_mcu; /* libjpeg's decode_mcu_AC_refine */
         entropy->pub.decode_mcu = fast_refine;
-        hook->scans++;
     }
 }
 
@@ -452,12 +452,12 @@ void iw_refine_install(j_decompress_ptr cinfo, struct iw_refine_hook *hook) {
     hook->installed = 1;
 #if IW_REFINE_SUPPORTED
     /* Arithmetic-coded files have another entropy decoder (jdarith.c). */
-    if (!cinfo->progressive_mode || cinfo->arith_code || !cinfo->entropy || cinfo->client_data != (void *)hook) return;
+    if (!cinfo->progressive_mode || cinfo->arith_code || !cinfo->entropy || cinfo->client_data != (void *)hook)
+        return;
     struct iw_phuff *entropy = (struct iw_phuff *)(void *)cinfo->entropy;
     if (!entropy->pub.start_pass) return;
     pthread_once(&tables_once, make_tables);
     hook->start_pass = entropy->pub.start_pass;
-    cinfo->client_data = hook;
     entropy->pub.start_pass = hooked_start_pass;
 #else
     (void)cinfo;

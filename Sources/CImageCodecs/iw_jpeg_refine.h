@@ -12,9 +12,7 @@ struct iw_refine_hook {
     boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW *blocks);
     int portable;           /* set by the caller: the portable decoder even where a faster one runs */
     int installed;          /* iw_refine_install ran */
-    unsigned long scans;    /* refinement scans decoded here */
-    unsigned long blocks;   /* their blocks decoded here (the rest went to libjpeg) */
-    unsigned long handed;   /* their blocks handed to libjpeg's own decoder */
+    unsigned long blocks;   /* refinement-scan blocks decoded here (the rest went to libjpeg) */
 };
 
 /* Wraps the progressive entropy decoder of `cinfo` (once it exists: after jpeg_start_decompress

@@ -21,7 +21,8 @@ struct RefinementScanTests {
         func difference(from other: Outcome) -> String? {
             if self == other { return nil }
             if status != other.status || kind != other.kind || message != other.message {
-                return "status \(status) kind \(kind) \"\(message)\" against status \(other.status) kind \(other.kind) \"\(other.message)\""
+                return "status \(status) kind \(kind) \"\(message)\" against "
+                    + "status \(other.status) kind \(other.kind) \"\(other.message)\""
             }
             guard pixels.count == other.pixels.count else { return "\(pixels.count) bytes against \(other.pixels.count)" }
             let differing = pixels.indices.filter { pixels[$0] != other.pixels[$0] }
@@ -67,10 +68,13 @@ struct RefinementScanTests {
         var status: Int32 = 0
         repeat {
             let end = min(data.count, offset + chunk)
-            status = data[offset..<end].withUnsafeBufferPointer { iw_jpeg_feed(decoder, $0.baseAddress, $0.count, end == data.count ? 1 : 0) }
+            status = data[offset..<end].withUnsafeBufferPointer {
+                iw_jpeg_feed(decoder, $0.baseAddress, $0.count, end == data.count ? 1 : 0)
+            }
             offset = end
         } while offset < data.count && status != failure
-        var pixels = [UInt8](repeating: 0, count: Int(iw_jpeg_width(decoder)) * Int(iw_jpeg_height(decoder)) * Int(iw_jpeg_channels(decoder)))
+        let size = Int(iw_jpeg_width(decoder)) * Int(iw_jpeg_height(decoder)) * Int(iw_jpeg_channels(decoder))
+        var pixels = [UInt8](repeating: 0, count: size)
         if status != failure, iw_jpeg_final_pending(decoder) != 0 {
             status = pixels.withUnsafeMutableBufferPointer { iw_jpeg_final_into(decoder, $0.baseAddress) }
         } else if status != failure, let frame = iw_jpeg_pixels(decoder) {

@@ -71,7 +71,9 @@ func compareRefinementDecoders(_ bytes: [UInt8], layout: iw_layout) {
         var info = header
         var pixels = [UInt8](repeating: 0, count: size)
         let status = bytes.withUnsafeBufferPointer { input in
-            pixels.withUnsafeMutableBufferPointer { iw_jpeg_decode_whole_with(input.baseAddress, input.count, layout, 1, 200, mode, $0.baseAddress, &info) }
+            pixels.withUnsafeMutableBufferPointer {
+                iw_jpeg_decode_whole_with(input.baseAddress, input.count, layout, 1, 200, mode, $0.baseAddress, &info)
+            }
         }
         let message = withUnsafeBytes(of: info.error) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         results.append((status, status == 0 ? 0 : info.error_kind, message, status == 0 ? pixels : []))
