@@ -16,9 +16,11 @@
  * the output pass. A block is decoded here only when nothing unusual is in its way; anything else
  * (a marker or the end of the data within the next bytes it reads, a restart due, data already
  * known to be short, a Huffman code no table has, a new coefficient larger than 1) hands the block
- * to libjpeg's decode_mcu from the state it had before, which then does what it always does,
- * warnings included. Undoing a half-decoded block is libjpeg's own rule: coefficients made nonzero
- * are zeroed again; corrections are idempotent (one is applied only when its bit is still clear).
+ * to libjpeg's decode_mcu from the state it had before, which then does what it always does.
+ * Undoing a half-decoded block is libjpeg's own rule: coefficients made nonzero are zeroed again;
+ * corrections are idempotent (one is applied only when its bit is still clear). In damaged data
+ * only libjpeg's count of warnings about bytes it skips before a marker may differ, as this decoder
+ * reads bytes ahead sooner: no pixel or error does (a warning, which the decoders accept).
  *
  * The private structures mirrored below are libjpeg-turbo's from 2.0 to 3.0 (jdphuff.c, jdhuff.h,
  * jpegint.h; 3.1 added a member to the entropy decoder), so the hook is built only against those
