@@ -26,7 +26,6 @@ enum iw_jpeg_stage { STAGE_FAILED = -1, STAGE_HEADER = 0, STAGE_START = 1, STAGE
 struct iw_jpeg {
     /* First, so that cinfo.client_data (this struct) is also the hook's (iw_jpeg_refine.h). */
     struct iw_refine_hook refine;
-    iw_refine_mode refine_mode;
     struct jpeg_decompress_struct cinfo;
     struct iw_error_mgr err;
     struct jpeg_source_mgr src;
@@ -290,10 +289,7 @@ iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, in
     return d;
 }
 
-void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode) {
-    d->refine_mode = mode;
-    d->refine.portable = mode == IW_REFINE_PORTABLE;
-}
+void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode) { d->refine.mode = mode; }
 
 uint64_t iw_jpeg_refined_blocks(const iw_jpeg *d) { return d->refine.blocks; }
 
@@ -434,7 +430,7 @@ int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last) {
         }
         if (!jpeg_start_decompress(c)) goto suspended;
         /* The scans are read from here on (a progressive file's first is already started). */
-        if (d->refine_mode != IW_REFINE_LIBJPEG) iw_refine_install(c, &d->refine);
+        iw_refine_install(c, &d->refine);
         if (d->request_barray) {
             c->mem->request_virt_barray = d->request_barray;
             d->preview_ok = d->coef_count == c->num_components;

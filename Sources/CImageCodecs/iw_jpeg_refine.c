@@ -190,6 +190,18 @@ IW_INLINE int huffman(struct iw_bits *b, const struct iw_derived_tbl *table) {
     return table->pub->huffval[(int)(code + table->valoffset[length]) & 0xFF];
 }
 
+/* What a correction bit (0 or 1) adds to a coefficient: for a 1, p1 away from zero, unless its bit
+ * p1 is set already (libjpeg's rule, which makes a second pass over a half-decoded block
+ * harmless). Without a branch: the bits are as good as random. */
+IW_INLINE int growth(int coefficient, int p1, int bit) {
+    int grow = bit & ((coefficient & p1) == 0);
+    int step = coefficient >= 0 ? p1 : -p1;
+    return step & -grow;
+}
+
+/* The zigzag indexes up to Se, as a mask. */
+IW_INLINE uint64_t band_through(int Se) { return Se == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (Se + 1)) - 1; }
+
 /* A correction bit for each coefficient of `mask` (zigzag indexes, lowest first): where it is 1 and
  * the coefficient's bit `p1` is still clear, the coefficient grows by p1 away from zero. */
 IW_INLINE int correct(struct iw_bits *b, JCOEF *block, uint64_t mask, int p1) {
@@ -202,9 +214,7 @@ IW_INLINE int correct(struct iw_bits *b, JCOEF *block, uint64_t mask, int p1) {
             int position = natural_order[__builtin_ctzll(mask)];
             mask &= mask - 1;
             int coefficient = block[position];
-            int grow = (int)((bits >> i) & 1) & ((coefficient & p1) == 0);
-            int step = coefficient >= 0 ? p1 : -p1;
-            block[position] = (JCOEF)(coefficient + (step & -grow));
+            block[position] = (JCOEF)(coefficient + growth(coefficient, p1, (int)((bits >> i) & 1)));
         }
     }
     return 1;
@@ -247,7 +257,7 @@ IW_INLINE int place(JCOEF *block, int target, int value) {
 static int refine_block(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al, const struct iw_derived_tbl *table,
                         unsigned int *eob_run) {
     const int p1 = 1 << Al;
-    const uint64_t band = Se == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (Se + 1)) - 1; /* indexes <= Se */
+    const uint64_t band = band_through(Se);
     const uint64_t nonzero = nonzero_mask(block); /* stays right for indexes not yet reached */
     unsigned int run = *eob_run;
     int made[DCTSIZE2 + 1];
@@ -326,7 +336,7 @@ IW_BMI2 IW_INLINE int gather_bmi2(struct iw_bits *b, uint64_t mask, uint64_t *gr
 IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al,
                                      const struct iw_derived_tbl *table, unsigned int *eob_run) {
     const int p1 = 1 << Al;
-    const uint64_t band = Se == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (Se + 1)) - 1;
+    const uint64_t band = band_through(Se);
     const uint64_t nonzero = nonzero_mask(block);
     uint64_t grow = 0;
     unsigned int run = *eob_run;
@@ -366,9 +376,7 @@ IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, in
     while (grow) {
         int position = natural_order[_tzcnt_u64(grow)];
         grow = _blsr_u64(grow);
-        int coefficient = block[position];
-        int step = (coefficient & p1) ? 0 : coefficient >= 0 ? p1 : -p1;
-        block[position] = (JCOEF)(coefficient + step);
+        block[position] = (JCOEF)(block[position] + growth(block[position], p1, 1));
     }
     *eob_run = run;
     return 1;
@@ -401,7 +409,7 @@ static boolean fast_refine(j_decompress_ptr cinfo, JBLOCKROW *blocks) {
     struct iw_bits b = {source->next_input_byte, source->next_input_byte + source->bytes_in_buffer,
                         entropy->bitstate.get_buffer, entropy->bitstate.bits_left};
     unsigned int run = entropy->saved.EOBRUN;
-    iw_refine_fn decode = hook->portable ? refine_block : refine;
+    iw_refine_fn decode = hook->mode == IW_REFINE_PORTABLE ? refine_block : refine;
     if (!decode(&b, blocks[0][0], cinfo->Ss, cinfo->Se, cinfo->Al, entropy->ac_derived_tbl, &run)) {
         return hook->decode_mcu(cinfo, blocks); /* from the state before this block */
     }
@@ -450,7 +458,7 @@ static void make_tables(void) {
 #endif /* IW_REFINE_SUPPORTED */
 
 void iw_refine_install(j_decompress_ptr cinfo, struct iw_refine_hook *hook) {
-    if (hook->installed) return;
+    if (hook->installed || hook->mode == IW_REFINE_LIBJPEG) return;
     hook->installed = 1;
 #if IW_REFINE_SUPPORTED
     /* Arithmetic-coded files have another entropy decoder (jdarith.c). */

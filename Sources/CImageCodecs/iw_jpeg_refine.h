@@ -5,12 +5,13 @@
 
 #include <stdio.h>
 #include <jpeglib.h>
+#include "iw_jpeg.h"
 
 /* One decoder's hook: libjpeg's methods it wraps, and what it did. Lives as long as the decoder. */
 struct iw_refine_hook {
+    iw_refine_mode mode;    /* set by the caller (0: the fastest); IW_REFINE_LIBJPEG: no hook */
     void (*start_pass)(j_decompress_ptr cinfo);
     boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW *blocks);
-    int portable;           /* set by the caller: the portable decoder even where a faster one runs */
     int installed;          /* iw_refine_install ran */
     unsigned long blocks;   /* refinement-scan blocks decoded here (the rest went to libjpeg) */
 };

@@ -64,7 +64,6 @@ struct iw_whole_jpeg {
     iw_access_fn access;
     struct iw_coef_rows arrays[MAX_COMPONENTS];
     int array_count;
-    iw_refine_mode refine_mode;
     struct iw_refine_hook refine;
 };
 
@@ -90,7 +89,7 @@ static void whole_progress(j_common_ptr cinfo) {
         w->scans_exceeded = 1;
         ERREXIT(cinfo, JERR_NOT_COMPILED); /* any error: the message is replaced by the limit's */
     }
-    if (w->refine_mode != IW_REFINE_LIBJPEG) iw_refine_install(d, &w->refine);
+    iw_refine_install(d, &w->refine);
 }
 
 static struct iw_coef_rows *rows_of(struct iw_whole_jpeg *w, jvirt_barray_ptr array) {
@@ -206,8 +205,7 @@ int iw_jpeg_decode_whole_with(const uint8_t *data, size_t length, iw_layout layo
     w->pub.error_exit = whole_error_exit;
     w->pub.emit_message = whole_emit_message;
     w->max_scans = max_scans;
-    w->refine_mode = mode;
-    w->refine.portable = mode == IW_REFINE_PORTABLE;
+    w->refine.mode = mode;
 #if IW_CAN_RELEASE
     w->page = (size_t)sysconf(_SC_PAGESIZE);
 #endif

@@ -1,6 +1,6 @@
 import CImageCodecs
 import Foundation
-import ImageDecoding
+@testable import ImageDecoding
 import Testing
 import TestSupport
 
@@ -52,7 +52,7 @@ struct RefinementScanTests {
                 return iw_tj_decode_into(input.baseAddress, input.count, layout, scale, output.baseAddress, &info)
             }
         }
-        let message = withUnsafeBytes(of: info.error) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let message = ImageDecoders.text(inArray: info.error)
         let outcome = Outcome(status: result, kind: result == 0 ? 0 : info.error_kind, message: message, pixels: result == 0 ? pixels : [])
         return (outcome, info.refined_blocks)
     }
