@@ -164,6 +164,49 @@ def run_ceiling(python, corpus, threads=2, cpus=None):
                 peak_rss_mb=reported["peak_rss_mb"])
 
 
+def server_pids():
+    """nginx's master and worker processes, from the pid file serve.sh keeps under $STATE (empty
+    when the benchmark was not started by pipeline-bench.sh)."""
+    try:
+        with open(os.path.join(os.environ["STATE"], "nginx.pid")) as f:
+            master = int(f.read().strip())
+        with open(f"/proc/{master}/task/{master}/children") as f:
+            return [master] + [int(pid) for pid in f.read().split()]
+    except (KeyError, OSError, ValueError):
+        return []
+
+
+def cpu_seconds(pids):
+    """User and system CPU seconds the processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def run_decode_pinned(binary, urls, out, cpus, server, pin_server):
+    """The decode job under taskset; with pin_server, nginx's processes run on the same cores for
+    the run (else on any). Adds the server's CPU seconds during the run."""
+    everywhere = os.sched_getaffinity(0)
+    if pin_server:
+        for pid in server:
+            os.sched_setaffinity(pid, {int(c) for c in cpus.split(",")})
+    try:
+        before = cpu_seconds(server)
+        result = run_worker(binary, "decode", urls, out, cpus=cpus)
+        result["server_cpu_s"] = cpu_seconds(server) - before
+    finally:
+        if pin_server:
+            for pid in server:
+                os.sched_setaffinity(pid, everywhere)
+    return result
+
+
 def run_curl(urls, out):
     config = os.path.join(out, "curl.cfg")
     with open(config, "w") as f:
@@ -238,7 +281,8 @@ def main():
     ap.add_argument("--img2dataset", help="an img2dataset command: also run it (originals, and its 256-pixel thumbnails)")
     ap.add_argument("--scaling", action="store_true",
                     help="also run the decode job and the from-memory ceiling (1 thread, 2 threads) under taskset on "
-                         "1 core and on 2, alternating, and print both speed-ups")
+                         "1 core and on 2, alternating, and print both speed-ups; the decode job runs twice each "
+                         "time, nginx on any core and nginx pinned to the same cores")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
@@ -301,13 +345,20 @@ def main():
     # The from-memory ceiling on the same cores (1 thread on 1 core, 2 on 2): how far this machine's
     # own decoding scales, with no server and no pipeline.
     ceiling_scaling = {"0": [], "0,1": []}
+    # The same decode runs with nginx pinned to the worker's cores: on one core the server's work
+    # (~0.05 CPU s per 1,000 files) then shares that core, as on two, instead of running free
+    # beside it; the worker's own speed-up, server included on both sides.
+    server = server_pids()
+    scaling_pinned = {"0": [], "0,1": []}
     if a.scaling:
         for r in range(a.rounds):
             for cpus in (["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]):
-                result = run_worker(a.binary, "decode", urls, fresh(os.path.join(scratch, "out")), cpus=cpus)
-                scaling[cpus].append(result)
-                print(f"pipeline: round {r + 1} decode on cpus {cpus:4} {len(urls) / result['wall_s']:8.1f} files/s "
-                      f"{result['cpu_s']:6.2f} CPU s", file=sys.stderr)
+                for pin in ([False, True] if r % 2 == 0 else [True, False]) if server else [False]:
+                    result = run_decode_pinned(a.binary, urls, fresh(os.path.join(scratch, "out")), cpus, server, pin)
+                    (scaling_pinned if pin else scaling)[cpus].append(result)
+                    print(f"pipeline: round {r + 1} decode on cpus {cpus:4} {len(urls) / result['wall_s']:8.1f} files/s "
+                          f"{result['cpu_s']:6.2f} CPU s, nginx {result['server_cpu_s']:.2f} CPU s "
+                          f"{'on the same cores' if pin else 'on any core'}", file=sys.stderr)
                 result = run_ceiling(a.python, a.corpus, threads=cpus.count(",") + 1, cpus=cpus)
                 ceiling_scaling[cpus].append(result)
                 print(f"pipeline: round {r + 1} ceiling on cpus {cpus:4} {result['files'] / result['wall_s']:8.1f} files/s "
@@ -371,6 +422,14 @@ def main():
               f"the from-memory ceiling's, 2 threads ÷ 1: {machine_scaling:.2f} "
               f"(rounds: {', '.join(f'{x:.2f}' for x in ratios(scaling['0,1'], scaling['0']))}; "
               f"ceiling {', '.join(f'{x:.2f}' for x in ratios(ceiling_scaling['0,1'], ceiling_scaling['0']))})")
+        two = scaling["0,1"]
+        print(f"  on 2 cores the worker kept {med([x['cpu_s'] / x['wall_s'] for x in two]):.2f} cores busy, nginx "
+              f"{med([x['server_cpu_s'] for x in two]):.2f} CPU s per run (on 1 core: "
+              f"{med([x['server_cpu_s'] for x in scaling['0']]):.2f}, on the other core)")
+        if scaling_pinned["0"]:
+            print(f"  with nginx on the worker's cores (taskset for both): "
+                  f"{speed_ratio(scaling_pinned['0,1'], scaling_pinned['0']):.2f} "
+                  f"(rounds: {', '.join(f'{x:.2f}' for x in ratios(scaling_pinned['0,1'], scaling_pinned['0']))})")
     for job in ("original-files", "get-dir"):
         if job in results:
             ratio = speed_ratio(results[job]["worker"], curl)
