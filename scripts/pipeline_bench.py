@@ -192,18 +192,16 @@ def cpu_seconds(pids):
 def run_decode_pinned(binary, urls, out, cpus, server, pin_server):
     """The decode job under taskset; with pin_server, nginx's processes run on the same cores for
     the run (else on any). Adds the server's CPU seconds during the run."""
-    everywhere = os.sched_getaffinity(0)
-    if pin_server:
-        for pid in server:
-            os.sched_setaffinity(pid, {int(c) for c in cpus.split(",")})
+    before_pinning = {pid: os.sched_getaffinity(pid) for pid in server} if pin_server else {}
+    for pid in before_pinning:
+        os.sched_setaffinity(pid, {int(c) for c in cpus.split(",")})
     try:
         before = cpu_seconds(server)
         result = run_worker(binary, "decode", urls, out, cpus=cpus)
         result["server_cpu_s"] = cpu_seconds(server) - before
     finally:
-        if pin_server:
-            for pid in server:
-                os.sched_setaffinity(pid, everywhere)
+        for pid, cores in before_pinning.items():
+            os.sched_setaffinity(pid, cores)
     return result
 
 
@@ -346,18 +344,18 @@ def main():
     # own decoding scales, with no server and no pipeline.
     ceiling_scaling = {"0": [], "0,1": []}
     # The same decode runs with nginx pinned to the worker's cores: on one core the server's work
-    # (~0.05 CPU s per 1,000 files) then shares that core, as on two, instead of running free
-    # beside it; the worker's own speed-up, server included on both sides.
-    server = server_pids()
-    try:
-        for pid in server:
-            os.sched_setaffinity(pid, os.sched_getaffinity(pid))
-        pinnable = bool(server)
-    except OSError as error:  # another user's nginx, without CAP_SYS_NICE
-        print(f"pipeline: nginx stays on any core: {error}", file=sys.stderr)
-        pinnable = False
+    # then shares that core, as on two, instead of running free beside it; the worker's own
+    # speed-up, the server's work counted on both sides.
     scaling_pinned = {"0": [], "0,1": []}
+    server, pinnable = [], False
     if a.scaling:
+        server = server_pids()
+        try:
+            for pid in server:
+                os.sched_setaffinity(pid, os.sched_getaffinity(pid))
+            pinnable = bool(server)
+        except OSError as error:  # another user's nginx, without CAP_SYS_NICE
+            print(f"pipeline: nginx stays on any core: {error}", file=sys.stderr)
         for r in range(a.rounds):
             for cpus in (["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]):
                 for pin in ([False, True] if r % 2 == 0 else [True, False]) if pinnable else [False]:
@@ -432,7 +430,7 @@ def main():
         two = scaling["0,1"]
         print(f"  on 2 cores the worker kept {med([x['cpu_s'] / x['wall_s'] for x in two]):.2f} cores busy, nginx "
               f"{med([x['server_cpu_s'] for x in two]):.2f} CPU s per run (on 1 core: "
-              f"{med([x['server_cpu_s'] for x in scaling['0']]):.2f}, on the other core)")
+              f"{med([x['server_cpu_s'] for x in scaling['0']]):.2f}, free to run on the other)")
         if scaling_pinned["0"]:
             print(f"  with nginx on the worker's cores (taskset for both): "
                   f"{speed_ratio(scaling_pinned['0,1'], scaling_pinned['0']):.2f} "
