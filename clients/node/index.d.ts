@@ -341,7 +341,10 @@ export interface Settings {
   maxProgressiveScans?: number;
   /** Animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit "frames"). */
   maxFrames?: number;
-  /** Tokens decoding, scaling, encoding or writing at once (the delivery stage); default: the CPU count. */
+  /**
+   * Tokens decoding, scaling, encoding or writing at once (the delivery stage); default: the CPUs the worker may use
+   * (its affinity mask, capped by a cgroup CPU quota).
+   */
   decodeConcurrency?: number;
   /**
    * Bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA; a decode past it waits, one larger

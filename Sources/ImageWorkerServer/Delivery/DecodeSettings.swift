@@ -11,7 +11,7 @@ public struct DecodeSettings: Sendable, Equatable {
     /// counted without being decoded; the first is the image).
     public var maxFrames = 50_000
     /// Tokens decoding, scaling, encoding or writing at once (the delivery stage's concurrency):
-    /// one per core.
+    /// one per CPU the worker may use (`AvailableCPUs`).
     public var decodeConcurrency = DecodeSlots.defaultConcurrency
     /// The bitmaps of the decodes in flight, in bytes by their headers' sizes (RGBA): a decode
     /// that would go past it waits; one larger than it runs alone.

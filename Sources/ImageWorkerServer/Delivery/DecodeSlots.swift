@@ -31,7 +31,7 @@ final class DecodeSlots: Sendable {
 
     private let state: LockedState<State>
 
-    static let defaultConcurrency = ProcessInfo.processInfo.activeProcessorCount
+    static let defaultConcurrency = AvailableCPUs.count()
     static let defaultMemoryBytes = 256 << 20
 
     init(limit: Int = DecodeSlots.defaultConcurrency, memoryBytes: Int = DecodeSlots.defaultMemoryBytes) {

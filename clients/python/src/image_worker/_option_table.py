@@ -141,7 +141,8 @@ class Settings(TypedDict, total=False):
     max_progressive_scans: int
     #: animated GIF, WebP and AVIF files with more frames fail with LimitExceeded (limit "frames")
     max_frames: int
-    #: tokens decoding, scaling, encoding or writing at once (the delivery stage); default: the CPU count
+    #: tokens decoding, scaling, encoding or writing at once (the delivery stage); default: the CPUs the worker may
+    #: use (its affinity mask, capped by a cgroup CPU quota)
     decode_concurrency: int
     #: bytes of bitmaps of the decodes in flight, by their headers' sizes in RGBA; a decode past it waits, one larger
     #: runs alone
