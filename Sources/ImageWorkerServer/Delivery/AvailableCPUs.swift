@@ -2,7 +2,7 @@ import Foundation
 
 /// How many CPUs this process may use: the delivery stage's default concurrency.
 ///
-/// The CPUs of its affinity mask (`taskset`, a cpuset, Ray's or a scheduler's pinning), capped by
+/// The CPUs of its affinity mask (`taskset`, a cpuset, a scheduler that pins it), capped by
 /// a CPU quota (`docker --cpus`, a Kubernetes limit: cgroup v2 `cpu.max` or v1
 /// `cpu.cfs_quota_us`, on the process's cgroup or any above it), rounded up; at least 1.
 /// `ProcessInfo.activeProcessorCount` counts the machine's online CPUs: under `taskset -c 0` on a
