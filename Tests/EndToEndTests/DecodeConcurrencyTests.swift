@@ -17,14 +17,8 @@ import TestSupport
     }
 
     static var nproc: Int64 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/nproc")
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        guard (try? process.run()) != nil else { return 0 }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Int64(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        guard let run = try? ChildExit.output(of: "/usr/bin/nproc", []) else { return 0 }
+        return Int64(String(decoding: run.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     @Test func oneDecodePerCPUOfTheAffinityMask() async throws {

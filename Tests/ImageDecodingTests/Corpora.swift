@@ -95,17 +95,8 @@ enum Corpora {
 
     /// A tool's standard output, or nil when it exits with 1 (djpeg and cjpeg's failure; 2 is warnings).
     static func output(of tool: String, _ arguments: [String]) throws -> [UInt8]? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = try WorkerProcess.pipeClosedOnExec()  // its write end in no other child
-        process.standardOutput = out.write
-        process.standardError = FileHandle.nullDevice
-        try ChildExit.run(process)
-        try out.write.close()
-        let data = Array(out.read.readDataToEndOfFile())
-        process.waitUntilExit()
-        return process.terminationStatus == 1 ? nil : data
+        let run = try ChildExit.output(of: "/usr/bin/env", [tool] + arguments)
+        return run.status == 1 ? nil : run.stdout
     }
 
     /// A binary PNM (P6 colour or P5 grey, 8-bit), as djpeg writes and cjpeg reads.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import ImageWorkerServer
 
@@ -110,19 +111,7 @@ import Testing
 
     /// coreutils' `nproc` counts the affinity mask too; under `taskset -c 0`, one CPU.
     @Test func theAffinityMaskIsNprocs() throws {
-        let nproc = try Self.output("/usr/bin/nproc", [])
+        let nproc = String(decoding: try ChildExit.output(of: "/usr/bin/nproc", []).stdout, as: UTF8.self)
         #expect(AvailableCPUs.affinityCount() == Int(nproc.trimmingCharacters(in: .whitespacesAndNewlines)))
-    }
-
-    static func output(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -19,6 +19,22 @@ public enum ChildExit {
         try starting.withLock { _ in try process.run() }
     }
 
+    /// Runs `executable ARGS` to its end (started by `run`, stderr discarded): its exit status and
+    /// what it wrote on stdout, through a pipe whose write end no other child inherits.
+    public static func output(of executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: [UInt8]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = try WorkerProcess.pipeClosedOnExec()
+        process.standardOutput = out.write
+        process.standardError = FileHandle.nullDevice
+        try run(process)
+        try out.write.close()
+        let data = Array(out.read.readDataToEndOfFile())
+        process.waitUntilExit()
+        return (process.terminationStatus, data)
+    }
+
     /// Waits for `process` to end and returns its status; past `limit`, it is sent SIGTERM (every
     /// 20 ms, until it ends).
     public static func wait(for process: Process, terminatingAfter limit: Duration? = nil) async throws -> Int32 {
