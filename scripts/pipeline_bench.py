@@ -189,16 +189,30 @@ def cpu_seconds(pids):
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def idle_seconds(cpus):
+    """Seconds the cores `cpus` (a taskset list, "0,1") have stood idle so far, by /proc/stat."""
+    wanted = {f"cpu{c}" for c in cpus.split(",")}
+    ticks = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] in wanted:
+                ticks += int(fields[4]) + int(fields[5])  # idle, iowait
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def run_decode_pinned(binary, urls, out, cpus, server, pin_server):
     """The decode job under taskset; with pin_server, nginx's processes run on the same cores for
-    the run (else on any). Adds the server's CPU seconds during the run."""
+    the run (else on any). Adds the server's CPU seconds during the run and the seconds the cores
+    stood idle."""
     before_pinning = {pid: os.sched_getaffinity(pid) for pid in server} if pin_server else {}
     for pid in before_pinning:
         os.sched_setaffinity(pid, {int(c) for c in cpus.split(",")})
     try:
-        before = cpu_seconds(server)
+        before, idle_before = cpu_seconds(server), idle_seconds(cpus)
         result = run_worker(binary, "decode", urls, out, cpus=cpus)
         result["server_cpu_s"] = cpu_seconds(server) - before
+        result["idle_s"] = idle_seconds(cpus) - idle_before
     finally:
         for pid, cores in before_pinning.items():
             os.sched_setaffinity(pid, cores)
@@ -427,10 +441,17 @@ def main():
               f"the from-memory ceiling's, 2 threads ÷ 1: {machine_scaling:.2f} "
               f"(rounds: {', '.join(f'{x:.2f}' for x in ratios(scaling['0,1'], scaling['0']))}; "
               f"ceiling {', '.join(f'{x:.2f}' for x in ratios(ceiling_scaling['0,1'], ceiling_scaling['0']))})")
-        two = scaling["0,1"]
-        print(f"  on 2 cores the worker kept {med([x['cpu_s'] / x['wall_s'] for x in two]):.2f} cores busy, nginx "
+        two, one = scaling["0,1"], scaling["0"]
+        busy_two, busy_one = med([x["cpu_s"] / x["wall_s"] for x in two]), med([x["cpu_s"] / x["wall_s"] for x in one])
+        print(f"  on 2 cores the worker kept {busy_two:.2f} cores busy, nginx "
               f"{med([x['server_cpu_s'] for x in two]):.2f} CPU s per run (on 1 core: "
-              f"{med([x['server_cpu_s'] for x in scaling['0']]):.2f}, free to run on the other)")
+              f"{med([x['server_cpu_s'] for x in one]):.2f}, free to run on the other)")
+        # The speed-up is the busy cores' ratio times the CPU per file's (1 core ÷ 2): a pipeline that
+        # waits leaves its cores idle; a machine whose two cores slow each other raises the second.
+        print(f"  the 2 cores stood idle {med([x['idle_s'] / (2 * x['wall_s']) for x in two]):.1%} of the run "
+              f"(1 core: {med([x['idle_s'] / x['wall_s'] for x in one]):.1%}); the speed-up is busy cores "
+              f"{busy_two:.2f} ÷ {busy_one:.2f} × CPU per file on 1 core ÷ on 2 "
+              f"{med([x['cpu_s'] for x in one]) / med([x['cpu_s'] for x in two]):.2f}")
         if scaling_pinned["0"]:
             print(f"  with nginx on the worker's cores (taskset for both): "
                   f"{speed_ratio(scaling_pinned['0,1'], scaling_pinned['0']):.2f} "
