@@ -80,7 +80,7 @@ import Testing
             let v = FileNameTemplate.values(url: url, token: token, source: .jpeg, forcedExtension: nil, sha256: nil)
             for value in [v.name, v.ext, v.token, v.host] {
                 #expect(!value.isEmpty && !value.hasPrefix(".") && !value.contains("/"), "\(url) \(token): \(value)")
-                #expect(value.unicodeScalars.allSatisfy { $0.isASCII }, "\(value)")
+                #expect(value.unicodeScalars.allSatisfy(Self.isNameScalar), "\(value)")
             }
         }
         let named = FileNameTemplate.values(url: "http://h.test/a/photo.JPEG?x=1", token: .int(1), source: .jpeg, forcedExtension: nil, sha256: nil)
@@ -89,6 +89,41 @@ import Testing
         #expect((lying.name, lying.ext) == ("photo", "png"), "the bytes choose the extension")
         let unknown = FileNameTemplate.values(url: "http://h.test/notes.txt", token: .int(1), source: nil, forcedExtension: nil, sha256: nil)
         #expect(unknown.ext == "bin")
+    }
+
+    /// What a name may hold: letters, marks and digits of any script, `.`, `-`, `_`.
+    static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || ".-_".unicodeScalars.contains(scalar) }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .nonspacingMark, .spacingMark,
+            .decimalNumber, .letterNumber, .otherNumber:
+            return true
+        default: return false
+        }
+    }
+
+    /// Names in other scripts stay readable: letters and digits of any script are kept (in NFC),
+    /// while spaces, punctuation, symbols and invisible format characters become `_`, and a long
+    /// name is cut to its byte budget between characters, its end kept.
+    @Test func namesKeepLettersOfEveryScript() {
+        func name(_ path: String, token: DownloadToken = .int(1)) -> (String, String, String) {
+            let v = FileNameTemplate.values(url: "http://h.test" + path, token: token, source: .jpeg, forcedExtension: nil, sha256: nil)
+            return (v.name, v.ext, v.token)
+        }
+        #expect(name("/caf%C3%A9%20noir.jpg", token: .string("é")) == ("café_noir", "jpg", "é"))
+        #expect(name("/cafe%CC%81.jpg").0.unicodeScalars.map(\.value) == Array("caf".unicodeScalars.map(\.value)) + [0xE9],
+                "a decomposed é is written as the one precomposed letter")
+        #expect(name("/%E7%8C%AB.jpg").0 == "猫")
+        #expect(name("/%D1%84%D0%BE%D1%82%D0%BE-%D9%A1%D9%A2.jpeg") == ("фото-١٢", "jpeg", "1"))
+        #expect(name("/evil%E2%80%AEgpj.exe") == ("evil_gpj", "jpg", "1"), "a right-to-left override is not kept")
+        #expect(name("/a%E2%80%8Db%F0%9F%98%80c.jpg").0 == "a_b_c", "a zero-width joiner and an emoji are not kept")
+        #expect(name("/a%EF%BC%8Fb%E2%88%95c.jpg").0 == "a_b_c", "slash look-alikes are not kept")
+        #expect(name("/%E3%80%80.jpg").0 == "_", "an ideographic space is a space")
+        let long = name("/" + String(repeating: "%E7%8C%AB", count: 99) + "%E7%8A%AC.jpg").0
+        #expect(long.utf8.count <= 116 && long.utf8.count > 110 && long.hasSuffix("犬"), "\(long.utf8.count) bytes")
+        #expect(long.unicodeScalars.allSatisfy { $0 == "猫" || $0 == "犬" }, "cut between characters")
+        let cut = FileNameTemplate.safe(String(repeating: "e\u{301}", count: 100), limit: 9) ?? ""
+        #expect(cut.unicodeScalars.count == 4 && cut.utf8.count == 8, "precomposed (2 bytes a letter), then cut: \(cut.unicodeScalars.map(\.value))")
     }
 
     // MARK: Delivery

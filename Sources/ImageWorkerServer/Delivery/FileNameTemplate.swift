@@ -6,8 +6,8 @@ import ImageWorkerProtocol
 /// A `file` token's name inside its `dir`: `output.name` (fixed), `output.nameTemplate`
 /// (`{token}`, `{name}`, `{ext}`, `{host}`, `{sha256}`, `{sha256:N}`; `{{` and `}}` for braces), or,
 /// with neither, the URL's name (`{name}.{ext}`). A relative path: `/` makes subdirectories; no
-/// component is empty, `.` or `..`, and every value put in is a safe ASCII name (letters,
-/// digits, `.`, `-`, `_`, never starting with a dot), so no URL or token can lead outside `dir`.
+/// component is empty, `.` or `..`, and every value put in is a safe name (letters and digits of
+/// any script, `.`, `-`, `_`, never starting with a dot), so no URL or token can lead outside `dir`.
 struct FileNameTemplate: Sendable, Equatable {
     enum Part: Sendable, Equatable {
         case literal(String)
@@ -178,16 +178,40 @@ struct FileNameTemplate: Sendable, Equatable {
         safe(URL(string: url)?.host ?? "", limit: 120) ?? "localhost"
     }
 
-    /// ASCII letters, digits, `.`, `-`, `_` (anything else becomes `_`), no leading dot, at most
-    /// `limit` characters (the end kept: it holds the extension); nil when nothing is left.
+    /// Letters, combining marks and digits of any script, `.`, `-`, `_`; anything else (spaces,
+    /// punctuation, symbols, controls, format characters such as bidi overrides) becomes `_`. In
+    /// NFC, so one name has one spelling on disk; no leading dot; at most `limit` UTF-8 bytes (the
+    /// end kept: it holds the extension), cut between characters; nil when nothing is left.
     static func safe(_ text: String, limit: Int) -> String? {
-        var safe = String(text.unicodeScalars.map { scalar -> Character in
-            let c = Character(scalar)
-            return (scalar.isASCII && (c.isLetter || c.isNumber || c == "." || c == "-" || c == "_")) ? c : "_"
-        })
+        let ascii = text.utf8.allSatisfy { $0 < 0x80 }
+        var scalars = String.UnicodeScalarView()
+        for scalar in (ascii ? text : text.precomposedStringWithCanonicalMapping).unicodeScalars {
+            scalars.append(isKept(scalar) ? scalar : "_")
+        }
+        var safe = Substring(String(scalars))
         while safe.hasPrefix(".") { safe.removeFirst() }
-        if safe.count > limit { safe = String(safe.suffix(limit)) }
+        var bytes = safe.utf8.count
+        while bytes > limit, let first = safe.first {
+            bytes -= first.utf8.count
+            safe.removeFirst()
+        }
         while safe.hasPrefix(".") { safe.removeFirst() }
-        return safe.isEmpty ? nil : safe
+        return safe.isEmpty ? nil : String(safe)
+    }
+
+    private static func isKept(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_": return true
+            default: return false
+            }
+        }
+        switch scalar.properties.generalCategory {
+        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+            .nonspacingMark, .spacingMark, .decimalNumber, .letterNumber, .otherNumber:
+            return true
+        default:
+            return false
+        }
     }
 }
