@@ -447,7 +447,7 @@ def main():
               f"{med([x['server_cpu_s'] for x in two]):.2f} CPU s per run (on 1 core: "
               f"{med([x['server_cpu_s'] for x in one]):.2f}, free to run on the other)")
         # The speed-up is the busy cores' ratio times the CPU per file's (1 core ÷ 2): a pipeline that
-        # waits leaves its cores idle; a machine whose two cores slow each other raises the second.
+        # waits leaves its cores idle; a machine whose two cores slow each other lowers the second.
         print(f"  the 2 cores stood idle {med([x['idle_s'] / (2 * x['wall_s']) for x in two]):.1%} of the run "
               f"(1 core: {med([x['idle_s'] / x['wall_s'] for x in one]):.1%}); the speed-up is busy cores "
               f"{busy_two:.2f} ÷ {busy_one:.2f} × CPU per file on 1 core ÷ on 2 "

@@ -179,7 +179,7 @@ struct FileNameTemplate: Sendable, Equatable {
     }
 
     /// Letters, combining marks and digits of any script, `.`, `-`, `_`; anything else (spaces,
-    /// punctuation, symbols, controls, format characters such as bidi overrides) becomes `_`. In
+    /// punctuation, symbols, controls, invisible characters such as bidi overrides) becomes `_`. In
     /// NFC, so one name has one spelling on disk; no leading dot; at most `limit` UTF-8 bytes (the
     /// end kept: it holds the extension), cut between characters; nil when nothing is left.
     static func safe(_ text: String, limit: Int) -> String? {
@@ -206,6 +206,8 @@ struct FileNameTemplate: Sendable, Equatable {
             default: return false
             }
         }
+        // (Invisible ones, such as variation selectors, which are marks, are not kept.)
+        guard !scalar.properties.isDefaultIgnorableCodePoint else { return false }
         switch scalar.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
             .nonspacingMark, .spacingMark, .decimalNumber, .letterNumber, .otherNumber:
