@@ -80,7 +80,7 @@ import Testing
             let v = FileNameTemplate.values(url: url, token: token, source: .jpeg, forcedExtension: nil, sha256: nil)
             for value in [v.name, v.ext, v.token, v.host] {
                 #expect(!value.isEmpty && !value.hasPrefix(".") && !value.contains("/"), "\(url) \(token): \(value)")
-                #expect(value.unicodeScalars.allSatisfy(Self.isNameScalar), "\(value)")
+                #expect(value.unicodeScalars.allSatisfy(FileNameTemplate.isKept), "\(value)")
             }
         }
         let named = FileNameTemplate.values(url: "http://h.test/a/photo.JPEG?x=1", token: .int(1), source: .jpeg, forcedExtension: nil, sha256: nil)
@@ -89,18 +89,6 @@ import Testing
         #expect((lying.name, lying.ext) == ("photo", "png"), "the bytes choose the extension")
         let unknown = FileNameTemplate.values(url: "http://h.test/notes.txt", token: .int(1), source: nil, forcedExtension: nil, sha256: nil)
         #expect(unknown.ext == "bin")
-    }
-
-    /// What a name may hold: letters, visible marks and digits of any script, `.`, `-`, `_`.
-    static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
-        if scalar.isASCII { return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || ".-_".unicodeScalars.contains(scalar) }
-        if scalar.properties.isDefaultIgnorableCodePoint { return false }
-        switch scalar.properties.generalCategory {
-        case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .nonspacingMark, .spacingMark,
-            .decimalNumber, .letterNumber, .otherNumber:
-            return true
-        default: return false
-        }
     }
 
     /// Names in other scripts stay readable: letters and digits of any script are kept (in NFC),

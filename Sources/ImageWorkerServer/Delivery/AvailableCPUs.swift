@@ -9,7 +9,7 @@ import Foundation
 /// 16-core machine it says 16, and 16 decodes would then take turns on one core.
 enum AvailableCPUs {
     /// `decodeConcurrency`'s largest value.
-    static let maximum = 1024
+    static let maximum = Int(OptionTable.Configure.decodeConcurrency.upperBound)
 
     static func count() -> Int {
         let online = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))

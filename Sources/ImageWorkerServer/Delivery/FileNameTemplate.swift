@@ -199,7 +199,8 @@ struct FileNameTemplate: Sendable, Equatable {
         return safe.isEmpty ? nil : String(safe)
     }
 
-    private static func isKept(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether `safe` keeps `scalar` (else it becomes `_`).
+    static func isKept(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII {
             switch scalar {
             case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_": return true
