@@ -60,6 +60,12 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Downloads started per second for one host at most (default: no limit).")
     var perHostRate: Double?
 
+    @Option(help: "Connection failures in a row after which a host is down for --host-down-ms: its other downloads fail at once (default 3; 0: never).")
+    var hostDownAfter: Int?
+
+    @Option(help: "How long a down host stays down before one download tries it again, in milliseconds (default 30000).")
+    var hostDownMs: Int64?
+
     @Option(help: "Proxy: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
     var proxy: String?
 
@@ -155,6 +161,8 @@ struct Get: AsyncParsableCommand {
         try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
         try Self.check("--retry-delay-ms", retryDelayMs, OptionTable.Download.retryDelayMs)
         try Self.check("--max-retries", maxRetries, OptionTable.Configure.maxRetries)  // the worker's setting (GetRunner)
+        try Self.check("--host-down-after", hostDownAfter, OptionTable.Configure.hostDownAfter)
+        try Self.check("--host-down-ms", hostDownMs, OptionTable.Configure.hostDownMs)
         if let c = cachePolicy, CachePolicy(rawValue: c) == nil {
             throw ValidationError("--cache-policy must be one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -227,6 +235,8 @@ struct Get: AsyncParsableCommand {
         options.concurrency = jobs
         options.perHost = perHost
         options.perHostRate = perHostRate
+        options.hostDownAfter = hostDownAfter
+        options.hostDownMs = hostDownMs
         options.proxy = proxy
         options.noProxy = noProxy
         options.json = json

@@ -62,6 +62,9 @@ public struct GetOptions: Sendable {
     /// Downloads running at once for one host, and started per second for one host (nil: any).
     public var perHost = 6
     public var perHostRate: Double?
+    /// `configure`'s `hostDownAfter` and `hostDownMs` (nil: the worker's defaults).
+    public var hostDownAfter: Int?
+    public var hostDownMs: Int64?
     /// A proxy URL for every download ("" for none; nil: the environment's), and the hosts that
     /// bypass it (nil: the environment's).
     public var proxy: String?

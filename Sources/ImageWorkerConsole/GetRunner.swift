@@ -111,6 +111,8 @@ public enum GetRunner {
         workerOptions.cacheDirectory = options.cacheDirectory
         if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
+        if let n = options.hostDownAfter { workerOptions.configuration.hostDownAfter = n }
+        if let t = options.hostDownMs { workerOptions.configuration.hostDownMs = t }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)
         let interruptedBy = Mutex<Int32?>(nil)
         let signals = server.handleTerminationSignals { number in interruptedBy.withLock { $0 = number } }

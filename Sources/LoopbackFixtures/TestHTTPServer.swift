@@ -65,10 +65,10 @@ public final class TestHTTPServer: Sendable {
         self.port = channel.localAddress!.port!
     }
 
-    /// Plain HTTP/1.1.
-    public static func start() async throws -> TestHTTPServer {
+    /// Plain HTTP/1.1 on `port` (0: any free one).
+    public static func start(port: Int = 0) async throws -> TestHTTPServer {
         let box = ServerBox()
-        return try await start(box: box, scheme: "http") { channel in
+        return try await start(box: box, scheme: "http", port: port) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                 try channel.pipeline.syncOperations.addHandler(TestHTTPHandler(box: box))
@@ -109,7 +109,7 @@ public final class TestHTTPServer: Sendable {
     }
 
     private static func start(
-        box: ServerBox, scheme: String, initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void>
+        box: ServerBox, scheme: String, port: Int = 0, initializer: @escaping @Sendable (Channel) -> EventLoopFuture<Void>
     ) async throws -> TestHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let channel = try await ServerBootstrap(group: group)
@@ -119,7 +119,7 @@ public final class TestHTTPServer: Sendable {
                 box.server.withLock { $0 }?.state.withLock { $0.connections += 1 }
                 return initializer(channel)
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: "127.0.0.1", port: port).get()
         let server = TestHTTPServer(group: group, channel: channel, scheme: scheme)
         box.server.withLock { $0 = server }
         return server

@@ -255,6 +255,38 @@ import TestSupport
         #expect(bad.status != 0 && bad.stderr.contains("--deadline-ms"), "\(bad.stderr)")
     }
 
+    /// A host that drops every packet, with the client's own connect timeout (10 s): once three
+    /// connects have timed out it is down, and every other URL of it fails at once with
+    /// `hostDown` (the three's retries too) while the good host's URLs are fetched.
+    @Test func aSilentHostIsDownAfterThreeConnectTimeouts() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let silent = try SilentHost()
+        defer { silent.close() }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let dead = (0..<12).map { "\(silent.baseURL)/photo\($0).jpg" }
+        let good = (0..<3).map { server.url("/files/testorig.jpg?n=\($0)") }
+        // (Retries 1-2 s later: after the three timeouts, however unevenly a loaded machine ends them.)
+        let run = try await Self.run(["get", "--json", "-j", "6", "--per-host", "3", "--retry-delay-ms", "2000", "-o", out.path] + dead + good)
+        #expect(run.status == 1)
+        let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter { $0["method"] == .string(WorkerEvent.completed) }
+        #expect(completed.count == 15, "\(run.lines)")
+        let failed = completed.filter { $0["params"]?["outcome"] == "error" }
+        #expect(failed.count == 12 && failed.allSatisfy { ($0["params"]?["url"]?.stringValue ?? "").hasPrefix(silent.baseURL) }, "\(failed)")
+        let errors = failed.compactMap { $0["params"]?["error"] }
+        #expect(errors.allSatisfy { $0["data"]?["reason"] == "hostDown" }, "\(errors)")
+        #expect(errors.allSatisfy { ($0["message"]?.stringValue ?? "").contains("\(silent.baseURL) is down: 3 connection attempts in a row failed") }, "\(errors)")
+        // The three that waited for their timeout carry it as their earlier attempt.
+        let timedOut = errors.filter {
+            $0["data"]?["earlierAttempts"]?.arrayValue?.first?["data"]?["reason"] == "timeout"
+        }
+        #expect(timedOut.count == 3, "\(errors)")
+        #expect(run.stderr.contains("host is down"), "\(run.stderr)")
+        let bad = try await Self.run(["get", "--host-down-after", "-1", "http://127.0.0.1:9/a.jpg"])
+        #expect(bad.status != 0 && bad.stderr.contains("--host-down-after"), "\(bad.stderr)")
+    }
+
     /// The manifest's records, each checked against protocol/schema/manifest-record.schema.json.
     static func manifest(_ url: URL) throws -> [JSONValue] {
         let records = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }

@@ -123,6 +123,31 @@ import TestSupport
         #expect(s.h.server.hits("/files/a") == 1)
     }
 
+    /// A host that is down (`hostDownAfter`) still has its stored responses: a fresh one, and
+    /// `cacheOnly`'s answer, come without trying the network; a miss ends at once.
+    @Test func aDownHostsStoredResponsesStillAnswer() async throws {
+        let s = try await Setup {
+            $0.hostDownAfter = 1
+            $0.hostDownMs = 600_000
+            $0.maxRetries = 0
+        }
+        defer { Task { await s.finish() } }
+        s.h.server.setFile("kept", bytes(9_000))
+        let path = "/files/kept?cc=max-age%3D3600"
+        #expect(try await s.get(path) == (9_000, CacheUse.none, nil))
+        await s.h.server.shutdown()  // its port now refuses
+        let refused = try await s.get("/files/other")
+        #expect(refused.failure?.description.contains("connection refused") == true, "\(String(describing: refused.failure))")
+        #expect(await s.h.downloader.status().hostsDown == [s.h.server.baseURL])
+        #expect(try await s.get(path) == (9_000, .stored, nil))
+        #expect(try await s.get(path, policy: .preferCache) == (9_000, .stored, nil))
+        #expect(try await s.get("/files/missing", policy: .cacheOnly).failure?.description.contains("no cached copy") == true)
+        guard case .network(.hostDown, _)? = try await s.get("/files/missing").failure else {
+            Issue.record("a miss of a down host was tried")
+            return
+        }
+    }
+
     @Test func aStaleResponseIsRevalidatedAndA304ServesIt() async throws {
         let s = try await Setup()
         defer { Task { await s.finish() } }

@@ -79,7 +79,7 @@ export declare class InvalidDownloadStatusCode extends DownloadError {
 }
 export declare class NetworkError extends DownloadError {
   readonly reason: 'timeout' | 'deadline' | 'dns' | 'tls' | 'connection' | 'reset' | 'truncated' | 'redirect' | 'protocol' | 'io' | 'proxy'
-    | 'notCached' | null;
+    | 'notCached' | 'hostDown' | null;
 }
 export declare class LimitExceeded extends DownloadError {
   readonly limit: 'bodyBytes' | 'pixels' | 'scans' | null;
@@ -333,6 +333,14 @@ export interface Settings {
   maxRedirects?: number;
   /** How long a URL stays on the failed-URL list (default 600000). */
   failedURLExpiryMs?: number;
+  /**
+   * Connection failures in a row (refused, unreachable, DNS, connect timeout) after which a host is down: its
+   * downloads then fail at once with NetworkError reason connection instead of each waiting for a connect timeout,
+   * but for one probe every hostDownMs (default 3; 0: never).
+   */
+  hostDownAfter?: number;
+  /** How long a down host stays down before one download probes it again (default 30000). */
+  hostDownMs?: number;
   /** The default User-Agent (default image-worker/VERSION). */
   userAgent?: string;
   /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
@@ -382,7 +390,7 @@ export interface Settings {
    * ranges, optional :port, or *.
    */
   noProxy?: string;
-  /** `true` empties the failed-URL list (not a setting). */
+  /** `true` empties the failed-URL list and forgets which hosts are down (not a setting). */
   clearFailedURLs?: boolean;
 }
 // END GENERATED OPTIONS

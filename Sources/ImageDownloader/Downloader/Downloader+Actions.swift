@@ -115,6 +115,10 @@ extension Downloader {
     func finish(_ id: FetchID) {
         if delivering.remove(id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
         guard let fetch = fetches.removeValue(forKey: id) else { return }
+        if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
+            // Ended with an attempt in flight (cancelled): a probe's answer will not come.
+            hostHealth.ended(id, host: host, .abandoned, now: clock(), settings: configuration.hostHealthSettings)
+        }
         totals.add(fetch.running?.metrics ?? FetchMetrics())
         if fetch.streamsBody && fetch.running?.resource == nil { bodyObserver?(.abort(fetchID: id)) }
         unwatch(id)

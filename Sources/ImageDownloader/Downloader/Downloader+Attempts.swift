@@ -16,8 +16,30 @@ extension Downloader {
         request.proxies = configuration.proxies
         request.resume = launch.resume
         let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
+        let io = fetch.runs()
+        // A host that is down: the attempt ends at once (but for its probe), holding no slot for
+        // a connect timeout.
+        var refusal: DownloadFailure? = nil
+        io.hostAdmitted = false
+        io.admittedHost = nil
+        if !fetch.isFile {
+            if hostHealth.isEmpty {
+                io.hostAdmitted = true
+            } else {
+                let host = Downloader.hostKey(request.url)
+                switch hostHealth.admit(id, host: host, now: clock(), settings: configuration.hostHealthSettings) {
+                case .go, .probe: (io.hostAdmitted, io.admittedHost) = (true, host)
+                // (The HTTP cache may answer it: then it goes, and says nothing of the host.)
+                case .refuse(let failure): if !loader.answersWithoutNetwork(request) { refusal = failure }
+                }
+            }
+        }
         let transfer = Task {
             self.attemptBegan(id, number)
+            if let refusal {
+                self.attemptEnded(id, number, refusal)
+                return
+            }
             do {
                 try await loader.load(
                     request,
@@ -28,7 +50,6 @@ extension Downloader {
                 self.attemptEnded(id, number, error)
             }
         }
-        let io = fetch.runs()
         io.metrics.attempts += 1
         if launch.resume != nil { io.metrics.resumed += 1 }
         io.metrics.attemptBeganAt = nil
@@ -102,10 +123,23 @@ extension Downloader {
     private func attemptEnded(_ id: FetchID, _ number: Int, _ error: (any Error)?) {
         guard let fetch = fetches[id] else { return }
         let now = clock()
+        let notReached = error as? HostNotReached
         let action = fetch.machine.attemptEnded(
-            number, error: error, retryPolicy: RetryPolicy(configuration), jitter: Double.random(in: 0..<1), now: now)
+            number, error: notReached?.underlying ?? error, retryPolicy: RetryPolicy(configuration), jitter: Double.random(in: 0..<1),
+            now: now)
         if case .stale = action { return }
         let io = fetch.runs()
+        if io.hostAdmitted {
+            let outcome = Self.hostOutcome(action, notReached: notReached != nil, connected: io.metrics.headAt != nil && io.metrics.head?.connection != nil)
+            // (Reaching a host when none is failing changes nothing: the common case, kept cheap.)
+            if outcome != .reached || !hostHealth.isEmpty {
+                let host = io.admittedHost ?? Downloader.hostKey(fetch.parsedURL)
+                if hostHealth.ended(id, host: host, outcome, now: now, settings: configuration.hostHealthSettings) {
+                    logger.warning("host is down", metadata: ["host": "\(host)", "forMs": "\(configuration.hostDownMs)"])
+                }
+            }
+            (io.hostAdmitted, io.admittedHost) = (false, nil)
+        }
         io.metrics.endedAt = now
         unwatch(id)
         io.tasks.transfer = nil
@@ -134,6 +168,23 @@ extension Downloader {
             enterDelivery(id)
             for token in delivery.tokens { process(token, of: id) }
         }
+    }
+
+    /// How an admitted attempt ended for its host. The loader says when a request to the URL's
+    /// host never reached a connection (`HostNotReached`); any other end of an attempt that went to
+    /// the network reached it (a head came on a connection, or it failed after one).
+    static func hostOutcome(_ action: FetchOperation.EndAction, notReached: Bool, connected: Bool) -> HostHealth<FetchID>.Outcome {
+        let cause: DownloadFailure
+        switch action {
+        case .stale: return .abandoned  // (not called for it)
+        case .deliver: return connected ? .reached : .abandoned
+        case .retry(let c, _, _, _, _), .fail(let c, _, _, _): cause = c
+        }
+        if notReached { return cause.isConnectionFailure ? .notReached(cause) : .abandoned }
+        if connected { return .reached }
+        // Failures thrown before any request (the cache's `cacheOnly`, a bad URL) say nothing.
+        guard case .network(let reason, _) = cause, reason != .notCached, reason != .deadline else { return .abandoned }
+        return .reached
     }
 
     func scheduleRetry(_ id: FetchID, attempt: Int, delayMs: Int64) {

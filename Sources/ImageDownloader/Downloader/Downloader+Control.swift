@@ -79,7 +79,11 @@ extension Downloader {
         configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
     }
 
-    public func clearFailedURLs() { failedURLs.removeAll() }
+    /// Forgets the failed-URL list and which hosts are down (`clearFailedURLs`).
+    public func clearFailedURLs() {
+        failedURLs.removeAll()
+        hostHealth.removeAll()
+    }
 
     public var liveTokenCount: Int { tokens.count }
 
@@ -103,7 +107,7 @@ extension Downloader {
             queuedFetches: queue.waitingCount, runningFetches: queue.runningCount + queue.parkedCount, deliveringFetches: delivering.count,
             queuedTokens: queuedTokens, runningTokens: live.count - queuedTokens - deliveringTokens, deliveringTokens: deliveringTokens,
             succeeded: tokens.succeeded, failed: tokens.failed,
-            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, liveTokens: live, configuration: configuration, totals: totals)
+            cancelled: tokens.cancelled, blockedURLs: failedURLs.count, hostsDown: hostHealth.downHosts, liveTokens: live, configuration: configuration, totals: totals)
     }
 
     /// Returns once no token is live.

@@ -37,6 +37,11 @@ extension Downloader {
             var metrics = FetchMetrics()
             /// The complete body, once delivering, as each token's processor gets it.
             var resource: FetchedResource?
+            /// The attempt in flight was admitted by `HostHealth` (not refused): its outcome is
+            /// reported there once it ends. `admittedHost`: its host's key, when it was made then
+            /// (with no host failing, the key is made only if the attempt fails).
+            var hostAdmitted = false
+            var admittedHost: String?
         }
 
         /// `running`, made when the first attempt launches.

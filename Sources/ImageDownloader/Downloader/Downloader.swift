@@ -58,6 +58,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var fetchByKey = FetchesByKey()
     var tokens = TokenRegistry<Delivered, Failure, FetchID>()
     var failedURLs = FailedURLList()
+    /// Hosts whose connections keep failing, and those down (`hostDownAfter`).
+    var hostHealth = HostHealth<FetchID>()
     var totals = Status.Totals()
     private var nextFetchID = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []

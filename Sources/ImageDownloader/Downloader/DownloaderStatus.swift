@@ -50,6 +50,8 @@ public struct DownloaderStatus: Sendable {
     public var failed: Int
     public var cancelled: Int
     public var blockedURLs: Int
+    /// Hosts down now (`HostHealth`), by their queue key.
+    public var hostsDown: [String]
     public var liveTokens: [LiveToken]
     public var configuration: DownloaderConfiguration
     public var totals: Totals

@@ -29,6 +29,20 @@ public struct HTTPLoader: ResourceLoader {
         self.cache = cache
     }
 
+    /// As `load` decides for its first hop: `cacheOnly` never goes to the network, and a stored
+    /// response that matches answers `preferCache`, or `default` while it is fresh. (Cookies and
+    /// credentials, which `Vary` may name, are left out here: a miss then goes to the network.)
+    public func answersWithoutNetwork(_ request: LoadRequest) -> Bool {
+        if request.cachePolicy == .cacheOnly { return true }
+        guard let cache, request.resume == nil, !request.allowInvalidCertificates, request.cachePolicy != .reload,
+            !request.headers.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) })
+        else { return false }
+        guard let entry = cache.lookup(FetchKey.canonical(request.url)), entry.response.matches(requestHeaders: request.headers) else {
+            return false
+        }
+        return request.cachePolicy != .default || entry.response.isFresh(now: Date().timeIntervalSince1970, requestHeaders: request.headers)
+    }
+
     /// Request headers with which the caller does its own caching: the cache stays out of it.
     static let callerConditionals: Set<String> = ["if-none-match", "if-modified-since", "if-range", "range", "if-match", "if-unmodified-since"]
 
@@ -111,9 +125,13 @@ public struct HTTPLoader: ResourceLoader {
                 response = try await clients.client(through: forwarded == nil ? proxy : nil).execute(
                     outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: logger)
             } catch {
-                clients.observer.discard(tag)
+                // Whether the request went out on a connection (its tag was seen there).
+                let reached = clients.observer.take(tag) != nil
                 let target = "\(url.host ?? "?"):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
-                throw HTTPLoader.classify(error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
+                let failure = HTTPLoader.classify(error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
+                // The URL's own host, not a redirect's: the one the downloader's host counts are of.
+                if !reached && redirects == 0 { throw HostNotReached(failure) }
+                throw failure
             }
             let responseTime = Date().timeIntervalSince1970
             // Waits for new connections add up over the hops; the peer is the last hop's.

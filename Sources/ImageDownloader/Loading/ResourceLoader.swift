@@ -72,4 +72,24 @@ public protocol ResourceLoader: Sendable {
         onHead: @Sendable (LoadedHead) async throws -> Void,
         onChunk: @Sendable (ByteBuffer) async throws -> Void
     ) async throws
+
+    /// Whether `request` would be answered without the network (a stored response, or
+    /// `cacheOnly`'s "not cached"): asked before an attempt for a host that is down is refused.
+    func answersWithoutNetwork(_ request: LoadRequest) -> Bool
+}
+
+extension ResourceLoader {
+    public func answersWithoutNetwork(_ request: LoadRequest) -> Bool { false }
+}
+
+/// What a loader throws when the request to the URL's own host never reached a connection (the
+/// first hop: refused, unreachable, no DNS answer, the connect timeout, or cancelled while
+/// connecting): `underlying` is the failure itself. The downloader counts these per host
+/// (`HostHealth`) and then goes on with `underlying`.
+public struct HostNotReached: Error, Sendable {
+    public let underlying: any Error
+
+    public init(_ underlying: any Error) {
+        self.underlying = underlying
+    }
 }

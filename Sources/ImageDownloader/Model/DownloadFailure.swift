@@ -25,8 +25,9 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
 
     public enum NetworkReason: String, Sendable {
         /// `timeout`: no data for the idle timeout; `deadline`: no result within the download's
-        /// own wall-clock limit, over every attempt.
-        case timeout, deadline, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io, proxy, notCached
+        /// own wall-clock limit, over every attempt; `hostDown`: not tried, its host is down
+        /// (`HostHealth`).
+        case timeout, deadline, dns, tls, connection, reset, truncated, redirect, protocolError = "protocol", io, proxy, notCached, hostDown
     }
 
     public enum LimitKind: String, Sendable {
@@ -72,7 +73,8 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .network(let reason, _):
             switch reason {
             case .timeout, .dns, .connection, .reset, .truncated, .io: return true
-            case .tls, .redirect, .protocolError, .deadline, .proxy, .notCached: return false
+            // (`hostDown`: a retry within the host's down time would end the same way.)
+            case .tls, .redirect, .protocolError, .deadline, .proxy, .notCached, .hostDown: return false
             }
         case .statusCode(let code, _):
             return code >= 500 || code == 429

@@ -30,6 +30,11 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var maxRedirects = 10
     /// How long a URL stays on the failed-URL list.
     public var failedURLExpiryMs: Int64 = 600_000
+    /// Connection failures in a row (never reaching a connection: refused, unreachable, DNS,
+    /// connect timeout) after which a host is down for `hostDownMs`: its attempts then end at
+    /// once, but for one probe when the time is up (`HostHealth`). 0: never.
+    public var hostDownAfter = 3
+    public var hostDownMs: Int64 = 30_000
     /// Proxies for http and https URLs and the hosts that bypass them (by default from the
     /// environment: `WorkerOptions` reads it).
     public var proxies = ProxySettings()
@@ -49,6 +54,11 @@ public struct DownloaderConfiguration: Sendable, Equatable {
 }
 
 extension DownloaderConfiguration {
+    /// The rule `HostHealth` applies, from `hostDownAfter` and `hostDownMs`.
+    var hostHealthSettings: HostHealth<Int>.Settings {
+        HostHealth.Settings(failuresInARow: max(0, hostDownAfter), downNs: UInt64(max(0, hostDownMs)) * 1_000_000)
+    }
+
     /// The spacing of two fetch starts for one host, from `maxRequestsPerSecondPerHost`.
     var minStartIntervalPerHostNs: UInt64 {
         guard let rate = maxRequestsPerSecondPerHost, rate > 0 else { return 0 }

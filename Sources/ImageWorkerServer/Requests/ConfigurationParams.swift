@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "maxLiveDownloads", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
+        "failedURLExpiryMs", "hostDownAfter", "hostDownMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "maxLiveDownloads", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -46,6 +46,8 @@ enum ConfigurationParams {
         if let v = try p.integer("maxBodyBytes", in: OptionTable.Configure.maxBodyBytes) { c.maxBodyBytes = v }
         if let v = try p.integer("maxRedirects", in: OptionTable.Configure.maxRedirects) { c.maxRedirects = Int(v) }
         if let v = try p.integer("failedURLExpiryMs", in: OptionTable.Configure.failedURLExpiryMs) { c.failedURLExpiryMs = v }
+        if let v = try p.integer("hostDownAfter", in: OptionTable.Configure.hostDownAfter) { c.hostDownAfter = Int(v) }
+        if let v = try p.integer("hostDownMs", in: OptionTable.Configure.hostDownMs) { c.hostDownMs = v }
         if let v = try p.string("userAgent") {
             guard !v.isEmpty, !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
                 throw .invalidParams("\"userAgent\" must be a non-empty string without CR, LF or NUL")
@@ -92,6 +94,8 @@ enum ConfigurationParams {
             "maxBodyBytes": .int(c.maxBodyBytes),
             "maxRedirects": JSONValue(c.maxRedirects),
             "failedURLExpiryMs": .int(c.failedURLExpiryMs),
+            "hostDownAfter": JSONValue(c.hostDownAfter),
+            "hostDownMs": .int(c.hostDownMs),
             "userAgent": .string(c.userAgent),
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),

@@ -29,6 +29,8 @@ public enum OptionTable {
         public static let maxBodyBytes: ClosedRange<Int64> = 1...(1 << 40)
         public static let maxRedirects: ClosedRange<Int64> = 0...100
         public static let failedURLExpiryMs: ClosedRange<Int64> = 0...(1 << 40)
+        public static let hostDownAfter: ClosedRange<Int64> = 0...1000
+        public static let hostDownMs: ClosedRange<Int64> = 1...86_400_000
         public static let maxPixels: ClosedRange<Int64> = 1...(1 << 40)
         public static let maxProgressiveScans: ClosedRange<Int64> = 1...100_000
         public static let maxFrames: ClosedRange<Int64> = 1...10_000_000

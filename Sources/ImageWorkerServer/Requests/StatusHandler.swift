@@ -40,6 +40,7 @@ extension WorkerServer {
             ],
             "shared": ["files": JSONValue(pending.files), "bytes": JSONValue(pending.bytes)],
             "blockedURLs": JSONValue(s.blockedURLs),
+            "hostsDown": .array(s.hostsDown.map { .string($0) }),
             "decodes": JSONValue(decodesStarted),
             "totals": [
                 "fetches": JSONValue(s.totals.fetches), "attempts": JSONValue(s.totals.attempts), "resumed": JSONValue(s.totals.resumed),

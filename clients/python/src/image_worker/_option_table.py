@@ -133,6 +133,12 @@ class Settings(TypedDict, total=False):
     max_redirects: int
     #: how long a URL stays on the failed-URL list (default 600000)
     failed_url_expiry_ms: int
+    #: connection failures in a row (refused, unreachable, DNS, connect timeout) after which a host is down: its
+    #: downloads then fail at once with NetworkError reason connection instead of each waiting for a connect timeout,
+    #: but for one probe every hostDownMs (default 3; 0: never)
+    host_down_after: int
+    #: how long a down host stays down before one download probes it again (default 30000)
+    host_down_ms: int
     #: the default User-Agent (default image-worker/VERSION)
     user_agent: str
     #: images with more pixels fail with LimitExceeded (default 100,000,000)
@@ -168,7 +174,7 @@ class Settings(TypedDict, total=False):
     #: hosts reached directly (replaces the list): comma-separated names (with their subdomains), IP addresses, CIDR
     #: ranges, optional :port, or *
     no_proxy: str
-    #: `true` empties the failed-URL list (not a setting)
+    #: `true` empties the failed-URL list and forgets which hosts are down (not a setting)
     clear_failed_urls: bool
 
 
@@ -224,6 +230,8 @@ SETTING_RULES: Dict[str, Rule] = {
     "max_body_bytes": Rule("maxBodyBytes", "int", 1, 1_099_511_627_776),
     "max_redirects": Rule("maxRedirects", "int", 0, 100),
     "failed_url_expiry_ms": Rule("failedURLExpiryMs", "int", 0, 1_099_511_627_776),
+    "host_down_after": Rule("hostDownAfter", "int", 0, 1000),
+    "host_down_ms": Rule("hostDownMs", "int", 1, 86_400_000),
     "user_agent": Rule("userAgent", "string"),
     "max_pixels": Rule("maxPixels", "int", 1, 1_099_511_627_776),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
