@@ -60,10 +60,10 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Downloads started per second for one host at most (default: no limit).")
     var perHostRate: Double?
 
-    @Option(help: "Connection failures in a row after which a host is down for --host-down-ms: its other downloads fail at once (default 3; 0: never).")
+    @Option(help: "Connection failures in a row after which a host is down: its downloads wait while one probes it (default 3; 0: never).")
     var hostDownAfter: Int?
 
-    @Option(help: "How long a down host stays down before one download tries it again, in milliseconds (default 30000).")
+    @Option(help: "How long a down host's downloads wait for it before they fail, in milliseconds (default 30000).")
     var hostDownMs: Int64?
 
     @Option(help: "Proxy: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")

@@ -7,7 +7,7 @@ import Musl
 /// A port on 127.0.0.1 where connecting hangs, as with a host that is down behind a firewall that
 /// drops packets: a listening socket that never accepts, its accept queue filled by a connection
 /// of its own, so that Linux drops every further SYN and a client's connect waits for its timeout.
-/// `closedPort()` gives the other kind of dead host: a port where connecting is refused at once.
+/// `RefusingPort` is the other kind of dead host: a port where connecting is refused at once.
 public final class SilentHost: Sendable {
     public let port: Int
     private let sockets: [Int32]
@@ -55,11 +55,23 @@ public final class SilentHost: Sendable {
 
     deinit { close() }
 
-    /// A port on 127.0.0.1 where nothing listens (connecting is refused), free when returned.
-    public static func closedPort() throws -> Int {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw Failure(what: "socket") }
-        defer { _ = Glibc.close(s) }
+    public struct Failure: Error, CustomStringConvertible {
+        public let what: String
+        public var description: String { "SilentHost: \(what) failed (errno \(errno))" }
+    }
+}
+
+/// A port on 127.0.0.1 where connecting is refused at once: bound, never listening, so that no
+/// other test's server is given it meanwhile. `close()` frees it (for a server to start there).
+public final class RefusingPort: Sendable {
+    public let port: Int
+    private let socket: Int32
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    public init() throws {
+        let s = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard s >= 0 else { throw SilentHost.Failure(what: "socket") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -67,12 +79,13 @@ public final class SilentHost: Sendable {
         let ok = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, length) == 0 && getsockname(s, $0, &length) == 0 }
         }
-        guard ok else { throw Failure(what: "bind") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard ok else {
+            _ = Glibc.close(s)
+            throw SilentHost.Failure(what: "bind")
+        }
+        self.socket = s
+        self.port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let what: String
-        public var description: String { "SilentHost: \(what) failed (errno \(errno))" }
-    }
+    public func close() { _ = Glibc.close(socket) }
 }

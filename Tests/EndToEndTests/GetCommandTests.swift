@@ -256,8 +256,8 @@ import TestSupport
     }
 
     /// A host that drops every packet, with the client's own connect timeout (10 s): once three
-    /// connects have timed out it is down, and every other URL of it fails at once with
-    /// `hostDown` (the three's retries too) while the good host's URLs are fetched.
+    /// connects have timed out it is down and its other URLs wait (the good host's are fetched);
+    /// when the probe times out too, every one of them fails at once with `hostDown`.
     @Test func aSilentHostIsDownAfterThreeConnectTimeouts() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
@@ -267,22 +267,28 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: out) }
         let dead = (0..<12).map { "\(silent.baseURL)/photo\($0).jpg" }
         let good = (0..<3).map { server.url("/files/testorig.jpg?n=\($0)") }
-        // (Retries 1-2 s later: after the three timeouts, however unevenly a loaded machine ends them.)
-        let run = try await Self.run(["get", "--json", "-j", "6", "--per-host", "3", "--retry-delay-ms", "2000", "-o", out.path] + dead + good)
+        // No retries: each URL's one attempt is a connect that times out or a `hostDown`.
+        let run = try await Self.run(
+            ["get", "--json", "-j", "6", "--per-host", "3", "--max-retries", "0", "--host-down-ms", "1000", "-o", out.path] + dead + good)
         #expect(run.status == 1)
         let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter { $0["method"] == .string(WorkerEvent.completed) }
         #expect(completed.count == 15, "\(run.lines)")
         let failed = completed.filter { $0["params"]?["outcome"] == "error" }
         #expect(failed.count == 12 && failed.allSatisfy { ($0["params"]?["url"]?.stringValue ?? "").hasPrefix(silent.baseURL) }, "\(failed)")
         let errors = failed.compactMap { $0["params"]?["error"] }
-        #expect(errors.allSatisfy { $0["data"]?["reason"] == "hostDown" }, "\(errors)")
-        #expect(errors.allSatisfy { ($0["message"]?.stringValue ?? "").contains("\(silent.baseURL) is down: 3 connection attempts in a row failed") }, "\(errors)")
-        // The three that waited for their timeout carry it as their earlier attempt.
-        let timedOut = errors.filter {
-            $0["data"]?["earlierAttempts"]?.arrayValue?.first?["data"]?["reason"] == "timeout"
-        }
-        #expect(timedOut.count == 3, "\(errors)")
-        #expect(run.stderr.contains("host is down"), "\(run.stderr)")
+        // Six waited for the connect timeout: three at once, the two that took the first two's
+        // slots before the third ended (the host was not down yet), and the probe a second after
+        // the third. The other six waited for the probe without a slot, then ended at once.
+        let timedOut = errors.filter { $0["data"]?["reason"] == "timeout" }
+        #expect(timedOut.count == 6 && timedOut.allSatisfy { ($0["message"]?.stringValue ?? "").contains("timed out while connecting") }, "\(errors)")
+        let down = errors.filter { $0["data"]?["reason"] == "hostDown" }
+        #expect(down.count == 6, "\(errors)")
+        #expect(
+            down.allSatisfy {
+                let message = $0["message"]?.stringValue ?? ""
+                return message.contains("\(silent.baseURL) is down: 6 connection attempts in a row failed") && message.contains("and again after a wait")
+            }, "\(down)")
+        #expect(run.stderr.contains("host is down: its downloads wait") && run.stderr.contains("host is still down"), "\(run.stderr)")
         let bad = try await Self.run(["get", "--host-down-after", "-1", "http://127.0.0.1:9/a.jpg"])
         #expect(bad.status != 0 && bad.stderr.contains("--host-down-after"), "\(bad.stderr)")
     }

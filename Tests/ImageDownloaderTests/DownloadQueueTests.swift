@@ -50,6 +50,41 @@ import TestSupport
         #expect(q.priority(of: 0) == nil)
     }
 
+    /// A held host (down): its operations wait, taking no slot, other hosts' start; at the
+    /// hold's end one starts (the probe) and the rest wait for `releaseHost`.
+    @Test func aHeldHostStartsOneAtTheHoldsEndThenWaitsForRelease() {
+        var q = DownloadQueue<Int>(maxConcurrent: 3, maxConcurrentPerHost: 3)
+        #expect(q.enqueue(1, priority: .normal, host: "dead", now: 0) == [1])
+        #expect(q.holdHost("dead", until: 100, now: 10) == [])
+        #expect(q.isHeld("dead"))
+        for i in 2...5 { #expect(q.enqueue(i, priority: .normal, host: "dead", now: 10) == []) }
+        #expect(q.enqueue(10, priority: .low, host: "alive", now: 10) == [10], "another host takes the free slots")
+        #expect(q.enqueue(11, priority: .low, host: "alive", now: 10) == [11])
+        #expect(q.remove(1, now: 20) == [], "the held host's slot stays free of its own")
+        #expect(q.nextWakeUp == 100)
+        #expect(q.tick(now: 100) == [2], "one, at the hold's end")
+        #expect(q.tick(now: 200) == [] && q.waitingCount == 3)
+        #expect(q.remove(10, now: 210) == [], "a free slot, and still nothing of the held host")
+        #expect(q.releaseHost("dead", now: 220) == [3], "released: as the limits allow (2, 3 and 11 run)")
+        #expect(!q.isHeld("dead"))
+        #expect(q.remove(2, now: 230) == [4])
+    }
+
+    @Test func holdingAgainMovesTheTimeAndAnIdleHeldHostIsForgottenAfterIt() {
+        var q = DownloadQueue<Int>(maxConcurrent: 2)
+        #expect(q.holdHost("h", until: 50, now: 0) == [])
+        #expect(q.enqueue(1, priority: .high, host: "h", now: 10) == [], "a new one waits for the hold too")
+        #expect(q.holdHost("h", until: 30, now: 20) == [])
+        #expect(q.tick(now: 30) == [1])
+        q.holdProbing("h")
+        #expect(q.enqueue(2, priority: .high, host: "h", now: 40) == [])
+        // The probe was lost: one more may start now.
+        #expect(q.holdHost("h", until: 40, now: 40) == [2])
+        #expect(q.remove(1, now: 50) == [] && q.remove(2, now: 50) == [])
+        #expect(!q.isHeld("h"), "idle past its hold: forgotten")
+        #expect(q.enqueue(3, priority: .normal, host: "h", now: 60) == [3])
+    }
+
     @Test func suspensionHoldsStartsUntilResumed() {
         var q = DownloadQueue<Int>(maxConcurrent: 3, suspended: true)
         #expect(q.enqueue(1, priority: .normal) == [])

@@ -18,16 +18,16 @@ import TestSupport
         let host = "http://127.0.0.1:9"
         for id in 1...2 {
             #expect(health.admit(id, host: host, now: 0, settings: rule) == .go)
-            let wentDown = health.ended(id, host: host, .notReached(refused), now: 10, settings: rule)
-            #expect(!wentDown)
+            let change = health.ended(id, host: host, .notReached(refused), now: 10, settings: rule)
+            #expect(change == .none)
         }
         #expect(health.admit(3, host: host, now: 10, settings: rule) == .go, "two failures: not down yet")
         #expect(health.downHosts.isEmpty)
         let third = health.ended(3, host: host, .notReached(refused), now: 20, settings: rule)
-        #expect(third, "the third makes it down")
+        #expect(third == .hold(until: 1_020), "the third makes it down: its downloads wait")
         #expect(health.downHosts == [host])
 
-        // Down: attempts end at once, saying why and for how long.
+        // An attempt that did not wait in the queue (a retry keeping its slot) ends at once.
         guard case .refuse(let failure) = health.admit(4, host: host, now: 500, settings: rule) else {
             Issue.record("a down host's attempt went")
             return
@@ -41,29 +41,75 @@ import TestSupport
         #expect(message.contains("not tried again for 1 s"), "\(message)")
         #expect(!failure.isTransient && !failure.isConnectionFailure && !failure.blocksURL, "not retried, not counted, not blocking")
 
-        // Time is up: one probe; the others still end at once while it tries.
-        #expect(health.admit(5, host: host, now: 1_020, settings: rule) == .probe)
-        #expect(health.admit(5, host: host, now: 1_021, settings: rule) == .probe, "the probe's own next attempt")
+        // Time is up: one probe; any other attempt meanwhile ends at once.
+        #expect(health.admit(5, host: host, now: 1_020, settings: rule) == .probe(holdsOthers: true))
+        #expect(health.admit(5, host: host, now: 1_021, settings: rule) == .probe(holdsOthers: true), "the probe's own next attempt")
         guard case .refuse(let meanwhile) = health.admit(6, host: host, now: 1_030, settings: rule) else {
             Issue.record("a second attempt went while the probe was out")
             return
         }
         #expect(meanwhile.description.contains("one attempt is trying whether it is back"), "\(meanwhile)")
 
-        // The probe fails: down for another period, from its end.
+        // The probe fails: given up, the waiting downloads end; down for another period.
         let probeFailed = health.ended(5, host: host, .notReached(refused), now: 1_100, settings: rule)
-        #expect(probeFailed)
-        #expect(isRefusal(health.admit(7, host: host, now: 2_000, settings: rule)))
-        #expect(health.admit(7, host: host, now: 2_100, settings: rule) == .probe)
-        // It reaches the host: up again, with a fresh count.
-        let back = health.ended(7, host: host, .reached, now: 2_150, settings: rule)
-        #expect(!back)
-        #expect(health.downHosts.isEmpty)
-        for id in 8...9 {
-            #expect(health.admit(id, host: host, now: 2_200, settings: rule) == .go)
-            health.ended(id, host: host, .notReached(refused), now: 2_200, settings: rule)
+        #expect(probeFailed == .gaveUp)
+        guard case .refuse(let givenUp) = health.admit(7, host: host, now: 2_000, settings: rule) else {
+            Issue.record("a given-up host's attempt went")
+            return
         }
-        #expect(health.admit(10, host: host, now: 2_200, settings: rule) == .go, "two failures since it came back")
+        #expect(givenUp.description.contains("4 connection attempts in a row failed") && givenUp.description.contains("and again after a wait"), "\(givenUp)")
+        // The next period's probe fails too (the others end at once meanwhile: nothing waits).
+        #expect(health.admit(7, host: host, now: 2_100, settings: rule) == .probe(holdsOthers: false))
+        #expect(isRefusal(health.admit(70, host: host, now: 2_110, settings: rule)))
+        let again = health.ended(7, host: host, .notReached(refused), now: 2_150, settings: rule)
+        #expect(again == .gaveUp)
+        // It reaches the host: back, with a fresh count.
+        #expect(health.admit(8, host: host, now: 3_150, settings: rule) == .probe(holdsOthers: false))
+        let back = health.ended(8, host: host, .reached, now: 3_160, settings: rule)
+        #expect(back == .back)
+        #expect(health.downHosts.isEmpty)
+        for id in 9...10 {
+            #expect(health.admit(id, host: host, now: 3_200, settings: rule) == .go)
+            _ = health.ended(id, host: host, .notReached(refused), now: 3_200, settings: rule)
+        }
+        #expect(health.admit(11, host: host, now: 3_200, settings: rule) == .go, "two failures since it came back")
+    }
+
+    /// Within the wait, failed probes keep the downloads waiting for the next, 1, 2, 4… apart
+    /// (never past the wait's end); the first to fail after it gives the host up.
+    @Test func probesBackOffWithinTheWaitThenTheHostIsGivenUp() {
+        let rule = Health.Settings(failuresInARow: 2, downNs: 10_000, firstProbeNs: 1_000)
+        var health = Health()
+        let host = "http://h:80"
+        _ = health.ended(0, host: host, .notReached(refused), now: 0, settings: rule)
+        let down = health.ended(1, host: host, .notReached(refused), now: 100, settings: rule)
+        #expect(down == .hold(until: 1_100))
+        var now: UInt64 = 1_100
+        var holds: [UInt64] = []
+        for id in 10..<20 {
+            #expect(health.admit(id, host: host, now: now, settings: rule) == .probe(holdsOthers: true))
+            now += 50  // the probe's own time
+            let change = health.ended(id, host: host, .notReached(refused), now: now, settings: rule)
+            guard case .hold(let until) = change else {
+                #expect(change == .gaveUp)
+                #expect(now >= 100 + 10_000, "given up only after the wait")
+                break
+            }
+            holds.append(until - now)
+            now = until
+        }
+        #expect(holds == [2_000, 4_000, 2_850], "doubling, the last cut at the wait's end (10,100)")
+        #expect(isRefusal(health.admit(30, host: host, now: now + 10, settings: rule)))
+    }
+
+    @Test func aProbeThatConnectsBringsTheWaitingDownloadsBack() {
+        var health = Health()
+        let host = "http://h:80"
+        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 0, settings: rule) }
+        #expect(health.admit(10, host: host, now: 1_000, settings: rule) == .probe(holdsOthers: true))
+        let back = health.ended(10, host: host, .reached, now: 1_001, settings: rule)
+        #expect(back == .back, "the queue lets the host's downloads go")
+        #expect(health.admit(11, host: host, now: 1_002, settings: rule) == .go)
     }
 
     @Test func anAttemptThatReachesTheHostResetsItsCount() {
@@ -72,9 +118,10 @@ import TestSupport
         for round in 0..<5 {
             for id in 0..<2 {
                 #expect(health.admit(round * 10 + id, host: host, now: 0, settings: rule) == .go)
-                health.ended(round * 10 + id, host: host, .notReached(refused), now: 0, settings: rule)
+                _ = health.ended(round * 10 + id, host: host, .notReached(refused), now: 0, settings: rule)
             }
-            health.ended(round * 10 + 5, host: host, .reached, now: 0, settings: rule)
+            let reached = health.ended(round * 10 + 5, host: host, .reached, now: 0, settings: rule)
+            #expect(reached == .none, "it was not down")
         }
         #expect(health.downHosts.isEmpty, "never three in a row")
     }
@@ -82,41 +129,44 @@ import TestSupport
     @Test func anAbandonedProbeLetsTheNextAttemptProbe() {
         var health = Health()
         let host = "http://h:80"
-        for id in 0..<3 { health.ended(id, host: host, .notReached(refused), now: 0, settings: rule) }
-        #expect(health.admit(10, host: host, now: 5_000, settings: rule) == .probe)
-        // Cancelled before it knew: the probe's answer never comes.
-        health.ended(10, host: host, .abandoned, now: 5_001, settings: rule)
-        #expect(health.admit(11, host: host, now: 5_002, settings: rule) == .probe)
+        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 0, settings: rule) }
+        #expect(health.admit(10, host: host, now: 5_000, settings: rule) == .probe(holdsOthers: true))
+        // Cancelled before it knew: the probe's answer never comes; the queue lets one more start.
+        let lost = health.ended(10, host: host, .abandoned, now: 5_001, settings: rule)
+        #expect(lost == .hold(until: 5_001))
+        #expect(health.admit(11, host: host, now: 5_002, settings: rule) == .probe(holdsOthers: true))
         // Another attempt's abandonment leaves the probe alone.
-        health.ended(12, host: host, .abandoned, now: 5_003, settings: rule)
+        let other = health.ended(12, host: host, .abandoned, now: 5_003, settings: rule)
+        #expect(other == .none)
         #expect(isRefusal(health.admit(13, host: host, now: 5_004, settings: rule)))
     }
 
     @Test func attemptsUnderWayWhenTheHostWentDownKeepItDown() {
         var health = Health()
         let host = "http://h:80"
-        for id in 0..<3 { health.ended(id, host: host, .notReached(refused), now: 100, settings: rule) }
-        // Three more that started before it was down, ending now: no new period, no log line.
+        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 100, settings: rule) }
+        // Three more that started before it was down, ending now: no new period.
         for id in 3..<6 {
-            let wentDown = health.ended(id, host: host, .notReached(refused), now: 200, settings: rule)
-            #expect(!wentDown)
+            let change = health.ended(id, host: host, .notReached(refused), now: 200, settings: rule)
+            #expect(change == .none)
         }
-        #expect(health.admit(9, host: host, now: 1_100, settings: rule) == .probe, "down from the first period's start")
+        #expect(health.admit(9, host: host, now: 1_100, settings: rule) == .probe(holdsOthers: true), "down from the first period's start")
         // One of them reaching the host brings it back, probe or not.
-        health.ended(6, host: host, .reached, now: 1_101, settings: rule)
+        let back = health.ended(6, host: host, .reached, now: 1_101, settings: rule)
+        #expect(back == .back)
         #expect(health.admit(20, host: host, now: 1_102, settings: rule) == .go)
     }
 
     @Test func hostsAreApartAndZeroTurnsTheRuleOff() {
         var health = Health()
-        for id in 0..<3 { health.ended(id, host: "http://a:80", .notReached(refused), now: 0, settings: rule) }
+        for id in 0..<3 { _ = health.ended(id, host: "http://a:80", .notReached(refused), now: 0, settings: rule) }
         #expect(isRefusal(health.admit(5, host: "http://a:80", now: 1, settings: rule)))
         #expect(health.admit(6, host: "http://b:80", now: 1, settings: rule) == .go)
         #expect(health.admit(7, host: "http://a:8080", now: 1, settings: rule) == .go, "another port is another host")
         let off = Health.Settings(failuresInARow: 0, downNs: 1_000)
         #expect(health.admit(8, host: "http://a:80", now: 1, settings: off) == .go, "turned off: even a down host goes")
         var fresh = Health()
-        for id in 0..<50 { fresh.ended(id, host: "http://c:80", .notReached(refused), now: 0, settings: off) }
+        for id in 0..<50 { _ = fresh.ended(id, host: "http://c:80", .notReached(refused), now: 0, settings: off) }
         #expect(fresh.downHosts.isEmpty)
         health.removeAll()
         #expect(health.admit(9, host: "http://a:80", now: 1, settings: rule) == .go, "clearFailedURLs forgets it")
@@ -140,31 +190,60 @@ import TestSupport
 @Suite struct DeadHostTests {
     func message(_ outcome: DownloadOutcome<Int, Never>) -> String { outcome.failure?.description ?? "\(outcome)" }
 
-    @Test func aRefusingHostIsDownAfterThreeFailuresAndBackOnceItAnswers() async throws {
+    /// A host that refuses for a moment (a restart): after three refusals its downloads wait,
+    /// taking no slot, and once it answers again the probe brings them back: none is lost.
+    @Test func aHostBackWithinTheWaitLosesNothing() async throws {
         let h = try await DownloaderHarness.make {
             $0.maxRetries = 0
-            $0.maxConcurrentPerHost = 1  // one at a time: exactly three connection failures come first
+            $0.maxConcurrentPerHost = 1  // one at a time: exactly three refusals come first
             $0.hostDownAfter = 3
-            $0.hostDownMs = 1_500
+            $0.hostDownMs = 3_000
         }
         defer { Task { await h.shutdown() } }
-        let port = try SilentHost.closedPort()
-        let base = "http://127.0.0.1:\(port)"
+        let refusing = try RefusingPort()
+        let (port, base) = (refusing.port, refusing.baseURL)
+        for i in 0..<10 { try await h.start(.int(Int64(i)), "\(base)/files/back?n=\(i)") }
+        try await h.until("the host is down") { await h.downloader.status().hostsDown == [base] }
+        // A host that works is not held back meanwhile.
         h.server.setFile("ok", bytes(500))
-        for i in 0..<10 { try await h.start(.int(Int64(i)), "\(base)/a\(i).jpg") }
-        // A host that works is not held back, and not counted with the dead one.
         try await h.start(.string("good"), h.server.url("/files/ok"))
         #expect(try await h.outcome(.string("good")).value == 500)
+        refusing.close()
+        let revived = try await TestHTTPServer.start(port: port)
+        defer { Task { await revived.shutdown() } }
+        revived.setFile("back", bytes(700))
+        for i in 0..<3 { #expect(message(try await h.outcome(.int(Int64(i)))).contains("connection refused")) }
+        for i in 3..<10 { #expect(try await h.outcome(.int(Int64(i))).value == 700, "waited, then fetched") }
+        #expect(revived.hits("/files/back") == 7)
+        #expect(await h.downloader.status().hostsDown.isEmpty)
+    }
+
+    /// A host still refusing when its wait is over: the probe fails, and the downloads that
+    /// waited, and new ones, end at once, until a later probe finds it back.
+    @Test func aHostStillDownAfterTheWaitFailsItsDownloadsAtOnce() async throws {
+        let h = try await DownloaderHarness.make {
+            $0.maxRetries = 0
+            $0.maxConcurrentPerHost = 1
+            $0.hostDownAfter = 3
+            $0.hostDownMs = 300
+        }
+        defer { Task { await h.shutdown() } }
+        let refusing = try RefusingPort()
+        let (port, base) = (refusing.port, refusing.baseURL)
+        for i in 0..<10 { try await h.start(.int(Int64(i)), "\(base)/a\(i).jpg") }
         var messages: [String] = []
         for i in 0..<10 { messages.append(message(try await h.outcome(.int(Int64(i))))) }
-        for m in messages.prefix(3) { #expect(m.contains("connection refused") && !m.contains("is down"), "\(m)") }
-        for m in messages.dropFirst(3) {
-            #expect(m.contains("\(base) is down: 3 connection attempts in a row failed (the last: connection refused"), "\(m)")
+        // Three refusals, the probe's, then the rest at once.
+        for m in messages.prefix(4) { #expect(m.contains("connection refused") && !m.contains("is down"), "\(m)") }
+        for m in messages.dropFirst(4) {
+            #expect(m.contains("\(base) is down: 4 connection attempts in a row failed (the last: connection refused"), "\(m)")
+            #expect(m.contains("and again after a wait"), "\(m)")
         }
         #expect(await h.downloader.status().hostsDown == [base])
 
-        // The server comes up on that port: once the time is up, a download goes through as the
-        // probe and the host is back. (Before that, each try fails at once.)
+        // The server comes up on that port: once the next wait is over, a download goes through as
+        // the probe and the host is back. (Before that, each try fails at once.)
+        refusing.close()
         let revived = try await TestHTTPServer.start(port: port)
         defer { Task { await revived.shutdown() } }
         revived.setFile("back", bytes(700))
@@ -175,7 +254,7 @@ import TestSupport
             try? await h.start(token, "\(base)/files/back?try=\(tries)")
             guard let outcome = try? await h.outcome(token) else { return false }
             if outcome.value == 700 { return true }
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await Task.sleep(for: .milliseconds(50))
             return false
         }
         #expect(await h.downloader.status().hostsDown.isEmpty)
@@ -185,8 +264,8 @@ import TestSupport
     }
 
     /// The case the rule is for: a host that drops every packet. Its first attempts wait for the
-    /// timeout; after three the host is down and the rest of its downloads, and their retries,
-    /// end at once, so the slots go to the host that works.
+    /// timeout; then the host is down, its downloads wait without a slot while the other host's
+    /// are fetched, and when the probe times out too they all end at once.
     @Test func aSilentHostsDownloadsEndOnceItIsDown() async throws {
         let h = try await DownloaderHarness.make {
             $0.maxConcurrentDownloads = 6
@@ -194,7 +273,7 @@ import TestSupport
             $0.timeoutMs = 1_000  // the idle watchdog ends the connects
             $0.maxRetries = 2
             $0.hostDownAfter = 3
-            $0.hostDownMs = 600_000
+            $0.hostDownMs = 500
         }
         defer { Task { await h.shutdown() } }
         let silent = try SilentHost()
@@ -210,8 +289,8 @@ import TestSupport
             #expect(outcome.failure != nil, "\(m)")
             if m.contains("\(silent.baseURL) is down") { down += 1 }
         }
-        // The first six waited for their timeout; every later attempt was refused at once.
-        #expect(down >= 12, "\(down) of 18 ended by the rule")
+        // The first six waited for their timeout, one more probed; every other attempt ended at once.
+        #expect(down >= 11, "\(down) of 18 ended by the rule")
         let status = await h.downloader.status()
         #expect(status.hostsDown == [silent.baseURL])
         #expect(status.totals.attempts >= 18 + 12)

@@ -117,7 +117,7 @@ extension Downloader {
         guard let fetch = fetches.removeValue(forKey: id) else { return }
         if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
             // Ended with an attempt in flight (cancelled): a probe's answer will not come.
-            hostHealth.ended(id, host: host, .abandoned, now: clock(), settings: configuration.hostHealthSettings)
+            apply(hostHealth.ended(id, host: host, .abandoned, now: clock(), settings: configuration.hostHealthSettings), to: host)
         }
         totals.add(fetch.running?.metrics ?? FetchMetrics())
         if fetch.streamsBody && fetch.running?.resource == nil { bodyObserver?(.abort(fetchID: id)) }

@@ -28,7 +28,10 @@ extension Downloader {
             } else {
                 let host = Downloader.hostKey(request.url)
                 switch hostHealth.admit(id, host: host, now: clock(), settings: configuration.hostHealthSettings) {
-                case .go, .probe: (io.hostAdmitted, io.admittedHost) = (true, host)
+                case .go: (io.hostAdmitted, io.admittedHost) = (true, host)
+                case .probe(let holdsOthers):
+                    (io.hostAdmitted, io.admittedHost) = (true, host)
+                    if holdsOthers { queue.holdProbing(host) }  // the host's other downloads wait for its answer
                 // (The HTTP cache may answer it: then it goes, and says nothing of the host.)
                 case .refuse(let failure): if !loader.answersWithoutNetwork(request) { refusal = failure }
                 }
@@ -134,9 +137,7 @@ extension Downloader {
             // (Reaching a host when none is failing changes nothing: the common case, kept cheap.)
             if outcome != .reached || !hostHealth.isEmpty {
                 let host = io.admittedHost ?? Downloader.hostKey(fetch.parsedURL)
-                if hostHealth.ended(id, host: host, outcome, now: now, settings: configuration.hostHealthSettings) {
-                    logger.warning("host is down", metadata: ["host": "\(host)", "forMs": "\(configuration.hostDownMs)"])
-                }
+                apply(hostHealth.ended(id, host: host, outcome, now: now, settings: configuration.hostHealthSettings), to: host)
             }
             (io.hostAdmitted, io.admittedHost) = (false, nil)
         }
@@ -167,6 +168,29 @@ extension Downloader {
             for url in urlsOf(fetch, tokens: delivery.tokens) { failedURLs.remove(url) }
             enterDelivery(id)
             for token in delivery.tokens { process(token, of: id) }
+        }
+    }
+
+    /// Performs what an attempt's end changed for its host: its downloads wait, go on, or end.
+    func apply(_ change: HostHealth<FetchID>.Change, to host: String) {
+        switch change {
+        case .none:
+            return
+        case .hold(let until):
+            let ms = until > clock() ? (until - clock()) / 1_000_000 : 0
+            if queue.isHeld(host) {
+                logger.debug("host is still down: its downloads wait for the next probe", metadata: ["host": "\(host)", "ms": "\(ms)"])
+            } else {
+                logger.warning("host is down: its downloads wait", metadata: ["host": "\(host)", "maxMs": "\(configuration.hostDownMs)"])
+            }
+            startFetches(queue.holdHost(host, until: until, now: clock()))
+        case .back:
+            logger.notice("host is back", metadata: ["host": "\(host)"])
+            startFetches(queue.releaseHost(host, now: clock()))
+        case .gaveUp:
+            guard queue.isHeld(host) else { return }
+            logger.warning("host is still down: its downloads fail", metadata: ["host": "\(host)"])
+            startFetches(queue.releaseHost(host, now: clock()))
         }
     }
 

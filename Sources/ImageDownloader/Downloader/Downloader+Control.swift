@@ -46,6 +46,7 @@ extension Downloader {
 
     public func configure(_ newValue: DownloaderConfiguration) {
         configuration = newValue
+        if newValue.hostDownAfter <= 0 { forgetHostsDown() }  // the rule turned off: nothing waits for it
         queue.setOrder(newValue.executionOrder)
         startFetches(
             queue.setHostLimits(
@@ -82,7 +83,14 @@ extension Downloader {
     /// Forgets the failed-URL list and which hosts are down (`clearFailedURLs`).
     public func clearFailedURLs() {
         failedURLs.removeAll()
+        forgetHostsDown()
+    }
+
+    /// Forgets which hosts are down; their waiting downloads go on.
+    func forgetHostsDown() {
+        let down = hostHealth.downHosts
         hostHealth.removeAll()
+        for host in down { startFetches(queue.releaseHost(host, now: clock())) }
     }
 
     public var liveTokenCount: Int { tokens.count }

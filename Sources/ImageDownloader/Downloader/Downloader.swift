@@ -180,7 +180,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         fetches[id] = fetch
         fetchByKey.insert(fetch)
         tokens.attach(token, to: id, processor: processor, now: clock())
-        startFetches(queue.enqueue(id, priority: record.priority, host: Downloader.hostKey(url), now: clock()))
+        var host = Downloader.hostKey(url)
+        // A host that is down holds its fetches in the queue; one the HTTP cache answers needs no
+        // network, and waits in a lane of its own instead.
+        if !fetch.isFile, queue.isHeld(host), httpLoader.answersWithoutNetwork(fetch.request) { host = "stored " + host }
+        startFetches(queue.enqueue(id, priority: record.priority, host: host, now: clock()))
     }
 
     /// Ends a reserved token without a fetch, with what its processor would have delivered (a

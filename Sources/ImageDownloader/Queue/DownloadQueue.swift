@@ -18,6 +18,10 @@ import HeapModule
 /// than before, but other hosts may use the running slot. `unpark` puts it among the waiting
 /// again, where its first arrival puts it (ahead of later arrivals of its priority under FIFO,
 /// behind them under LIFO).
+///
+/// A host can be held (`holdHost`, for a host that is down: `HostHealth`): its operations wait,
+/// taking no slot, until a given time; then one starts (the probe) and the host is held again
+/// until `releaseHost`.
 public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var maxConcurrent: Int
     public private(set) var maxConcurrentPerHost: Int
@@ -40,12 +44,23 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         var runningCount = 0
         /// When this host last started an operation.
         var lastStart: UInt64?
+        /// Held: nothing starts before `until`, then one operation (`holdHost`); `probing`: that
+        /// one started, nothing more until `releaseHost`.
+        var hold: Hold?
     }
 
-    /// When `host` may start its next operation: its last start plus the interval.
+    private enum Hold: Sendable, Equatable {
+        case until(UInt64)
+        case probing
+    }
+
+    /// When `host` may start its next operation: its last start plus the interval, and not
+    /// before the end of a hold.
     private func notBefore(_ host: Host) -> UInt64 {
-        guard minStartIntervalPerHostNs > 0, let last = host.lastStart else { return 0 }
-        return last &+ minStartIntervalPerHostNs
+        var at: UInt64 = 0
+        if minStartIntervalPerHostNs > 0, let last = host.lastStart { at = last &+ minStartIntervalPerHostNs }
+        if case .until(let until) = host.hold { at = max(at, until) }
+        return at
     }
 
     /// A host that may start its next operation (`key`), in the ready heap. Entries go stale when
@@ -219,6 +234,37 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         rebuildReady()
     }
 
+    /// Holds `host`: its operations wait (taking no slot) until `until`; then one starts and the
+    /// host is held until `releaseHost`. Holding again moves the time (`until` at or before now:
+    /// one may start now).
+    public mutating func holdHost(_ host: String, until: UInt64, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        var state = hosts.removeValue(forKey: host) ?? Host()
+        state.hold = .until(until)
+        hosts[host] = state
+        offer(host)
+        forgetIfIdle(host)
+        return startAsMany()
+    }
+
+    /// Keeps `host` from starting anything until `releaseHost` (its probe runs).
+    public mutating func holdProbing(_ host: String) {
+        hosts[host]?.hold = .probing
+    }
+
+    /// Ends a hold: the host's operations start as its limits allow.
+    public mutating func releaseHost(_ host: String, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        guard hosts[host]?.hold != nil else { return [] }
+        hosts[host]?.hold = nil
+        offer(host)
+        forgetIfIdle(host)
+        return startAsMany()
+    }
+
+    /// Whether `host` is held (either way).
+    public func isHeld(_ host: String) -> Bool { hosts[host]?.hold != nil }
+
     /// The clock moved on: hosts whose interval ended may start again.
     public mutating func tick(now: UInt64) -> [ID] {
         advance(now)
@@ -270,7 +316,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     /// Puts the host's current next operation in the ready heap (or the timed one) if the host
     /// may start it; older entries of the host go stale.
     private mutating func offer(_ name: String) {
-        guard let host = hosts[name], host.waitingCount > 0, host.runningCount < maxConcurrentPerHost,
+        guard let host = hosts[name], host.waitingCount > 0, host.runningCount < maxConcurrentPerHost, host.hold != .probing,
             let next = candidate(name)
         else { return }
         if notBefore(host) > now {
@@ -336,13 +382,14 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     private mutating func popNext() -> ID? {
         while let top = ready.popMax() {
             guard let current = hosts[top.host], current.runningCount < maxConcurrentPerHost, notBefore(current) <= now,
-                candidate(top.host) == top
+                current.hold != .probing, candidate(top.host) == top
             else { continue }  // stale
             var host = hosts.removeValue(forKey: top.host) ?? current  // taken out so its lanes mutate in place
             let item = order == .fifo ? host.lanes[top.priority].removeFirst() : host.lanes[top.priority].removeLast()
             host.waitingCount -= 1
             host.runningCount += 1
             host.lastStart = now
+            if host.hold != nil { host.hold = .probing }  // the held host's one start
             hosts[top.host] = host
             running.insert(item.id)
             runningEntries[item.id] = waiting.removeValue(forKey: item.id)

@@ -134,10 +134,11 @@ class Settings(TypedDict, total=False):
     #: how long a URL stays on the failed-URL list (default 600000)
     failed_url_expiry_ms: int
     #: connection failures in a row (refused, unreachable, DNS, connect timeout) after which a host is down: its
-    #: downloads then fail at once with NetworkError reason connection instead of each waiting for a connect timeout,
-    #: but for one probe every hostDownMs (default 3; 0: never)
+    #: downloads wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it
+    #: is still down after hostDownMs (default 3; 0: never)
     host_down_after: int
-    #: how long a down host stays down before one download probes it again (default 30000)
+    #: how long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at
+    #: once before the next probe (default 30000)
     host_down_ms: int
     #: the default User-Agent (default image-worker/VERSION)
     user_agent: str
