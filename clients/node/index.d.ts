@@ -334,9 +334,9 @@ export interface Settings {
   /** How long a URL stays on the failed-URL list (default 600000). */
   failedURLExpiryMs?: number;
   /**
-   * Connection failures in a row (refused, unreachable, DNS, connect timeout) after which a host is down: its
-   * downloads wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it is
-   * still down after hostDownMs (default 3; 0: never).
+   * Connection failures in a row (refused, unreachable, connect timeout) after which a host is down: its downloads
+   * wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it is still down
+   * after hostDownMs (default 3; 0: never).
    */
   hostDownAfter?: number;
   /**

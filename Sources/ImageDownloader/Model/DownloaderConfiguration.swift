@@ -30,9 +30,9 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var maxRedirects = 10
     /// How long a URL stays on the failed-URL list.
     public var failedURLExpiryMs: Int64 = 600_000
-    /// Connection failures in a row (never reaching a connection: refused, unreachable, DNS,
-    /// connect timeout) after which a host is down for `hostDownMs`: its attempts then end at
-    /// once, but for one probe when the time is up (`HostHealth`). 0: never.
+    /// Connection failures in a row (never reaching a connection: refused, unreachable, connect
+    /// timeout) after which a host is down (`HostHealth`): its downloads wait while it is probed,
+    /// and fail once it is still down after `hostDownMs`. 0: never.
     public var hostDownAfter = 3
     public var hostDownMs: Int64 = 30_000
     /// Proxies for http and https URLs and the hosts that bypass them (by default from the

@@ -1,6 +1,6 @@
 /// Which hosts are down, as a value. A host whose attempts failed to reach it `failuresInARow`
-/// times in a row (never reaching a connection: refused, unreachable, no DNS answer, the connect
-/// timeout) is down. Its downloads then wait, taking no slot (the queue holds the host:
+/// times in a row (never reaching a connection: refused, unreachable, the connect timeout; not a
+/// name that does not resolve, which fails fast and is rarely back in a moment) is down. Its downloads then wait, taking no slot (the queue holds the host:
 /// `Change.hold`), instead of each spending a connect timeout and a slot (with the defaults, six
 /// such attempts held every slot and every other host's downloads waited), while one attempt at a
 /// time probes it, 1, 2, 4… s apart. A probe that reaches the host brings it back (`back`: the
@@ -201,12 +201,14 @@ public struct HostHealth<ID: Hashable & Sendable>: Sendable {
 
 extension DownloadFailure {
     /// A failure that says the host could not be reached at all, when its request never reached
-    /// a connection: refused, unreachable, no DNS answer, a timeout while connecting.
+    /// a connection: refused, unreachable, a timeout while connecting. (Not `dns`: a name that
+    /// does not resolve fails each attempt at once, holding no slot for long, and is mostly gone
+    /// for good, so holding its downloads for a probe would only make them wait.)
     var isConnectionFailure: Bool {
         guard case .network(let reason, _) = last else { return false }
         switch reason {
-        case .timeout, .connection, .dns, .reset: return true
-        case .deadline, .truncated, .tls, .redirect, .protocolError, .io, .proxy, .notCached, .hostDown: return false
+        case .timeout, .connection, .reset: return true
+        case .dns, .deadline, .truncated, .tls, .redirect, .protocolError, .io, .proxy, .notCached, .hostDown: return false
         }
     }
 }

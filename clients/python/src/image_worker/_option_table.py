@@ -133,9 +133,9 @@ class Settings(TypedDict, total=False):
     max_redirects: int
     #: how long a URL stays on the failed-URL list (default 600000)
     failed_url_expiry_ms: int
-    #: connection failures in a row (refused, unreachable, DNS, connect timeout) after which a host is down: its
-    #: downloads wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it
-    #: is still down after hostDownMs (default 3; 0: never)
+    #: connection failures in a row (refused, unreachable, connect timeout) after which a host is down: its downloads
+    #: wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it is still
+    #: down after hostDownMs (default 3; 0: never)
     host_down_after: int
     #: how long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at
     #: once before the next probe (default 30000)
