@@ -192,17 +192,24 @@ import TestSupport
 
     /// A host that refuses for a moment (a restart): after three refusals its downloads wait,
     /// taking no slot, and once it answers again the probe brings them back: none is lost.
-    @Test func aHostBackWithinTheWaitLosesNothing() async throws {
+    /// A harness whose ten downloads (tokens 0…9, `path(i)`) go to a port that refuses, one at a
+    /// time and without retries: exactly three refusals come first.
+    func tenToARefusingPort(hostDownMs: Int64, _ path: (Int) -> String) async throws -> (DownloaderHarness, RefusingPort) {
         let h = try await DownloaderHarness.make {
             $0.maxRetries = 0
-            $0.maxConcurrentPerHost = 1  // one at a time: exactly three refusals come first
+            $0.maxConcurrentPerHost = 1
             $0.hostDownAfter = 3
-            $0.hostDownMs = 3_000
+            $0.hostDownMs = hostDownMs
         }
-        defer { Task { await h.shutdown() } }
         let refusing = try RefusingPort()
+        for i in 0..<10 { try await h.start(.int(Int64(i)), refusing.baseURL + path(i)) }
+        return (h, refusing)
+    }
+
+    @Test func aHostBackWithinTheWaitLosesNothing() async throws {
+        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 3_000) { "/files/back?n=\($0)" }
+        defer { Task { await h.shutdown() } }
         let (port, base) = (refusing.port, refusing.baseURL)
-        for i in 0..<10 { try await h.start(.int(Int64(i)), "\(base)/files/back?n=\(i)") }
         try await h.until("the host is down") { await h.downloader.status().hostsDown == [base] }
         // A host that works is not held back meanwhile.
         h.server.setFile("ok", bytes(500))
@@ -221,16 +228,9 @@ import TestSupport
     /// A host still refusing when its wait is over: the probe fails, and the downloads that
     /// waited, and new ones, end at once, until a later probe finds it back.
     @Test func aHostStillDownAfterTheWaitFailsItsDownloadsAtOnce() async throws {
-        let h = try await DownloaderHarness.make {
-            $0.maxRetries = 0
-            $0.maxConcurrentPerHost = 1
-            $0.hostDownAfter = 3
-            $0.hostDownMs = 300
-        }
+        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 300) { "/a\($0).jpg" }
         defer { Task { await h.shutdown() } }
-        let refusing = try RefusingPort()
         let (port, base) = (refusing.port, refusing.baseURL)
-        for i in 0..<10 { try await h.start(.int(Int64(i)), "\(base)/a\(i).jpg") }
         var messages: [String] = []
         for i in 0..<10 { messages.append(message(try await h.outcome(.int(Int64(i))))) }
         // Three refusals, the probe's, then the rest at once.

@@ -1,14 +1,14 @@
 /// Which hosts are down, as a value. A host whose attempts failed to reach it `failuresInARow`
 /// times in a row (never reaching a connection: refused, unreachable, the connect timeout; not a
-/// name that does not resolve, which fails fast and is rarely back in a moment) is down. Its downloads then wait, taking no slot (the queue holds the host:
-/// `Change.hold`), instead of each spending a connect timeout and a slot (with the defaults, six
-/// such attempts held every slot and every other host's downloads waited), while one attempt at a
-/// time probes it, 1, 2, 4… s apart. A probe that reaches the host brings it back (`back`: the
-/// waiting downloads go on). Once `downNs` has passed since it went down and a probe fails, the
-/// host is given up (`gaveUp`): its downloads waiting, and every new one, end at once, until
-/// another `downNs` has passed and a new probe connects or fails. Any attempt that reaches the
-/// host resets its count. Hosts are the queue's keys (scheme, host and port of the URL as
-/// requested).
+/// name that does not resolve, which fails fast and is rarely back in a moment) is down. Its
+/// downloads then wait, taking no slot (the queue holds the host: `Change.hold`), instead of each
+/// spending a connect timeout and a slot (with the defaults, six such attempts held every slot
+/// and every other host's downloads waited), while one attempt at a time probes it, 1, 2, 4… s
+/// apart. A probe that reaches the host brings it back (`back`: the waiting downloads go on).
+/// Once `downNs` has passed since it went down and a probe fails, the host is given up
+/// (`gaveUp`): its downloads waiting, and every new one, end at once, until another `downNs` has
+/// passed and a new probe connects or fails. Any attempt that reaches the host resets its count.
+/// Hosts are the queue's keys (scheme, host and port of the URL as requested).
 ///
 /// Every method takes an event and a clock reading and answers what to do, so it is tested
 /// without I/O; the downloader calls it for its http(s) attempts (`Downloader+Attempts.swift`).
@@ -73,7 +73,6 @@ public struct HostHealth<ID: Hashable & Sendable>: Sendable {
         var since: UInt64
         var probes: Int
     }
-
 
     private enum State: Sendable {
         /// Up, with this many connection failures in a row (≥ 1) and the last one.
