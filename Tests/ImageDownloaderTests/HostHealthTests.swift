@@ -263,6 +263,25 @@ import TestSupport
         #expect(revived.hits("/files/back") == 2, "one probe, then one download: the refused tries never reached it")
     }
 
+    /// A proxy that cannot be reached says nothing of the hosts behind it: their downloads fail
+    /// as the connection failures they are, at once, and no host is counted down.
+    @Test func aDeadProxyIsNoHostsFailure() async throws {
+        let proxy = try RefusingPort()
+        defer { proxy.close() }
+        let h = try await DownloaderHarness.make {
+            $0.maxRetries = 0
+            $0.hostDownAfter = 1
+            $0.proxies.useForBoth(try? ProxySettings.Proxy.parse(proxy.baseURL))
+        }
+        defer { Task { await h.shutdown() } }
+        for i in 0..<6 { try await h.start(.int(Int64(i)), h.server.url("/files/x?n=\(i)")) }
+        for i in 0..<6 {
+            let m = message(try await h.outcome(.int(Int64(i))))
+            #expect(m.contains("connection refused") && m.contains("through the proxy") && !m.contains("is down"), "\(m)")
+        }
+        #expect(await h.downloader.status().hostsDown.isEmpty)
+    }
+
     /// The case the rule is for: a host that drops every packet. Its first attempts wait for the
     /// timeout; then the host is down, its downloads wait without a slot while the other host's
     /// are fetched, and when the probe times out too they all end at once.

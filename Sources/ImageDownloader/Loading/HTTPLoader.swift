@@ -130,7 +130,8 @@ public struct HTTPLoader: ResourceLoader {
                 let target = "\(url.host ?? "?"):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
                 let failure = HTTPLoader.classify(error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
                 // The URL's own host, not a redirect's: the one the downloader's host counts are of.
-                if !reached && redirects == 0 { throw HostNotReached(failure) }
+                // (Through a proxy, a connection that fails is the proxy's: it says nothing of the host.)
+                if !reached && redirects == 0 && proxy == nil { throw HostNotReached(failure) }
                 throw failure
             }
             let responseTime = Date().timeIntervalSince1970

@@ -83,8 +83,8 @@ extension ResourceLoader {
 }
 
 /// What a loader throws when the request to the URL's own host never reached a connection (the
-/// first hop: refused, unreachable, no DNS answer, the connect timeout, or cancelled while
-/// connecting): `underlying` is the failure itself. The downloader counts these per host
+/// first hop, not through a proxy: refused, unreachable, no DNS answer, the connect timeout, or
+/// cancelled while connecting): `underlying` is the failure itself. The downloader counts these per host
 /// (`HostHealth`) and then goes on with `underlying`.
 public struct HostNotReached: Error, Sendable {
     public let underlying: any Error
