@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Synchronization
 
 /// A port on 127.0.0.1 where connecting hangs, as with a host that is down behind a firewall that
 /// drops packets: a listening socket that never accepts, its accept queue filled by a connection
@@ -11,6 +12,8 @@ import Musl
 public final class SilentHost: Sendable {
     public let port: Int
     private let sockets: [Int32]
+    /// Closed once: a descriptor closed twice may by then be another test's.
+    private let closed = Atomic<Bool>(false)
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -50,6 +53,7 @@ public final class SilentHost: Sendable {
     }
 
     public func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
         for s in sockets { _ = Glibc.close(s) }
     }
 
@@ -66,6 +70,7 @@ public final class SilentHost: Sendable {
 public final class RefusingPort: Sendable {
     public let port: Int
     private let socket: Int32
+    private let closed = Atomic<Bool>(false)
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
@@ -87,5 +92,10 @@ public final class RefusingPort: Sendable {
         self.port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    public func close() { _ = Glibc.close(socket) }
+    public func close() {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        _ = Glibc.close(socket)
+    }
+
+    deinit { close() }
 }
