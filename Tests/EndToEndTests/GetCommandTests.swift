@@ -267,9 +267,11 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: out) }
         let dead = (0..<12).map { "\(silent.baseURL)/photo\($0).jpg" }
         let good = (0..<3).map { server.url("/files/testorig.jpg?n=\($0)") }
-        // No retries: each URL's one attempt is a connect that times out or a `hostDown`.
+        // No retries: each URL's one attempt is a connect that times out or a `hostDown`. The
+        // first probe comes 1 s after the third timeout; given up, the host's others then have
+        // 5 s to end before the next probe.
         let run = try await Self.run(
-            ["get", "--json", "-j", "6", "--per-host", "3", "--max-retries", "0", "--host-down-ms", "1000", "-o", out.path] + dead + good)
+            ["get", "--json", "-j", "6", "--per-host", "3", "--max-retries", "0", "--host-down-ms", "5000", "-o", out.path] + dead + good)
         #expect(run.status == 1)
         let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter { $0["method"] == .string(WorkerEvent.completed) }
         #expect(completed.count == 15, "\(run.lines)")

@@ -207,7 +207,8 @@ import TestSupport
     }
 
     @Test func aHostBackWithinTheWaitLosesNothing() async throws {
-        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 3_000) { "/files/back?n=\($0)" }
+        // (10 s: probes at 1, 3 and 7 s; the server is up long before the first on any machine.)
+        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 10_000) { "/files/back?n=\($0)" }
         defer { Task { await h.shutdown() } }
         let (port, base) = (refusing.port, refusing.baseURL)
         try await h.until("the host is down") { await h.downloader.status().hostsDown == [base] }
@@ -225,18 +226,21 @@ import TestSupport
         #expect(await h.downloader.status().hostsDown.isEmpty)
     }
 
-    /// A host still refusing when its wait is over: the probe fails, and the downloads that
-    /// waited, and new ones, end at once, until a later probe finds it back.
+    /// A host still refusing when its wait is over: the probes fail (at 1 s, then at the wait's
+    /// end, 2 s), and the downloads that waited, and new ones, end at once, until a later probe
+    /// finds it back.
     @Test func aHostStillDownAfterTheWaitFailsItsDownloadsAtOnce() async throws {
-        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 300) { "/a\($0).jpg" }
+        // (2 s: the five that end at once must all have ended within the next 2 s however loaded
+        // the machine, or the last would be the next period's probe.)
+        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 2_000) { "/a\($0).jpg" }
         defer { Task { await h.shutdown() } }
         let (port, base) = (refusing.port, refusing.baseURL)
         var messages: [String] = []
         for i in 0..<10 { messages.append(message(try await h.outcome(.int(Int64(i))))) }
-        // Three refusals, the probe's, then the rest at once.
-        for m in messages.prefix(4) { #expect(m.contains("connection refused") && !m.contains("is down"), "\(m)") }
-        for m in messages.dropFirst(4) {
-            #expect(m.contains("\(base) is down: 4 connection attempts in a row failed (the last: connection refused"), "\(m)")
+        // Three refusals, the two probes', then the rest at once.
+        for m in messages.prefix(5) { #expect(m.contains("connection refused") && !m.contains("is down"), "\(m)") }
+        for m in messages.dropFirst(5) {
+            #expect(m.contains("\(base) is down: 5 connection attempts in a row failed (the last: connection refused"), "\(m)")
             #expect(m.contains("and again after a wait"), "\(m)")
         }
         #expect(await h.downloader.status().hostsDown == [base])
@@ -289,7 +293,6 @@ import TestSupport
         let h = try await DownloaderHarness.make {
             $0.maxConcurrentDownloads = 6
             $0.maxConcurrentPerHost = 6
-            $0.timeoutMs = 1_000  // the idle watchdog ends the connects
             $0.maxRetries = 2
             $0.hostDownAfter = 3
             $0.hostDownMs = 500
@@ -298,7 +301,8 @@ import TestSupport
         let silent = try SilentHost()
         defer { silent.close() }
         h.server.setFile("ok", bytes(300))
-        for i in 0..<18 { try await h.start(.int(Int64(i)), "\(silent.baseURL)/a\(i).jpg") }
+        // The idle watchdog ends their connects (the good ones keep the harness's long timeout).
+        for i in 0..<18 { try await h.start(.int(Int64(i)), "\(silent.baseURL)/a\(i).jpg") { $0.timeoutMs = 1_000 } }
         for i in 0..<12 { try await h.start(.string("good\(i)"), h.server.url("/files/ok?n=\(i)")) }
         for i in 0..<12 { #expect(try await h.outcome(.string("good\(i)")).value == 300) }
         var down = 0

@@ -27,13 +27,15 @@ extension Downloader {
                 io.hostAdmitted = true
             } else {
                 let host = Downloader.hostKey(request.url)
-                switch hostHealth.admit(id, host: host, now: clock(), settings: configuration.hostHealthSettings) {
-                case .go: (io.hostAdmitted, io.admittedHost) = (true, host)
-                case .probe(let holdsOthers):
-                    (io.hostAdmitted, io.admittedHost) = (true, host)
-                    if holdsOthers { queue.holdProbing(host) }  // the host's other downloads wait for its answer
-                // (The HTTP cache may answer it: then it goes, and says nothing of the host.)
-                case .refuse(let failure): if !loader.answersWithoutNetwork(request) { refusal = failure }
+                // A down host's attempt that the HTTP cache answers goes, neither probe nor refused.
+                if !(hostHealth.isDown(host) && loader.answersWithoutNetwork(request)) {
+                    switch hostHealth.admit(id, host: host, now: clock(), settings: configuration.hostHealthSettings) {
+                    case .go: (io.hostAdmitted, io.admittedHost) = (true, host)
+                    case .probe(let holdsOthers):
+                        (io.hostAdmitted, io.admittedHost) = (true, host)
+                        if holdsOthers { queue.holdProbing(host) }  // the host's other downloads wait for its answer
+                    case .refuse(let failure): refusal = failure
+                    }
                 }
             }
         }

@@ -90,6 +90,14 @@ public struct HostHealth<ID: Hashable & Sendable>: Sendable {
     /// No host has failed lately: every attempt goes, and only a failure needs reporting.
     public var isEmpty: Bool { hosts.isEmpty }
 
+    /// Whether `host` is down (probing included).
+    public func isDown(_ host: String) -> Bool {
+        switch hosts[host] {
+        case .down, .probing: return true
+        case .failing, nil: return false
+        }
+    }
+
     /// Hosts down (probing included), by key, for `status`.
     public var downHosts: [String] {
         hosts.compactMap { host, state in
