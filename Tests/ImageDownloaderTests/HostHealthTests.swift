@@ -9,6 +9,11 @@ import TestSupport
     let rule = Health.Settings(failuresInARow: 3, downNs: 1_000)
     let refused = DownloadFailure.network(.connection, "connection refused while connecting to 127.0.0.1:9")
 
+    /// Three connection failures in a row (attempts 0, 1, 2) at `now`: `host` is down.
+    func makeDown(_ health: inout Health, _ host: String, now: UInt64) {
+        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: now, settings: rule) }
+    }
+
     func isRefusal(_ admission: Health.Admission) -> Bool {
         if case .refuse = admission { return true } else { return false }
     }
@@ -105,7 +110,7 @@ import TestSupport
     @Test func aProbeThatConnectsBringsTheWaitingDownloadsBack() {
         var health = Health()
         let host = "http://h:80"
-        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 0, settings: rule) }
+        makeDown(&health, host, now: 0)
         #expect(health.admit(10, host: host, now: 1_000, settings: rule) == .probe(holdsOthers: true))
         let back = health.ended(10, host: host, .reached, now: 1_001, settings: rule)
         #expect(back == .back, "the queue lets the host's downloads go")
@@ -129,7 +134,7 @@ import TestSupport
     @Test func anAbandonedProbeLetsTheNextAttemptProbe() {
         var health = Health()
         let host = "http://h:80"
-        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 0, settings: rule) }
+        makeDown(&health, host, now: 0)
         #expect(health.admit(10, host: host, now: 5_000, settings: rule) == .probe(holdsOthers: true))
         // Cancelled before it knew: the probe's answer never comes; the queue lets one more start.
         let lost = health.ended(10, host: host, .abandoned, now: 5_001, settings: rule)
@@ -144,7 +149,7 @@ import TestSupport
     @Test func attemptsUnderWayWhenTheHostWentDownKeepItDown() {
         var health = Health()
         let host = "http://h:80"
-        for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: 100, settings: rule) }
+        makeDown(&health, host, now: 100)
         // Three more that started before it was down, ending now: no new period.
         for id in 3..<6 {
             let change = health.ended(id, host: host, .notReached(refused), now: 200, settings: rule)
@@ -159,7 +164,7 @@ import TestSupport
 
     @Test func hostsAreApartAndZeroTurnsTheRuleOff() {
         var health = Health()
-        for id in 0..<3 { _ = health.ended(id, host: "http://a:80", .notReached(refused), now: 0, settings: rule) }
+        makeDown(&health, "http://a:80", now: 0)
         #expect(isRefusal(health.admit(5, host: "http://a:80", now: 1, settings: rule)))
         #expect(health.admit(6, host: "http://b:80", now: 1, settings: rule) == .go)
         #expect(health.admit(7, host: "http://a:8080", now: 1, settings: rule) == .go, "another port is another host")

@@ -179,13 +179,14 @@ extension Downloader {
         case .none:
             return
         case .hold(let until):
-            let ms = until > clock() ? (until - clock()) / 1_000_000 : 0
+            let now = clock()
             if queue.isHeld(host) {
+                let ms = until > now ? (until - now) / 1_000_000 : 0
                 logger.debug("host is still down: its downloads wait for the next probe", metadata: ["host": "\(host)", "ms": "\(ms)"])
             } else {
                 logger.warning("host is down: its downloads wait", metadata: ["host": "\(host)", "maxMs": "\(configuration.hostDownMs)"])
             }
-            startFetches(queue.holdHost(host, until: until, now: clock()))
+            startFetches(queue.holdHost(host, until: until, now: now))
         case .back:
             logger.notice("host is back", metadata: ["host": "\(host)"])
             startFetches(queue.releaseHost(host, now: clock()))

@@ -34,17 +34,34 @@ public struct HTTPLoader: ResourceLoader {
     /// credentials, which `Vary` may name, are left out here: a miss then goes to the network.)
     public func answersWithoutNetwork(_ request: LoadRequest) -> Bool {
         if request.cachePolicy == .cacheOnly { return true }
-        guard let cache, request.resume == nil, !request.allowInvalidCertificates, request.cachePolicy != .reload,
-            !request.headers.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) })
+        guard let cache, request.resume == nil, !HTTPLoader.callerCaches(request.headers),
+            let entry = HTTPLoader.storedEntry(in: cache, key: FetchKey.canonical(request.url), request, sent: request.headers)
         else { return false }
-        guard let entry = cache.lookup(FetchKey.canonical(request.url)), entry.response.matches(requestHeaders: request.headers) else {
-            return false
-        }
-        return request.cachePolicy != .default || entry.response.isFresh(now: Date().timeIntervalSince1970, requestHeaders: request.headers)
+        return HTTPLoader.answers(entry, request, sent: request.headers)
     }
 
     /// Request headers with which the caller does its own caching: the cache stays out of it.
     static let callerConditionals: Set<String> = ["if-none-match", "if-modified-since", "if-range", "range", "if-match", "if-unmodified-since"]
+
+    static func callerCaches(_ headers: [(String, String)]) -> Bool {
+        headers.contains { callerConditionals.contains($0.0.lowercased()) }
+    }
+
+    /// The stored response that may answer a request sending `sent`: not for `reload`, nor for a
+    /// request that skips certificate checks (it would refresh stored entries from an unverified
+    /// server).
+    static func storedEntry(in cache: HTTPCache, key: String, _ request: LoadRequest, sent: [(String, String)]) -> HTTPCache.Entry? {
+        guard request.cachePolicy != .reload, !request.allowInvalidCertificates, let entry = cache.lookup(key),
+            entry.response.matches(requestHeaders: sent)
+        else { return nil }
+        return entry
+    }
+
+    /// Whether that stored response answers without asking the server: any for `preferCache`
+    /// and `cacheOnly`, a fresh one for `default`.
+    static func answers(_ entry: HTTPCache.Entry, _ request: LoadRequest, sent: [(String, String)]) -> Bool {
+        request.cachePolicy != .default || entry.response.isFresh(now: Date().timeIntervalSince1970, requestHeaders: sent)
+    }
 
     public func load(
         _ request: LoadRequest, onHead: @Sendable (LoadedHead) async throws -> Void, onChunk: @Sendable (ByteBuffer) async throws -> Void
@@ -75,21 +92,15 @@ public struct HTTPLoader: ResourceLoader {
             // The cache, for this hop (redirects are always asked of the network); a resumed
             // attempt's range is not the cache's business.
             let sent = self.cache == nil || request.resume != nil ? [] : outgoing.headers.map { ($0.name, $0.value) }
-            let cache =
-                request.resume != nil || sent.contains(where: { HTTPLoader.callerConditionals.contains($0.0.lowercased()) }) ? nil : self.cache
+            let cache = request.resume != nil || HTTPLoader.callerCaches(sent) ? nil : self.cache
             if let resume = request.resume {
                 outgoing.headers.replaceOrAdd(name: "Range", value: "bytes=\(resume.offset)-")
                 outgoing.headers.replaceOrAdd(name: "If-Range", value: resume.validator)
             }
             let cacheKey = cache == nil ? "" : FetchKey.canonical(url)
             var stored: HTTPCache.Entry? = nil
-            // Not for a request that skips certificate checks: it would refresh stored entries
-            // from an unverified server.
-            if let cache, request.cachePolicy != .reload, !request.allowInvalidCertificates, let entry = cache.lookup(cacheKey),
-                entry.response.matches(requestHeaders: sent)
-            {
-                let now = Date().timeIntervalSince1970
-                if request.cachePolicy != .default || entry.response.isFresh(now: now, requestHeaders: sent) {
+            if let cache, let entry = HTTPLoader.storedEntry(in: cache, key: cacheKey, request, sent: sent) {
+                if HTTPLoader.answers(entry, request, sent: sent) {
                     cache.touch(entry)
                     logger.debug("from the cache", metadata: ["url": "\(url.absoluteString)"])
                     try await HTTPLoader.serve(
