@@ -25,6 +25,11 @@ public final class ConnectionObserver: Sendable {
     /// (absolute-form, RFC 9112 §3.2.2), in place of the origin-form path.
     static let absoluteForm = "x-image-worker-absolute-form"
 
+    /// How much a connection reads at once: up to 256 KiB (NIO's default stops at 64 KiB), so
+    /// that a typical image's body comes in one read, one chunk and one hop to the downloader
+    /// rather than two or more. The buffer grows only while reads fill it, and shrinks back.
+    static let readSizes = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 64 << 10, maximum: 256 << 10)
+
     private let observed = Mutex<[String: Observation]>([:])
     private let counter = Atomic<UInt64>(0)
 
@@ -53,6 +58,7 @@ public final class ConnectionObserver: Sendable {
     @Sendable func http1ConnectionReady(_ channel: Channel) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
             let sync = channel.pipeline.syncOperations
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: ConnectionObserver.readSizes)
             let mark = ConnectionMark(remoteAddress: ConnectionObserver.describe(channel.remoteAddress))
             try sync.addHandler(mark)
             let encoder = try sync.handler(type: HTTPRequestEncoder.self)
@@ -63,6 +69,7 @@ public final class ConnectionObserver: Sendable {
     /// An HTTP/2 connection is ready: mark it (its streams find the mark).
     @Sendable func http2ConnectionReady(_ channel: Channel) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: ConnectionObserver.readSizes)
             try channel.pipeline.syncOperations.addHandler(ConnectionMark(remoteAddress: ConnectionObserver.describe(channel.remoteAddress)))
         }
     }

@@ -5,7 +5,11 @@ import NIOCore
 /// earlier attempts' failures, what progress was last reported).
 struct FetchTransfer: Sendable {
     var attempt: FetchAttempt
-    var body = ByteBuffer()
+    private(set) var body = ByteBuffer()
+    /// What the body's first copy reserves: the declared length, when there is a sane one.
+    private var plannedCapacity = 0
+    /// `body` is the first chunk itself, sharing the network's read buffer (not yet copied).
+    private var bodyIsChunk = false
     /// The first response taken: the fetch's (a later whole response replaces it quietly).
     var response: ResponseInfo?
     /// The response's `If-Range` validator, when it allows resuming (`Accept-Ranges: bytes`).
@@ -18,6 +22,37 @@ struct FetchTransfer: Sendable {
     var lastReportedAt: UInt64 = 0
 
     init(attempt: FetchAttempt) { self.attempt = attempt }
+
+    /// A whole body begins (again): what came before goes.
+    mutating func restartBody(expectedBytes: Int64?) {
+        body = ByteBuffer()
+        bodyIsChunk = false
+        plannedCapacity = expectedBytes.map { $0 > 0 && $0 <= 64 << 20 ? Int($0) : 0 } ?? 0
+    }
+
+    /// Appends a chunk of the body. An image usually comes in one read: a first chunk that is the
+    /// whole declared body and fills at least half of its read buffer is kept as it is, uncopied
+    /// (a small one in a large buffer is copied, so that a waiting body never holds much more
+    /// memory than its bytes). Else the body gets its own buffer, of the declared length.
+    mutating func append(_ chunk: ByteBuffer) {
+        if body.readableBytes == 0 {
+            if chunk.readableBytes >= plannedCapacity, chunk.storageCapacity <= 2 * chunk.readableBytes {
+                body = chunk
+                bodyIsChunk = true
+                return
+            }
+            body = ByteBuffer()
+            body.reserveCapacity(max(plannedCapacity, chunk.readableBytes))
+            bodyIsChunk = false
+        } else if bodyIsChunk {
+            var own = ByteBuffer()
+            own.reserveCapacity(max(plannedCapacity, body.readableBytes + chunk.readableBytes))
+            own.writeImmutableBuffer(body)
+            body = own
+            bodyIsChunk = false
+        }
+        body.writeImmutableBuffer(chunk)
+    }
 
     /// Progress for every token, and the report remembered (it never goes backwards).
     mutating func reportProgress(to tokens: FetchTokens, now: UInt64) -> [FetchOperation.TokenEvent] {
@@ -88,8 +123,7 @@ extension FetchOperation {
         if !continuing {
             // A whole body (again, if an attempt to resume got a 200): what came before goes.
             discards = transfer.body.readableBytes > 0
-            transfer.body = ByteBuffer()
-            if let length = head.info.expectedBytes, length > 0, length <= 64 << 20 { transfer.body.reserveCapacity(Int(length)) }
+            transfer.restartBody(expectedBytes: head.info.expectedBytes)
             transfer.validator = head.validator
             transfer.expectedTotal = head.info.expectedBytes
         }
@@ -113,8 +147,7 @@ extension FetchOperation {
         stage = .modifying
         defer { stage = .running(transfer) }
         let offset = Int64(transfer.body.readableBytes)
-        var copy = chunk
-        transfer.body.writeBuffer(&copy)
+        transfer.append(chunk)
         let total = Int64(transfer.body.readableBytes)
         if let failure = transfer.attempt.bodyReceived(total: total, maxBodyBytes: maxBodyBytes, now: now) {
             if transfer.attempt.overran { transfer.validator = nil }

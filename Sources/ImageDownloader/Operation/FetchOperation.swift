@@ -184,7 +184,7 @@ public struct FetchOperation: Sendable {
         guard case .waitingToRetry(var transfer, let next, let resume) = stage else { return nil }
         stage = .modifying
         let discards = resume == nil && transfer.body.readableBytes > 0
-        if resume == nil { transfer.body = ByteBuffer() }
+        if resume == nil { transfer.restartBody(expectedBytes: nil) }
         transfer.attempt = FetchAttempt(number: next, resume: resume, callerRange: callerRange)
         stage = .running(transfer)
         return Launch(attempt: next, resume: resume, discardsBody: discards)
