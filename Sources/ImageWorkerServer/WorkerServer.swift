@@ -8,6 +8,9 @@ import Synchronization
 /// process's life (stdin EOF, `shutdown`/`exit`, signals, a vanished reader).
 public final class WorkerServer: Sendable {
     public static let version = "0.1.0"
+    /// The CPUs this process may use: its affinity mask, at most its cgroup's CPU quota (the
+    /// delivery stage's default concurrency).
+    public static var availableCPUs: Int { DecodeSlots.defaultConcurrency }
 
     struct SessionState {
         var lifecycle = ServerLifecycle()
