@@ -285,7 +285,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", required=True, help="make_corpus.py's output (with web/ and web_urls.txt)")
     ap.add_argument("--base", default="http://127.0.0.1:8081", help="where nginx serves the corpus")
-    ap.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "image-worker"))
+    ap.add_argument("--binary", default=os.path.join(ROOT, ".build-dist", "release", "image-worker"))
     ap.add_argument("--python", default=sys.executable, help="a Python with aiohttp, Pillow and PyTurboJPEG")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--jobs", default=",".join(JOBS))
