@@ -430,9 +430,11 @@ def main():
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
     if "plumbing" in results:
         w = results["plumbing"]["worker"]
-        per_core = med([(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in w])
+        rounds = [(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in w]
+        per_core = med(rounds)
         curl_per_core = med([(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in curl])
-        print(f"plumbing (originals, delivery none): {per_core:.0f} files/s per busy core; "
+        print(f"plumbing (originals, delivery none): {per_core:.0f} files/s per busy core "
+              f"(rounds: {', '.join(f'{x:.0f}' for x in rounds)}); "
               f"curl writing files: {curl_per_core:.0f} files/s per busy core")
     if a.scaling and scaling["0"]:
         worker_scaling = speed_ratio(scaling["0,1"], scaling["0"])
