@@ -18,8 +18,9 @@ public enum NetworkThreads {
         min(maximum, max(1, cpus / 4))
     }
 
-    /// Sets the count for this process. Call it once, first thing, before any download: NIO's
-    /// shared threads are made at the first connection and keep the count they were made with.
+    /// Sets the count for this process. Call it once (NIO stops the process on a second call),
+    /// first thing, before any download: NIO's shared threads are made at the first connection
+    /// and keep the count they were made with.
     public static func use(_ count: Int) {
         NIOSingletons.groupLoopCountSuggestion = max(1, min(maximum, count))
     }

@@ -30,10 +30,11 @@ struct FetchTransfer: Sendable {
         plannedCapacity = expectedBytes.map { $0 > 0 && $0 <= 64 << 20 ? Int($0) : 0 } ?? 0
     }
 
-    /// Appends a chunk of the body. An image usually comes in one read: a first chunk that is the
-    /// whole declared body and fills at least half of its read buffer is kept as it is, uncopied
-    /// (a small one in a large buffer is copied, so that a waiting body never holds much more
-    /// memory than its bytes). Else the body gets its own buffer, of the declared length.
+    /// Appends a chunk of the body. An image usually comes in one read: a first chunk that holds
+    /// the whole declared body (or comes with no declared length) and fills at least half of its
+    /// read buffer is kept as it is, uncopied (a small one in a large buffer is copied, so that a
+    /// waiting body never holds much more memory than its bytes). Else the body gets its own
+    /// buffer, of the declared length; a kept chunk moves into one when a second chunk comes.
     mutating func append(_ chunk: ByteBuffer) {
         if body.readableBytes == 0 {
             if chunk.readableBytes >= plannedCapacity, chunk.storageCapacity <= 2 * chunk.readableBytes {
