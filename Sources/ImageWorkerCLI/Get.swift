@@ -8,6 +8,8 @@ import Logging
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        // (Named here: else ArgumentParser derives it from the type's name by reflection at each start.)
+        commandName: "get",
         abstract: "Download URLs into a directory, for people: progress bars, one result line per URL.",
         discussion: """
             The same engine as the protocol, run in this process. Each URL's result goes to stdout as \

@@ -7,6 +7,8 @@ import Logging
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        // (Named here: else ArgumentParser derives it from the type's name by reflection at each start.)
+        commandName: "serve",
         abstract: "Serve the JSON-RPC protocol on stdin/stdout (the default).")
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
