@@ -45,8 +45,8 @@ if [ ! -f "$work/corpus/web_urls.txt" ]; then
     "$work/venv/bin/python" "$bench/make_corpus.py" "$work/corpus" --skip-sizes >&2
 fi
 # The worker users run: the one the wheel and npm packages carry, and the README's from-source
-# build (scripts/package.sh). It starts in ~12 ms of CPU against ~18 for `swift build -c release`'s,
-# which loads the Swift runtime's shared libraries.
+# build (scripts/package.sh), not `swift build -c release`'s, which loads the Swift runtime's
+# shared libraries (slower to start; BENCHMARKS.md).
 (cd "$root" && swift build -c release --static-swift-stdlib --product image-worker --scratch-path "$root/.build-dist" >&2)
 # The JPEG-phases anchor, with whichever C compiler there is (Swift's toolchain brings clang).
 compiler=$(command -v "${CC:-cc}" || command -v clang || command -v gcc) || { echo "pipeline-bench: no C compiler" >&2; exit 1; }

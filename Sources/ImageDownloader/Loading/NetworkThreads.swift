@@ -3,12 +3,11 @@ import NIOCore
 /// How many threads serve the network: AsyncHTTPClient's event loops, which connect, write
 /// requests, read and parse responses and run TLS for every connection.
 ///
-/// NIO's default is one per CPU. Beside the worker's own threads (the task pool, one per CPU, and
-/// the decoders) that made each download's hand-offs between threads wake a sleeping thread more
-/// often: on 2 cores, 2 network threads cost the plumbing job (originals delivered nowhere) ~11%
-/// more CPU per file than 1 did, and decoded no faster. A network thread does a small part of a
-/// download's work (~40 µs of CPU for a 100 KB original), so a quarter of the CPUs is plenty: 1 up
-/// to 7 CPUs, 4 on 16.
+/// NIO's default is one per online CPU. Beside the worker's own threads (the task pool, one per
+/// CPU, and the decoders) that made each download's hand-offs between threads wake a sleeping
+/// thread more often, for more CPU per file and no faster decoding (BENCHMARKS.md, 2026-11-28). A
+/// network thread does a small part of a download's work, so a quarter of the CPUs is plenty: 1
+/// up to 7 CPUs, 4 on 16.
 public enum NetworkThreads {
     /// `--network-threads`' largest value.
     public static let maximum = 256
