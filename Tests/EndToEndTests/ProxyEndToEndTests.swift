@@ -103,7 +103,12 @@ import TestSupport
         proxy.standardOutput = FileHandle.nullDevice
         proxy.standardError = FileHandle.nullDevice
         try ChildExit.run(proxy)
-        defer { proxy.terminate() }
+        // SIGKILL: tinyproxy keeps the signal mask it inherits from the test's thread, where SIGTERM
+        // is blocked, so a SIGTERM would stay pending and leave it running after the tests.
+        defer {
+            kill(proxy.processIdentifier, SIGKILL)
+            proxy.waitUntilExit()
+        }
         // Listening?
         let deadline = ContinuousClock.now + .seconds(10)
         while (try? String(contentsOfFile: log, encoding: .utf8))?.contains("listening") != true, ContinuousClock.now < deadline {
