@@ -125,11 +125,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "warning"
 
-    @Option(help: ThreadScheduling.help)
-    var scheduling: String = ThreadScheduling.batch.rawValue
-
-    @Option(help: "Threads for the network: connections, HTTP and TLS (default: a quarter of the CPUs the worker may use, at least 1).")
-    var networkThreads: Int?
+    @OptionGroup var threads: ThreadOptions
 
     func validate() throws {
         guard !urls.isEmpty || input != nil else { throw ValidationError("give at least one URL, or -i FILE") }
@@ -181,10 +177,6 @@ struct Get: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
-        try ThreadScheduling.validate(scheduling)
-        if let n = networkThreads, !(1...NetworkThreads.maximum).contains(n) {
-            throw ValidationError("--network-threads must be between 1 and \(NetworkThreads.maximum)")
-        }
     }
 
     func run() async throws {
@@ -195,8 +187,7 @@ struct Get: AsyncParsableCommand {
             return RedactingLogHandler(handler)
         }
         // Before the worker starts its threads, which inherit it.
-        if let refused = ThreadScheduling(rawValue: scheduling)!.apply() { Logger(label: "image-worker").notice("\(refused)") }
-        NetworkThreads.use(networkThreads ?? NetworkThreads.defaultCount(cpus: WorkerServer.availableCPUs))
+        threads.apply(logger: Logger(label: "image-worker"))
         BitmapMemory.retainFreedMemory()
         // The URLs are read as they are fed, never all held: a list file is walked (here, to check
         // its names, then when counted and fed), stdin's list kept as its bytes.

@@ -44,11 +44,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest input message, in bytes; longer ones get a -32700 error (default 16777216).")
     var maxMessageBytes: Int?
 
-    @Option(help: ThreadScheduling.help)
-    var scheduling: String = ThreadScheduling.batch.rawValue
-
-    @Option(help: "Threads for the network: connections, HTTP and TLS (default: a quarter of the CPUs the worker may use, at least 1).")
-    var networkThreads: Int?
+    @OptionGroup var threads: ThreadOptions
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -64,10 +60,6 @@ struct Serve: AsyncParsableCommand {
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
         if let m = maxMessageBytes, m < 1024 { throw ValidationError("--max-message-bytes must be at least 1024") }
-        try ThreadScheduling.validate(scheduling)
-        if let n = networkThreads, !(1...NetworkThreads.maximum).contains(n) {
-            throw ValidationError("--network-threads must be between 1 and \(NetworkThreads.maximum)")
-        }
         if let root = fileRoot {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -93,8 +85,7 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logger(label: "image-worker")
         // Before the server starts its threads, which inherit it.
-        if let refused = ThreadScheduling(rawValue: scheduling)!.apply() { logger.notice("\(refused)") }
-        NetworkThreads.use(networkThreads ?? NetworkThreads.defaultCount(cpus: WorkerServer.availableCPUs))
+        threads.apply(logger: logger)
         BitmapMemory.retainFreedMemory()
 
         var options = WorkerOptions()
