@@ -6,15 +6,6 @@ import TestSupport
 /// `--network-threads`: how many threads serve the network (NIO's shared event loops, named
 /// `NIO-SGLTN-…`). By default a quarter of the CPUs, at least one; as asked otherwise.
 @Suite struct NetworkThreadsTests {
-    /// The names of the process's threads (`/proc/PID/task/TID/comm`).
-    static func threadNames(of pid: Int32) -> [String] {
-        let folder = "/proc/\(pid)/task"
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return threads.compactMap { thread in
-            (try? String(contentsOfFile: "\(folder)/\(thread)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-
     /// The network threads of a worker started with `arguments`, once it has downloaded two images.
     static func networkThreads(arguments: [String]) async throws -> Int {
         let server = try await E2E.startServer()
@@ -24,7 +15,7 @@ import TestSupport
         worker.request(2, "download", ["url": .string(server.url("/files/basn2c08.png")), "token": "b"])
         #expect(try await worker.completion("a")["params"]?["outcome"] == "success")
         #expect(try await worker.completion("b")["params"]?["outcome"] == "success")
-        let names = threadNames(of: worker.process.processIdentifier)
+        let names = ProcessThreads.read("comm", of: worker.process.processIdentifier)
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
         return names.filter { $0.hasPrefix("NIO-SGLTN") }.count

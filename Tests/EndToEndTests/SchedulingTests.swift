@@ -11,12 +11,8 @@ import TestSupport
 
     /// Each thread's scheduling policy (field 41 of `/proc/PID/task/TID/stat`).
     static func policies(of pid: Int32) -> [Int] {
-        let folder = "/proc/\(pid)/task"
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return threads.compactMap { thread in
-            guard let stat = try? String(contentsOfFile: "\(folder)/\(thread)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return nil }
+        ProcessThreads.read("stat", of: pid).compactMap { stat in
+            guard let close = stat.lastIndex(of: ")") else { return nil }
             // After the command name's closing parenthesis come fields 3 (the state) onwards.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return fields.count > 38 ? Int(fields[38]) : nil
