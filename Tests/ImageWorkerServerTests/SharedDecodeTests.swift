@@ -1,8 +1,11 @@
 import Dispatch
 import Foundation
 import ImageDecoding
-import ImageDownloader
+import NIOCore
+import TestSupport
 import Testing
+
+@testable import ImageDownloader
 
 @testable import ImageWorkerServer
 
@@ -158,5 +161,58 @@ import Testing
         #expect(lane.isEmpty, "nobody waits")
         #expect(!ran.withLock { $0 })
         #expect(slots.counts.running == 0 && slots.counts.waiting == 0)
+    }
+}
+
+/// `OutputDelivery.decodeAdmitted`: the tokens that coalesced on one fetch share its decode, each
+/// let in with a slot; one that joins the decode gives its slot back at once (the decode holds
+/// the slot of the token that started it), and every token's step runs once on the decoding
+/// thread, each slot given back once.
+@Suite struct CoalescedDecodeSlotTests {
+    @Test func aTokenThatJoinsItsFetchsDecodeGivesItsSlotBackAtOnce() async throws {
+        let (readEnd, writeEnd) = try WorkerProcess.pipeDescriptorsClosedOnExec()
+        defer { close(readEnd) }
+        let slots = DecodeSlots(limit: 3, memoryBytes: 1 << 20)
+        let deliveries = FetchDeliveries(
+            writer: WireWriter(fd: writeEnd, onClosed: {}), settings: LockedState(DecodeSettings()), slots: slots)
+        let resource = FetchedResource(
+            response: ResponseInfo(status: 200, expectedBytes: nil, mimeType: "image/png", finalURL: "http://x/y", httpVersion: "1.1"),
+            body: ByteBuffer(), fetchID: 1, consumers: 3)
+        let key = FetchDeliveries.Ledger.DecodeKey(format: .rgba, maxPixelSize: nil, maxPixelCount: nil)
+        let decodes = LockedState(0)
+        let finished = LockedState<[String]>([])
+        func admitted(_ name: String, lane: inout BlockingWork.Lane) async throws {
+            let held = try #require(await slots.acquire(token: .string(name), priority: .normal, cost: 1))
+            OutputDelivery.decodeAdmitted(
+                resource, token: .string(name), key: key, held: held, slots: slots, deliveries: deliveries, lane: &lane,
+                finish: { outcome in
+                    if case .success(let image) = outcome, image.width == 2 { finished.withLock { $0.append(name) } }
+                },
+                decode: { () throws(DecodeError) -> DecodedImage in
+                    decodes.withLock { $0 += 1 }
+                    return DecodedImage(width: 2, height: 1, layout: .rgba, pixels: Array(repeating: 9, count: 8), format: .png)
+                })
+        }
+        // "a" starts the fetch's decode (handed on to its lane, not run yet); "b" joins it.
+        var laneA = BlockingWork.Lane()
+        try await admitted("a", lane: &laneA)
+        #expect(!laneA.isEmpty && slots.counts.running == 1)
+        var laneB = BlockingWork.Lane()
+        try await admitted("b", lane: &laneB)
+        #expect(laneB.isEmpty, "nothing of its own to run")
+        #expect(slots.counts.running == 1, "b's slot went back at once: the decode holds a's")
+        // The decode: a's step, a's slot back, then b's step, on this lane's thread.
+        laneA.drain()
+        #expect(finished.withLock { $0 } == ["a", "b"])
+        #expect(slots.counts.running == 0 && slots.counts.waiting == 0)
+        // "c" comes after the decode ended (its fetch's decodes are kept until every consumer has
+        // its image): its step is handed on to its lane, and its slot goes back at once.
+        var laneC = BlockingWork.Lane()
+        try await admitted("c", lane: &laneC)
+        #expect(!laneC.isEmpty && slots.counts.running == 0)
+        laneC.drain()
+        #expect(finished.withLock { $0 } == ["a", "b", "c"])
+        #expect(decodes.withLock { $0 } == 1, "decoded once")
+        #expect(slots.counts.running == 0 && slots.counts.waiting == 0 && slots.counts.bytesInFlight == 0)
     }
 }

@@ -95,12 +95,12 @@ final class FetchDeliveries: Sendable {
     // MARK: Once the body is in
 
     /// The decode for `key`, once for every token of the fetch that asks the same: the one a
-    /// token started already, or a new one handed on to `lane` to run. `whenDone` is added to it
-    /// before it can end (it runs on the decoding thread).
+    /// token started already (`joined`), or a new one handed on to `lane` to run. `whenDone` is
+    /// added to it before it can end (it runs on the decoding thread).
     func sharedDecode(
         for resource: FetchedResource, key: Ledger.DecodeKey, whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane,
         decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
-    ) -> SharedDecode {
+    ) -> (decode: SharedDecode, joined: Bool) {
         let (shared, made) = ledger.withLock { l -> (SharedDecode, Bool) in
             if case .join(let running) = l.decode(resource.fetchID, key) { return (running, false) }
             let made = SharedDecode(decode)
@@ -109,7 +109,7 @@ final class FetchDeliveries: Sendable {
         }
         if let whenDone { shared.whenDone(whenDone, lane: &lane) }
         if made { lane.handOn { shared.run(&$0) } }
-        return shared
+        return (shared, !made)
     }
 
     /// `token` of the resource's fetch has what it needs of its decode (its hook ran): once every

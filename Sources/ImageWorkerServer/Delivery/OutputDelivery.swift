@@ -163,7 +163,7 @@ enum OutputDelivery {
     /// A token's image decoded whole, from the moment its slot is let in: on the thread of the
     /// decode that gave the slot back, if one did (`DecodeSlots.acquire(admitted:)`). That
     /// thread then finishes the token (renders its image, writes its file) and gives the slot
-    /// back, so the next decode it lets in starts there too.
+    /// back, so the next decode it lets in starts there too (`decodeAdmitted`).
     private static func decodedWhole(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
         spec: OutputSpec, target: FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput,
@@ -173,17 +173,17 @@ enum OutputDelivery {
             held, lane -> Promise<Result<Finished, DeliveryFailure>> in
             let start = DispatchTime.now().uptimeNanoseconds
             let step = Promise<Result<Finished, DeliveryFailure>>()
-            let finishHere: SharedDecode.Hook = { outcome, lane in
-                step.fulfil(
-                    Result { () throws(DeliveryFailure) -> Finished in
-                        try finish(
-                            decoded(outcome, settings: settings), spec: spec, source: source, to: target, shared: shared, decodeStart: start)
-                    })
-                deliveries.doneDecoding(resource, token: token)
-                slots.release(held, lane: &lane)
-            }
-            _ = sharedDecode(
-                resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: finishHere, lane: &lane)
+            decodeAdmitted(
+                resource, token: token, key: decodeKey(spec), held: held, slots: slots, deliveries: deliveries, lane: &lane,
+                finish: { outcome in
+                    step.fulfil(
+                        Result { () throws(DeliveryFailure) -> Finished in
+                            try finish(
+                                decoded(outcome, settings: settings), spec: spec, source: source, to: target, shared: shared,
+                                decodeStart: start)
+                        })
+                },
+                decode: decodeWork(resource, source: source, spec: spec, settings: settings))
             return step
         }
         // Nil: the token was cancelled while it waited; it has had its event already.
@@ -373,15 +373,60 @@ enum OutputDelivery {
             fileExtension: spec.format.rawValue)
     }
 
+    /// A token let into the decode stage with the slot `held` (on the pool, on `lane`): its
+    /// fetch's decode for `key` (started here, or joined: the one another token of the fetch
+    /// started), then, on the decoding thread, `finish` with the outcome, and the slot given back
+    /// there, so that the decode it lets in follows on that thread.
+    ///
+    /// A token that joins a decode gives its slot back at once: the decode holds the slot of the
+    /// token that started it, and the joiner's `finish` runs after that token's on the decoding
+    /// thread. Held through the decode, a second slot would do no work while another decode
+    /// waited for it: tokens that coalesced on one fetch (a URL asked for twice) left the cores
+    /// idle.
+    static func decodeAdmitted(
+        _ resource: FetchedResource, token: DownloadToken, key: FetchDeliveries.Ledger.DecodeKey, held: DecodeSlots.Slot,
+        slots: DecodeSlots, deliveries: FetchDeliveries, lane: inout BlockingWork.Lane,
+        finish: @escaping @Sendable (SharedDecode.Outcome) -> Void,
+        decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
+    ) {
+        // Given back once: by the hook, or here for a joiner (whichever comes first).
+        let slot = LockedState<DecodeSlots.Slot?>(held)
+        let giveBack = { @Sendable (lane: inout BlockingWork.Lane) in
+            if let held = slot.withLock({ s in defer { s = nil }; return s }) { slots.release(held, lane: &lane) }
+        }
+        let hook: SharedDecode.Hook = { outcome, lane in
+            finish(outcome)
+            deliveries.doneDecoding(resource, token: token)
+            giveBack(&lane)
+        }
+        if deliveries.sharedDecode(for: resource, key: key, whenDone: hook, lane: &lane, decode: decode).joined {
+            giveBack(&lane)
+        }
+    }
+
+    /// What makes two tokens' decodes of one fetch the same.
+    static func decodeKey(_ spec: OutputSpec) -> FetchDeliveries.Ledger.DecodeKey {
+        FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+    }
+
     /// The decode of the image this token asked for, once for every token of the fetch that asks
     /// the same (a new one is handed on to `lane`). `source`: the format the body's signature names.
     static func sharedDecode(
         _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings,
         whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane
     ) -> SharedDecode {
-        let key = FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        deliveries.sharedDecode(
+            for: resource, key: decodeKey(spec), whenDone: whenDone, lane: &lane,
+            decode: decodeWork(resource, source: source, spec: spec, settings: settings)
+        ).decode
+    }
+
+    /// Decoding the body as `spec` asks, within the limits of `settings`.
+    static func decodeWork(
+        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, settings: DecodeSettings
+    ) -> @Sendable () throws(DecodeError) -> DecodedImage {
         let body = resource.body
-        return deliveries.sharedDecode(for: resource, key: key, whenDone: whenDone, lane: &lane) { () throws(DecodeError) -> DecodedImage in
+        return { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
             options.layout = spec.format.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
