@@ -2,10 +2,11 @@ import Foundation
 import ImageDownloader
 
 /// The delivery stage's gate: a decoding token takes a slot before its decode and gives it back
-/// once its image is delivered (or once it waits for output capacity), so the bitmaps alive at
-/// once are bounded by the stage's concurrency and memory budget (`DecodeAdmission` decides),
-/// not by how many fetches finished together. Fetches give their network slots back as soon as
-/// their bodies are in; this stage is where their tokens wait.
+/// once its image is delivered (or once it waits for output capacity; or at once when it joins a
+/// decode another token of its fetch started, `OutputDelivery.decodeAdmitted`), so the bitmaps
+/// alive at once are bounded by the stage's concurrency and memory budget (`DecodeAdmission`
+/// decides), not by how many fetches finished together. Fetches give their network slots back as
+/// soon as their bodies are in; this stage is where their tokens wait.
 final class DecodeSlots: Sendable {
     /// A slot held: give it back with `release` (once).
     struct Slot: Sendable {
