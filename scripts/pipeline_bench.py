@@ -429,10 +429,12 @@ def main():
     k = med([len(urls) / x["wall_s"] for x in curl])
     print(f"curl --parallel 6 (originals to files): {k:.0f} files/s")
     if "plumbing" in results:
-        w = results["plumbing"]["worker"]
-        rounds = [(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in w]
+        def per_busy_core(runs):
+            """Each run's files/s ÷ the cores it kept busy (CPU s ÷ wall s): files per CPU second."""
+            return [len(urls) / x["cpu_s"] for x in runs]
+        rounds = per_busy_core(results["plumbing"]["worker"])
         per_core = med(rounds)
-        curl_per_core = med([(len(urls) / x["wall_s"]) / (x["cpu_s"] / x["wall_s"]) for x in curl])
+        curl_per_core = med(per_busy_core(curl))
         print(f"plumbing (originals, delivery none): {per_core:.0f} files/s per busy core "
               f"(rounds: {', '.join(f'{x:.0f}' for x in rounds)}); "
               f"curl writing files: {curl_per_core:.0f} files/s per busy core")
