@@ -5,7 +5,7 @@ import Testing
 @testable import ImageWorkerServer
 
 /// `configure`'s `decodeConcurrency` also sizes the delivery stage (SPEC: "at 4 ×
-/// `decodeConcurrency` fetches (at least 8) in it, no new fetch starts"): the downloader's
+/// `decodeConcurrency` fetches (at least 16) in it, no new fetch starts"): the downloader's
 /// `maxDeliveringFetches` follows it, and an invalid value changes nothing.
 struct ConfigurationParamsTests {
     private func configure(_ fields: JSONObject, _ configuration: inout DownloaderConfiguration) throws {
@@ -14,7 +14,7 @@ struct ConfigurationParamsTests {
             RPCRequest(id: .int(1), method: WorkerMethod.configure, params: .object(fields)), to: &configuration, decoding: &decoding)
     }
 
-    @Test(arguments: [(1, 8), (2, 8), (3, 12), (16, 64)])
+    @Test(arguments: [(1, 16), (2, 16), (4, 16), (5, 20), (16, 64)])
     func decodeConcurrencySizesTheDeliveryStage(concurrency: Int, bodies: Int) throws {
         var configuration = DownloaderConfiguration()
         try configure(["decodeConcurrency": .int(Int64(concurrency))], &configuration)
@@ -23,9 +23,9 @@ struct ConfigurationParamsTests {
 
     @Test func aRefusedConfigureLeavesTheDeliveryStageAsItWas() throws {
         var configuration = DownloaderConfiguration()
-        try configure(["decodeConcurrency": 3], &configuration)
+        try configure(["decodeConcurrency": 5], &configuration)
         #expect(throws: RPCError.self) { try configure(["decodeConcurrency": 0], &configuration) }
-        #expect(throws: RPCError.self) { try configure(["decodeConcurrency": 5, "maxConcurrentDownloads": -1], &configuration) }
-        #expect(configuration.maxDeliveringFetches == 12)
+        #expect(throws: RPCError.self) { try configure(["decodeConcurrency": 7, "maxConcurrentDownloads": -1], &configuration) }
+        #expect(configuration.maxDeliveringFetches == 20)
     }
 }

@@ -28,8 +28,10 @@ public struct DecodeSettings: Sendable, Equatable {
 
     /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): four per decode,
     /// so that a decode that ends finds the next body already in while new fetches refill the
-    /// stage (with two, the cores stood idle while the network thread waited for its turn).
-    var deliveringFetches: Int { max(8, 4 * decodeConcurrency) }
+    /// stage (with two, the cores stood idle while the network thread waited for its turn), and
+    /// at least 16: with few decodes, a server slowed by the busy cores it shares emptied a
+    /// shorter queue now and then.
+    var deliveringFetches: Int { max(16, 4 * decodeConcurrency) }
 
     public init() {}
 }
