@@ -6,7 +6,7 @@
 # (scripts/package.sh's build: the Swift runtime linked in, into .build-dist/), serves the corpus with nginx
 # on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g. --rounds 5
 # or --jobs decode,thumb-png).
-#   scripts/pipeline-bench.sh [--rounds N] [--jobs LIST]
+#   scripts/pipeline-bench.sh [--rounds N] [--scaling [--scaling-rounds N]] [--jobs LIST]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench="$root/../shared/bench"

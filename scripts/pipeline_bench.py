@@ -293,8 +293,12 @@ def main():
     ap.add_argument("--img2dataset", help="an img2dataset command: also run it (originals, and its 256-pixel thumbnails)")
     ap.add_argument("--scaling", action="store_true",
                     help="also run the decode job and the from-memory ceiling (1 thread, 2 threads) under taskset on "
-                         "1 core and on 2, alternating, and print both speed-ups; the decode job runs twice each "
-                         "time, nginx on any core and nginx pinned to the same cores")
+                         "1 core and on 2, each 1-core run next to its 2-core run (the order alternates), and print "
+                         "both speed-ups; the decode job runs with nginx on any core and with nginx pinned to the "
+                         "same cores")
+    ap.add_argument("--scaling-rounds", type=int, default=8,
+                    help="rounds of --scaling (default 8: a round takes ~12 s, and one round's ratio varies by "
+                         "±0.1 on a shared machine)")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
@@ -370,14 +374,18 @@ def main():
             pinnable = bool(server)
         except OSError as error:  # another user's nginx, without CAP_SYS_NICE
             print(f"pipeline: nginx stays on any core: {error}", file=sys.stderr)
-        for r in range(a.rounds):
-            for cpus in (["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]):
-                for pin in ([False, True] if r % 2 == 0 else [True, False]) if pinnable else [False]:
+        # Each 1-core run next to the 2-core run it is compared with, so that both meet the same
+        # moment of a shared machine (its speed drifts by 10% within a minute).
+        for r in range(a.scaling_rounds):
+            order = ["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]
+            for pin in ([False, True] if r % 2 == 0 else [True, False]) if pinnable else [False]:
+                for cpus in order:
                     result = run_decode_pinned(a.binary, urls, fresh(os.path.join(scratch, "out")), cpus, server, pin)
                     (scaling_pinned if pin else scaling)[cpus].append(result)
                     print(f"pipeline: round {r + 1} decode on cpus {cpus:4} {len(urls) / result['wall_s']:8.1f} files/s "
                           f"{result['cpu_s']:6.2f} CPU s, nginx {result['server_cpu_s']:.2f} CPU s "
                           f"{'on the same cores' if pin else 'on any core'}", file=sys.stderr)
+            for cpus in order:
                 result = run_ceiling(a.python, a.corpus, threads=cpus.count(",") + 1, cpus=cpus)
                 ceiling_scaling[cpus].append(result)
                 print(f"pipeline: round {r + 1} ceiling on cpus {cpus:4} {result['files'] / result['wall_s']:8.1f} files/s "
