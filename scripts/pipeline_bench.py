@@ -297,8 +297,8 @@ def main():
                          "both speed-ups; the decode job runs with nginx on any core and with nginx pinned to the "
                          "same cores")
     ap.add_argument("--scaling-rounds", type=int, default=8,
-                    help="rounds of --scaling (default 8: a round takes ~12 s, and one round's ratio varies by "
-                         "±0.1 on a shared machine)")
+                    help="rounds of --scaling (default 8: a round takes ~12 s, and on a shared machine one "
+                         "round's ratio is far from the median now and then)")
     a = ap.parse_args()
     with open(os.path.join(a.corpus, "web_urls.txt")) as f:
         paths = [line.strip() for line in f if line.strip()]
@@ -375,7 +375,7 @@ def main():
         except OSError as error:  # another user's nginx, without CAP_SYS_NICE
             print(f"pipeline: nginx stays on any core: {error}", file=sys.stderr)
         # Each 1-core run next to the 2-core run it is compared with, so that both meet the same
-        # moment of a shared machine (its speed drifts by 10% within a minute).
+        # moment of a shared machine (its speed drifts from one minute to the next).
         for r in range(a.scaling_rounds):
             order = ["0", "0,1"] if r % 2 == 0 else ["0,1", "0"]
             for pin in ([False, True] if r % 2 == 0 else [True, False]) if pinnable else [False]:
