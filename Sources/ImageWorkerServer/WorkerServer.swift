@@ -94,7 +94,7 @@ public final class WorkerServer: Sendable {
         let shared = SharedOutput(logger: logger)
         self.shared = shared
         var configuration = options.configuration
-        configuration.maxDeliveringFetches = settings.withLock { $0.deliveringFetches }
+        settings.withLock { $0.sizeDeliveryStage(&configuration) }
         self.downloader = Downloader(
             configuration: configuration,
             httpLoader: loader,

@@ -128,6 +128,46 @@ import TestSupport
         #expect(startOrder(h) == [.string("first"), .string("second"), .string("third")])
     }
 
+    /// From `minDeliveringFetches` on, bodies holding `maxDeliveringBytes` also fill the delivery
+    /// stage: small ones wait up to `maxDeliveringFetches`, a large one stops new fetches alone.
+    @Test func largeBodiesFillTheDeliveryStageSooner() async throws {
+        let h = try await DownloaderHarness.make {
+            $0.maxConcurrentDownloads = 1
+            $0.maxConcurrentPerHost = 1
+            $0.minDeliveringFetches = 1
+            $0.maxDeliveringFetches = 3
+            $0.maxDeliveringBytes = 1000
+        }
+        defer { Task { await h.shutdown() } }
+        let names = ["large", "after-large", "small1", "small2", "small3", "small4"]
+        for name in names { h.server.setFile(name, bytes(name == "large" ? 1500 : 10)) }
+        let gate = PassGate()
+        func startGated(_ name: String) async throws {
+            try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
+            await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
+                await gate.pass()  // processing until the test lets it end
+                return resource.byteCount
+            }
+        }
+        try await startGated("large")
+        try await startGated("after-large")
+        try await h.until("the large body in") { await h.downloader.status().deliveringFetches >= 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(h.server.hits("/files/after-large") == 0, "one body of 1,500 bytes fills the stage")
+        await gate.open(1)
+        #expect(try await h.outcome(.string("large")).value == 1500)
+        try await h.until("the next body in") { await h.downloader.status().deliveringFetches == 1 }
+        for name in names.dropFirst(2) { try await startGated(name) }
+        try await h.until("three bodies in") { await h.downloader.status().deliveringFetches == 3 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(h.server.hits("/files/small3") == 0, "at maxDeliveringFetches the stage is full however small")
+        await gate.open(1)
+        try await h.until("the last one fetched") { h.server.hits("/files/small3") == 1 }
+        await gate.open(10)
+        for name in names.dropFirst() { #expect(try await h.outcome(.string(name)).value == 10) }
+        #expect(startOrder(h) == names.map { .string($0) })
+    }
+
     /// A token cancelled while its body is processed ends at once (cancelled); what its
     /// processor still delivers is handed back (`discarded`), for the caller to undo.
     @Test func aResultDeliveredAfterItsTokenEndedIsHandedBack() async throws {

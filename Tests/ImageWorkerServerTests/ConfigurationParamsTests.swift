@@ -5,8 +5,9 @@ import Testing
 @testable import ImageWorkerServer
 
 /// `configure`'s `decodeConcurrency` also sizes the delivery stage (SPEC: "at 4 ×
-/// `decodeConcurrency` fetches (at least 16) in it, no new fetch starts"): the downloader's
-/// `maxDeliveringFetches` follows it, and an invalid value changes nothing.
+/// `decodeConcurrency` fetches (at least 8) in it holding 16 MiB or more, or 16 whatever they
+/// hold, no new fetch starts"): the downloader's limits follow it, and an invalid value changes
+/// nothing.
 struct ConfigurationParamsTests {
     private func configure(_ fields: JSONObject, _ configuration: inout DownloaderConfiguration) throws {
         var decoding = DecodeSettings()
@@ -14,11 +15,13 @@ struct ConfigurationParamsTests {
             RPCRequest(id: .int(1), method: WorkerMethod.configure, params: .object(fields)), to: &configuration, decoding: &decoding)
     }
 
-    @Test(arguments: [(1, 16), (2, 16), (4, 16), (5, 20), (16, 64)])
-    func decodeConcurrencySizesTheDeliveryStage(concurrency: Int, bodies: Int) throws {
+    @Test(arguments: [(1, 8, 16), (2, 8, 16), (3, 12, 16), (4, 16, 16), (5, 20, 20), (16, 64, 64)])
+    func decodeConcurrencySizesTheDeliveryStage(concurrency: Int, bodiesPastTheBytes: Int, bodies: Int) throws {
         var configuration = DownloaderConfiguration()
         try configure(["decodeConcurrency": .int(Int64(concurrency))], &configuration)
+        #expect(configuration.minDeliveringFetches == bodiesPastTheBytes)
         #expect(configuration.maxDeliveringFetches == bodies)
+        #expect(configuration.maxDeliveringBytes == 16 << 20)
     }
 
     @Test func aRefusedConfigureLeavesTheDeliveryStageAsItWas() throws {

@@ -94,11 +94,12 @@ extension Downloader {
         startFetches(queue.remove(id, now: clock()))
     }
 
-    /// The body is in: the running slot goes back, and the fetch counts in the delivery stage
-    /// until it is finished. Counted first: the slot given back starts another fetch only if the
-    /// delivery stage has room.
-    func enterDelivery(_ id: FetchID) {
-        delivering.insert(id)
+    /// The body is in (`bytes` of it): the running slot goes back, and the fetch counts in the
+    /// delivery stage until it is finished. Counted first: the slot given back starts another
+    /// fetch only if the delivery stage has room.
+    func enterDelivery(_ id: FetchID, bytes: Int64) {
+        if let before = delivering.updateValue(bytes, forKey: id) { deliveringBytes -= before }
+        deliveringBytes += bytes
         startFetches(queue.setSuspended(queueHeld, now: clock()))
         startFetches(queue.remove(id, now: clock()))
     }
@@ -113,7 +114,10 @@ extension Downloader {
 
     /// Nothing is left of the fetch: it is forgotten.
     func finish(_ id: FetchID) {
-        if delivering.remove(id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
+        if let bytes = delivering.removeValue(forKey: id) {
+            deliveringBytes -= bytes
+            startFetches(queue.setSuspended(queueHeld, now: clock()))
+        }
         guard let fetch = fetches.removeValue(forKey: id) else { return }
         if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
             // Ended with an attempt in flight (cancelled): a probe's answer will not come.

@@ -168,7 +168,7 @@ extension Downloader {
             io.resource = FetchedResource(
                 response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count, streamed: fetch.streamsBody)
             for url in urlsOf(fetch, tokens: delivery.tokens) { failedURLs.remove(url) }
-            enterDelivery(id)
+            enterDelivery(id, bytes: Int64(delivery.body.readableBytes))
             for token in delivery.tokens { process(token, of: id) }
         }
     }

@@ -75,9 +75,11 @@ extension Downloader {
     }
 
     /// Whether no fetch may start now: suspended by configuration, held for a slow reader, or
-    /// the delivery stage full (`maxDeliveringFetches` bodies waiting for or in processing).
+    /// the delivery stage full (`maxDeliveringFetches` bodies waiting for or in processing, or
+    /// `minDeliveringFetches` holding `maxDeliveringBytes`).
     var queueHeld: Bool {
         configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
+            || (delivering.count >= configuration.minDeliveringFetches && deliveringBytes >= configuration.maxDeliveringBytes)
     }
 
     /// Forgets the failed-URL list and which hosts are down (`clearFailedURLs`).

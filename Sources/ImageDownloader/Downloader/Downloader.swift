@@ -71,9 +71,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// The running attempts' idle deadlines, and the one timer for the earliest (Downloader+Watchdog).
     var watched: [FetchID: (attempt: Int, at: UInt64)] = [:]
     var watchdog: (at: UInt64, task: Task<Void, Never>)?
-    /// Fetches whose bodies are in and whose tokens are being processed (decoded, written): they
-    /// gave their queue slots back, and new fetches wait while there are `maxDeliveringFetches`.
-    var delivering: Set<FetchID> = []
+    /// Fetches whose bodies are in and whose tokens are being processed (decoded, written), with
+    /// their bodies' sizes: they gave their queue slots back, and new fetches wait while there
+    /// are `maxDeliveringFetches` (or `minDeliveringFetches` holding `maxDeliveringBytes`).
+    var delivering: [FetchID: Int64] = [:]
+    var deliveringBytes: Int64 = 0
     /// The processing task of each token being processed, cancelled when the token ends first.
     var processing: [DownloadToken: Task<Void, Never>] = [:]
 

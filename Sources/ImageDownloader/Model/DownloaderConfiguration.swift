@@ -45,6 +45,11 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     /// once its body is in, so this bounds the bodies held for the delivery stage; the worker
     /// sets it from its decode concurrency.
     public var maxDeliveringFetches = 12
+    /// From this many delivering fetches on (below `maxDeliveringFetches`), no new fetch starts
+    /// either while their bodies hold `maxDeliveringBytes` or more: many small bodies may wait,
+    /// fewer large ones.
+    public var minDeliveringFetches = 12
+    public var maxDeliveringBytes: Int64 = 16 << 20
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
 

@@ -1,3 +1,5 @@
+import ImageDownloader
+
 /// Decoding limits and the delivery stage's size, part of the worker's configuration
 /// (`configure`: `maxPixels`, `maxProgressiveScans`, `maxFrames`, `decodeConcurrency`,
 /// `decodeMemoryBytes`).
@@ -26,12 +28,17 @@ public struct DecodeSettings: Sendable, Equatable {
     /// input until one ends (`DownloadBacklog`).
     public var maxLiveDownloads = DownloadBacklog.defaultLimit
 
-    /// The bodies the downloader may hold for this stage (`maxDeliveringFetches`): four per decode,
-    /// so that a decode that ends finds the next body already in while new fetches refill the
-    /// stage (with two, the cores stood idle while the network thread waited for its turn), and
-    /// at least 16: with few decodes, a server slowed by the busy cores it shares emptied a
-    /// shorter queue now and then.
-    var deliveringFetches: Int { max(16, 4 * decodeConcurrency) }
+    /// The bodies the downloader may hold for this stage: four per decode, at least 8, so that a
+    /// decode that ends finds the next body already in while new fetches refill the stage (with
+    /// two, the cores stood idle while the network thread waited for its turn); and up to 16
+    /// while they hold less than 16 MiB: with few decodes, a server slowed by the busy cores it
+    /// shares emptied a shorter queue of small images now and then (larger ones take longer to
+    /// decode, so fewer cover the same wait).
+    func sizeDeliveryStage(_ configuration: inout DownloaderConfiguration) {
+        configuration.minDeliveringFetches = max(8, 4 * decodeConcurrency)
+        configuration.maxDeliveringFetches = max(16, configuration.minDeliveringFetches)
+        configuration.maxDeliveringBytes = 16 << 20
+    }
 
     public init() {}
 }

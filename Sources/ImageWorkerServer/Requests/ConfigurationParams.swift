@@ -26,7 +26,7 @@ enum ConfigurationParams {
         if let v = try p.integer("sharedMaxImages", in: OptionTable.Configure.sharedMaxImages) { d.sharedMaxImages = Int(v) }
         if let v = try p.integer("sharedMaxBytes", in: OptionTable.Configure.sharedMaxBytes) { d.sharedMaxBytes = Int(v) }
         if let v = try p.integer("maxLiveDownloads", in: OptionTable.Configure.maxLiveDownloads) { d.maxLiveDownloads = Int(v) }
-        c.maxDeliveringFetches = d.deliveringFetches
+        d.sizeDeliveryStage(&c)
         if let v = try p.integer("maxConcurrentDownloads", in: OptionTable.Configure.maxConcurrentDownloads) { c.maxConcurrentDownloads = Int(v) }
         if let v = try p.integer("maxConcurrentPerHost", in: OptionTable.Configure.maxConcurrentPerHost) { c.maxConcurrentPerHost = Int(v) }
         if let v = try p.number("maxRequestsPerSecondPerHost", in: OptionTable.Configure.maxRequestsPerSecondPerHost) { c.maxRequestsPerSecondPerHost = v > 0 ? v : nil }
