@@ -9,6 +9,16 @@ import TestSupport
         h.events.compactMap { if case .started(let t, _) = $0 { return t } else { return nil } }
     }
 
+    /// Downloads /files/`name`, its processing held until `gate` lets it pass; its result is the
+    /// body's size.
+    func startGated(_ h: DownloaderHarness, _ name: String, _ gate: PassGate) async throws {
+        try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
+        await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
+            await gate.pass()  // processing until the test lets it end
+            return resource.byteCount
+        }
+    }
+
     @Test func requestsForTheSameResourceShareOneFetch() async throws {
         let h = try await DownloaderHarness.make()
         defer { Task { await h.shutdown() } }
@@ -100,16 +110,9 @@ import TestSupport
         defer { Task { await h.shutdown() } }
         for (i, name) in ["first", "second", "third"].enumerated() { h.server.setFile(name, bytes(10 * (i + 1))) }
         let gate = PassGate()
-        func startGated(_ name: String) async throws {
-            try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
-            await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
-                await gate.pass()  // processing until the test lets it end
-                return resource.byteCount
-            }
-        }
-        try await startGated("first")
-        try await startGated("second")
-        try await startGated("third")
+        try await startGated(h, "first", gate)
+        try await startGated(h, "second", gate)
+        try await startGated(h, "third", gate)
         // first and second are fetched one after the other although neither is processed yet.
         // (With the slot held until processing ends, the second would never be fetched here.)
         try await h.until("both bodies in, neither holding a slot") {
@@ -142,22 +145,15 @@ import TestSupport
         let names = ["large", "after-large", "small1", "small2", "small3", "small4"]
         for name in names { h.server.setFile(name, bytes(name == "large" ? 1500 : 10)) }
         let gate = PassGate()
-        func startGated(_ name: String) async throws {
-            try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
-            await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
-                await gate.pass()  // processing until the test lets it end
-                return resource.byteCount
-            }
-        }
-        try await startGated("large")
-        try await startGated("after-large")
+        try await startGated(h, "large", gate)
+        try await startGated(h, "after-large", gate)
         try await h.until("the large body in") { await h.downloader.status().deliveringFetches >= 1 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(h.server.hits("/files/after-large") == 0, "one body of 1,500 bytes fills the stage")
         await gate.open(1)
         #expect(try await h.outcome(.string("large")).value == 1500)
         try await h.until("the next body in") { await h.downloader.status().deliveringFetches == 1 }
-        for name in names.dropFirst(2) { try await startGated(name) }
+        for name in names.dropFirst(2) { try await startGated(h, name, gate) }
         try await h.until("three bodies in") { await h.downloader.status().deliveringFetches == 3 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(h.server.hits("/files/small3") == 0, "at maxDeliveringFetches the stage is full however small")
