@@ -4,10 +4,10 @@ import Testing
 
 @testable import ImageWorkerServer
 
-/// `configure`'s `decodeConcurrency` also sizes the delivery stage (SPEC: "at 4 ×
-/// `decodeConcurrency` fetches (at least 8) in it holding 16 MiB or more, or 16 whatever they
-/// hold, no new fetch starts"): the downloader's limits follow it, and an invalid value changes
-/// nothing.
+/// `configure`'s `decodeConcurrency` also sizes the delivery stage (SPEC: "no new fetch starts
+/// while 4 × `decodeConcurrency` fetches (at least 8) are in it holding 16 MiB or more, or 16 (at
+/// least 4 × `decodeConcurrency`) whatever they hold"): the downloader's limits follow it, and an
+/// invalid value changes nothing.
 struct ConfigurationParamsTests {
     private func configure(_ fields: JSONObject, _ configuration: inout DownloaderConfiguration) throws {
         var decoding = DecodeSettings()
