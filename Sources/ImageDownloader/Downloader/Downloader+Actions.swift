@@ -98,8 +98,7 @@ extension Downloader {
     /// delivery stage until it is finished. Counted first: the slot given back starts another
     /// fetch only if the delivery stage has room.
     func enterDelivery(_ id: FetchID, bytes: Int64) {
-        if let before = delivering.updateValue(bytes, forKey: id) { deliveringBytes -= before }
-        deliveringBytes += bytes
+        delivering[id] = bytes
         startFetches(queue.setSuspended(queueHeld, now: clock()))
         startFetches(queue.remove(id, now: clock()))
     }
@@ -114,10 +113,7 @@ extension Downloader {
 
     /// Nothing is left of the fetch: it is forgotten.
     func finish(_ id: FetchID) {
-        if let bytes = delivering.removeValue(forKey: id) {
-            deliveringBytes -= bytes
-            startFetches(queue.setSuspended(queueHeld, now: clock()))
-        }
+        if delivering.removeValue(forKey: id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
         guard let fetch = fetches.removeValue(forKey: id) else { return }
         if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
             // Ended with an attempt in flight (cancelled): a probe's answer will not come.

@@ -79,7 +79,8 @@ extension Downloader {
     /// `minDeliveringFetches` holding `maxDeliveringBytes`).
     var queueHeld: Bool {
         configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
-            || (delivering.count >= configuration.minDeliveringFetches && deliveringBytes >= configuration.maxDeliveringBytes)
+            || (delivering.count >= configuration.minDeliveringFetches
+                && delivering.values.reduce(0, +) >= configuration.maxDeliveringBytes)
     }
 
     /// Forgets the failed-URL list and which hosts are down (`clearFailedURLs`).

@@ -75,7 +75,6 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// their bodies' sizes: they gave their queue slots back, and new fetches wait while there
     /// are `maxDeliveringFetches` (or `minDeliveringFetches` holding `maxDeliveringBytes`).
     var delivering: [FetchID: Int64] = [:]
-    var deliveringBytes: Int64 = 0
     /// The processing task of each token being processed, cancelled when the token ends first.
     var processing: [DownloadToken: Task<Void, Never>] = [:]
 
