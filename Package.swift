@@ -40,6 +40,7 @@ let package = Package(
                 "InputValidation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -88,6 +89,7 @@ let package = Package(
                 "ImageDecoding",
                 "InputValidation",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // `image-worker get`: the worker in process, driven for a person (progress bars, result lines).
@@ -98,6 +100,7 @@ let package = Package(
                 "ImageWorkerServer",
                 "InputValidation",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The `image-worker` executable: `serve` (the protocol, the default) and `get`.
@@ -118,6 +121,7 @@ let package = Package(
             dependencies: [
                 "ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // A misbehaving loopback HTTP server and a seeded generator, shared by tests and benchmarks.
@@ -125,6 +129,7 @@ let package = Package(
             name: "LoopbackFixtures",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 scripts/system-packages.sh build test
 # The option tables of the worker and both clients are what protocol/schema gives.
 python3 scripts/generate-options.py --check
+# Locks are NIOLockedValueBox (LockedState in the server), never Synchronization.Mutex: on Linux
+# that hands a contended lock to a sleeping thread (Sources/ImageWorkerServer/LockedState.swift).
+if grep -rnE '\bMutex *[(<]' Sources; then
+    echo "test.sh: Synchronization.Mutex in Sources/ (use NIOLockedValueBox; LockedState.swift says why)" >&2
+    exit 1
+fi
 # The tests' servers are on loopback: keep it direct whatever proxy this machine uses (the worker,
 # like curl, would send it through one). Tests that use a proxy set their own environment.
 export no_proxy="127.0.0.1,localhost,::1${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost,::1${NO_PROXY:+,$NO_PROXY}"

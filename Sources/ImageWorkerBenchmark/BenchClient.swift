@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A lean client for measuring: it timestamps and keeps raw lines without parsing them, so the
 /// client is never the bottleneck being measured.
@@ -14,15 +14,10 @@ final class BenchClient: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// The lines read so far, shared with the reader thread.
-    private final class Store: Sendable {
-        let mutex = Mutex(State())
-        func withLock<R>(_ body: (inout State) -> R) -> R { mutex.withLock { body(&$0) } }
-    }
-
     private let process: Process
     private let input: FileHandle
-    private let state = Store()
+    /// The lines read so far, shared with the reader thread.
+    private let state = NIOLockedValueBox(State())
 
     init(worker: String, arguments: [String] = []) throws {
         let process = Process()
@@ -53,14 +48,14 @@ final class BenchClient: Sendable {
                     start = newline + 1
                 }
                 pending.removeFirst(start)
-                let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
                     s.lines.append(contentsOf: lines.map { (time: $0.0, text: $0.1) })
                     defer { s.waiters = [] }
                     return s.waiters
                 }
                 waiters.forEach { $0.resume() }
             }
-            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
                 s.closed = true
                 defer { s.waiters = [] }
                 return s.waiters
@@ -74,28 +69,28 @@ final class BenchClient: Sendable {
 
     func sendRaw(_ text: String) { input.write(Data(text.utf8)) }
 
-    var lineCount: Int { state.withLock { $0.lines.count } }
+    var lineCount: Int { state.withLockedValue { $0.lines.count } }
 
-    func count(of needle: String) -> Int { state.withLock { $0.lines.filter { $0.text.contains(needle) }.count } }
+    func count(of needle: String) -> Int { state.withLockedValue { $0.lines.filter { $0.text.contains(needle) }.count } }
 
     /// Returns once more than `count` lines have arrived (or the worker's stdout closed).
     private func waitForMore(than count: Int) async throws {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { s -> Bool in
+            let ready = state.withLockedValue { s -> Bool in
                 if s.lines.count > count || s.closed { return true }
                 s.waiters.append(continuation)
                 return false
             }
             if ready { continuation.resume() }
         }
-        if state.withLock({ $0.closed && $0.lines.count <= count }) { throw Timeout() }
+        if state.withLockedValue({ $0.closed && $0.lines.count <= count }) { throw Timeout() }
     }
 
     /// The arrival time of the first line containing `needle`.
     func waitFor(_ needle: String) async throws -> UInt64 {
         var scanned = 0
         while true {
-            let (found, count) = state.withLock { s -> (UInt64?, Int) in
+            let (found, count) = state.withLockedValue { s -> (UInt64?, Int) in
                 (s.lines[scanned...].first { $0.text.contains(needle) }?.time, s.lines.count)
             }
             if let found { return found }
@@ -116,7 +111,7 @@ final class BenchClient: Sendable {
         var scanned = 0
         var seen = 0
         while seen < count {
-            let total = state.withLock { s -> Int in
+            let total = state.withLockedValue { s -> Int in
                 seen += s.lines[scanned...].filter { $0.text.contains(needle) }.count
                 return s.lines.count
             }

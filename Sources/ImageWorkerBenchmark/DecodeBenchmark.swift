@@ -1,6 +1,6 @@
 import Foundation
 import ImageDecoding
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// `image-worker-bench decode CORPUS`: the decoders against the C anchors of ../shared/bench, on
 /// the same files in the same run (make the corpus with ../shared/bench/make_corpus.py CORPUS).
@@ -298,10 +298,10 @@ enum DecodeBenchmark {
 }
 
 final class LockedCounter: Sendable {
-    private let total = Synchronization.Mutex(0)
-    private let largest = Synchronization.Mutex(0)
-    func add(_ n: Int) { total.withLock { $0 += n } }
-    func record(_ n: Int) { largest.withLock { $0 = max($0, n) } }
-    var value: Int { total.withLock { $0 } }
-    var maximum: Int { largest.withLock { $0 } }
+    private let total = NIOLockedValueBox(0)
+    private let largest = NIOLockedValueBox(0)
+    func add(_ n: Int) { total.withLockedValue { $0 += n } }
+    func record(_ n: Int) { largest.withLockedValue { $0 = max($0, n) } }
+    var value: Int { total.withLockedValue { $0 } }
+    var maximum: Int { largest.withLockedValue { $0 } }
 }

@@ -3,7 +3,7 @@ import ImageDownloader
 import ImageWorkerProtocol
 import ImageWorkerServer
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// `image-worker get`: the worker itself, in process, fed with one `download` per URL through a
 /// pipe, its events read back from another pipe and shown to a person (or passed through as
@@ -114,11 +114,11 @@ public enum GetRunner {
         if let n = options.hostDownAfter { workerOptions.configuration.hostDownAfter = n }
         if let t = options.hostDownMs { workerOptions.configuration.hostDownMs = t }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)
-        let interruptedBy = Mutex<Int32?>(nil)
-        let signals = server.handleTerminationSignals { number in interruptedBy.withLock { $0 = number } }
+        let interruptedBy = NIOLockedValueBox<Int32?>(nil)
+        let signals = server.handleTerminationSignals { number in interruptedBy.withLockedValue { $0 = number } }
 
         let started = ContinuousClock.now
-        let outputClosed = Mutex(false)
+        let outputClosed = NIOLockedValueBox(false)
         var initial = GetSession()
         initial.total = total
         initial.quiet = options.quietEvents
@@ -130,7 +130,7 @@ public enum GetRunner {
             fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,
             lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest
         ) {
-            let first = outputClosed.withLock { closed in
+            let first = outputClosed.withLockedValue { closed in
                 defer { closed = true }
                 return !closed
             }
@@ -167,8 +167,8 @@ public enum GetRunner {
             // (With --json the events carry each download's metrics; stderr stays quiet.)
             if let timings = session.timingSummary() { TerminalDisplay.write(STDERR_FILENO, timings + "\n") }
         }
-        if let number = interruptedBy.withLock({ $0 }) { return 128 + number }
-        if outputClosed.withLock({ $0 }) { return 128 + SIGPIPE }
+        if let number = interruptedBy.withLockedValue({ $0 }) { return 128 + number }
+        if outputClosed.withLockedValue({ $0 }) { return 128 + SIGPIPE }
         return session.allDone ? 0 : 1
     }
 
@@ -184,7 +184,7 @@ public enum GetRunner {
 /// Reads the worker's output lines on a thread of its own, feeds them to a `GetSession` and the
 /// display (or, with `--json`, copies the events to stdout), until the pipe ends.
 final class EventReader: Sendable {
-    private let result = Mutex<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
+    private let result = NIOLockedValueBox<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
 
     /// `onOutputClosed`: stdout or stderr could not be written (the reader went away). `lines`:
     /// a progress line every few seconds on stderr instead of bars. `manifest`: each URL's record
@@ -247,7 +247,7 @@ final class EventReader: Sendable {
             }
             take(pending[...])
             display.finish()
-            let waiter = self.result.withLock { r in
+            let waiter = self.result.withLockedValue { r in
                 r.session = session
                 return r.waiter
             }
@@ -260,7 +260,7 @@ final class EventReader: Sendable {
     /// The session once the worker's output has ended.
     func finished() async -> GetSession {
         await withCheckedContinuation { continuation in
-            let done = result.withLock { r -> GetSession? in
+            let done = result.withLockedValue { r -> GetSession? in
                 if let session = r.session { return session }
                 r.waiter = continuation
                 return nil
@@ -272,14 +272,14 @@ final class EventReader: Sendable {
 
 /// The entries the feeder has written requests for and the event reader has not yet registered.
 final class FedEntries: Sendable {
-    private let entries = Mutex<[GetEntry]>([])
+    private let entries = NIOLockedValueBox<[GetEntry]>([])
 
     func add(_ entry: GetEntry) {
-        entries.withLock { $0.append(entry) }
+        entries.withLockedValue { $0.append(entry) }
     }
 
     func take() -> [GetEntry] {
-        entries.withLock { taken in
+        entries.withLockedValue { taken in
             defer { taken.removeAll(keepingCapacity: true) }
             return taken
         }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 extension WorkerServer {
     /// SIGTERM and SIGINT ask the worker to stop (every live token is cancelled and still gets
@@ -10,7 +9,7 @@ extension WorkerServer {
         [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            let received = Mutex(false)
+            let received = LockedState(false)
             source.setEventHandler { [self] in
                 let again = received.withLock { old in defer { old = true }; return old }
                 if again { _exit(128 + number) }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Runs `operation`, giving up waiting for it after `limit`. The operation need not respond to
 /// cancellation (a wait on a continuation does not): it is cancelled at the limit and left to
@@ -9,7 +8,7 @@ func withTimeLimit(_ limit: Duration, _ operation: @escaping @Sendable () async 
         case waiting(CheckedContinuation<Void, Never>)
         case done
     }
-    let gate = Mutex(Gate.pending)
+    let gate = LockedState(Gate.pending)
     let resumeOnce: @Sendable () -> Void = {
         let waiting = gate.withLock { state -> CheckedContinuation<Void, Never>? in
             defer { state = .done }

@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import ImageDownloader
 import ImageWorkerProtocol
 import Logging
-import Synchronization
 
 /// The worker behind stdin/stdout: JSON-RPC requests in, downloader calls and events out, and the
 /// process's life (stdin EOF, `shutdown`/`exit`, signals, a vanished reader).

@@ -1,12 +1,12 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The server a handler answers for, set once it is bound.
 final class ServerBox: Sendable {
-    let server = Mutex<TestHTTPServer?>(nil)
-    var value: TestHTTPServer { server.withLock { $0! } }
+    let server = NIOLockedValueBox<TestHTTPServer?>(nil)
+    var value: TestHTTPServer { server.withLockedValue { $0! } }
 }
 
 /// The loopback server's answers: `TestHTTPServer`'s routes (its file and query language is
@@ -36,7 +36,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         let path = components?.path ?? head.uri
         var query: [String: String] = [:]
         for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
-        server.state.withLock { s in
+        server.state.withLockedValue { s in
             s.hits[path, default: 0] += 1
             s.lastHeaders[path] = head.headers.map { ($0.name, $0.value) }
         }
@@ -44,7 +44,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         guard let first = parts.first else { return simple(context, .notFound) }
         switch first {
         case "files" where parts.count == 2:
-            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            guard let bytes = server.state.withLockedValue({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
             let validators = TestHTTPHandler.validators(bytes, query)
             if !validators.isEmpty {
                 let etag = validators.first { $0.0 == "ETag" }?.1
@@ -83,7 +83,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
             simple(context, HTTPResponseStatus(statusCode: Int(parts[1]) ?? 500), headers: headers)
         case "flaky" where parts.count == 3:
             let failures = Int(query["failures"] ?? "1") ?? 1
-            let count = server.state.withLock { s -> Int in
+            let count = server.state.withLockedValue { s -> Int in
                 s.flaky[parts[1], default: 0] += 1
                 return s.flaky[parts[1]]!
             }
@@ -93,7 +93,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
                 if let retryAfter = query["retryAfter"] { headers.add(name: "Retry-After", value: retryAfter) }
                 return simple(context, HTTPResponseStatus(statusCode: Int(query["status"] ?? "503") ?? 503), headers: headers)
             }
-            guard let bytes = server.state.withLock({ $0.files[parts[2]] }) else { return simple(context, .notFound) }
+            guard let bytes = server.state.withLockedValue({ $0.files[parts[2]] }) else { return simple(context, .notFound) }
             serve(context, bytes, [:])
         case "redirect" where parts.count == 3:
             let n = Int(parts[1]) ?? 0
@@ -120,14 +120,14 @@ final class TestHTTPHandler: ChannelInboundHandler {
                 headers.add(name: "WWW-Authenticate", value: "Basic realm=\"test\"")
                 return simple(context, .unauthorized, headers: headers)
             }
-            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            guard let bytes = server.state.withLockedValue({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
             serve(context, bytes, [:])
         case "set-cookie" where parts.count == 2:
-            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            guard let bytes = server.state.withLockedValue({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
             serve(context, bytes, [:], extraHeaders: [("Set-Cookie", "session=abc; Path=/")])
         case "needs-cookie" where parts.count == 2:
             guard head.headers["cookie"].contains(where: { $0.contains("session=abc") }) else { return simple(context, .forbidden) }
-            guard let bytes = server.state.withLock({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
+            guard let bytes = server.state.withLockedValue({ $0.files[parts[1]] }) else { return simple(context, .notFound) }
             serve(context, bytes, [:])
         default:
             simple(context, .notFound)
@@ -182,7 +182,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         // The first `drops` responses of this URL end early, each at a point of its own.
         let server = box.value
-        let count = server.state.withLock { s -> Int in
+        let count = server.state.withLockedValue { s -> Int in
             s.flaky["drop:" + head.uri, default: 0] += 1
             return s.flaky["drop:" + head.uri]!  // set on the line above
         }

@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
+import NIOConcurrencyHelpers
 import SwiftASN1
 import X509
 
@@ -47,7 +47,7 @@ public final class TestHTTPServer: Sendable {
         var connections = 0
     }
 
-    let state = Mutex(State())
+    let state = NIOLockedValueBox(State())
     private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
     public let port: Int
@@ -116,12 +116,12 @@ public final class TestHTTPServer: Sendable {
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                box.server.withLock { $0 }?.state.withLock { $0.connections += 1 }
+                box.server.withLockedValue { $0 }?.state.withLockedValue { $0.connections += 1 }
                 return initializer(channel)
             }
             .bind(host: "127.0.0.1", port: port).get()
         let server = TestHTTPServer(group: group, channel: channel, scheme: scheme)
-        box.server.withLock { $0 = server }
+        box.server.withLockedValue { $0 = server }
         return server
     }
 
@@ -152,23 +152,23 @@ public final class TestHTTPServer: Sendable {
     }
 
     public func setFile(_ name: String, _ bytes: [UInt8]) {
-        state.withLock { $0.files[name] = bytes }
+        state.withLockedValue { $0.files[name] = bytes }
     }
 
     /// Connections accepted so far.
-    public var connections: Int { state.withLock { $0.connections } }
+    public var connections: Int { state.withLockedValue { $0.connections } }
 
     /// How many requests reached `path` (without its query).
     public func hits(_ path: String) -> Int {
-        state.withLock { $0.hits[path] ?? 0 }
+        state.withLockedValue { $0.hits[path] ?? 0 }
     }
 
     public func lastHeaders(_ path: String) -> [(String, String)] {
-        state.withLock { $0.lastHeaders[path] ?? [] }
+        state.withLockedValue { $0.lastHeaders[path] ?? [] }
     }
 
     public func openGate(_ name: String) {
-        let promise = state.withLock { s -> EventLoopPromise<Void>? in
+        let promise = state.withLockedValue { s -> EventLoopPromise<Void>? in
             s.openGates.insert(name)
             return s.gates.removeValue(forKey: name)
         }
@@ -176,7 +176,7 @@ public final class TestHTTPServer: Sendable {
     }
 
     func gateFuture(_ name: String, on eventLoop: EventLoop) -> EventLoopFuture<Void> {
-        state.withLock { s in
+        state.withLockedValue { s in
             if s.openGates.contains(name) { return eventLoop.makeSucceededFuture(()) }
             if let existing = s.gates[name] { return existing.futureResult.hop(to: eventLoop) }
             let promise = eventLoop.makePromise(of: Void.self)

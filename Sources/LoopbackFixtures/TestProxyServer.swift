@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A real forward proxy on 127.0.0.1, for tests: HTTP (`CONNECT` tunnels, and plain requests in
 /// absolute form forwarded to their host; optionally asking for Basic credentials, 407
@@ -18,7 +18,7 @@ public final class TestProxyServer: Sendable {
         var refused = 0
     }
 
-    let state = Mutex(State())
+    let state = NIOLockedValueBox(State())
     let names: [String: String]
     let credentials: String?
     private let group: MultiThreadedEventLoopGroup
@@ -35,31 +35,31 @@ public final class TestProxyServer: Sendable {
     }
 
     /// Targets of the tunnels opened so far (`host:port`, as the client named them).
-    public var tunnels: [String] { state.withLock { $0.tunnels } }
+    public var tunnels: [String] { state.withLockedValue { $0.tunnels } }
     /// Plain requests forwarded so far (their absolute-form targets).
-    public var forwarded: [String] { state.withLock { $0.forwarded } }
+    public var forwarded: [String] { state.withLockedValue { $0.forwarded } }
     /// `Proxy-Authorization` values received (HTTP), in order.
-    public var authorizations: [String] { state.withLock { $0.authorizations } }
+    public var authorizations: [String] { state.withLockedValue { $0.authorizations } }
     /// Tunnels refused for missing or wrong credentials.
-    public var refused: Int { state.withLock { $0.refused } }
+    public var refused: Int { state.withLockedValue { $0.refused } }
 
     /// - credentials: `user:pass` the HTTP proxy requires (nil: none).
     public static func start(_ kind: Kind, credentials: String? = nil, names: [String: String] = ["images.test": "127.0.0.1"]) async throws
         -> TestProxyServer
     {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let box = Mutex<TestProxyServer?>(nil)
+        let box = NIOLockedValueBox<TestProxyServer?>(nil)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let server = box.withLock({ $0 }) else { throw ChannelError.ioOnClosedChannel }
+                    guard let server = box.withLockedValue({ $0 }) else { throw ChannelError.ioOnClosedChannel }
                     try channel.pipeline.syncOperations.addHandler(ProxyFrontHandler(server: server))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let server = TestProxyServer(group: group, channel: channel, kind: kind, credentials: credentials, names: names)
-        box.withLock { $0 = server }
+        box.withLockedValue { $0 = server }
         return server
     }
 
@@ -120,9 +120,9 @@ final class ProxyFrontHandler: ChannelInboundHandler {
         }
         let authorization = lines.dropFirst().first { $0.lowercased().hasPrefix("proxy-authorization:") }
             .map { String($0.dropFirst("proxy-authorization:".count)).trimmingCharacters(in: .whitespaces) }
-        if let authorization { server.state.withLock { $0.authorizations.append(authorization) } }
+        if let authorization { server.state.withLockedValue { $0.authorizations.append(authorization) } }
         if let credentials = server.credentials, authorization != "Basic " + Data(credentials.utf8).base64EncodedString() {
-            server.state.withLock { $0.refused += 1 }
+            server.state.withLockedValue { $0.refused += 1 }
             return reply(context, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n", close: true)
         }
         if plain {
@@ -131,7 +131,7 @@ final class ProxyFrontHandler: ChannelInboundHandler {
             guard let url = URLComponents(string: String(parts[1])), let host = url.host else {
                 return reply(context, "HTTP/1.1 400 Bad Request\r\n\r\n", close: true)
             }
-            server.state.withLock { $0.forwarded.append(String(parts[1])) }
+            server.state.withLockedValue { $0.forwarded.append(String(parts[1])) }
             var request = ByteBuffer(string: text[..<end.upperBound].replacingOccurrences(of: "\r\nProxy-Authorization: ", with: "\r\nX-Was-Proxy-Authorization: "))
             request.writeBuffer(&pending)
             pending = request
@@ -198,7 +198,7 @@ final class ProxyFrontHandler: ChannelInboundHandler {
                 let (handler, context) = loopBound.value
                 switch result {
                 case .success(let back):
-                    if let target { handler.server.state.withLock { $0.tunnels.append(target) } }
+                    if let target { handler.server.state.withLockedValue { $0.tunnels.append(target) } }
                     handler.peer = back
                     handler.connecting = false
                     let text = answer(true)

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Eviction and start-up cleanup: what the cache removes, only ever regular files found under its
 /// own real folders, never through a link.
@@ -52,7 +52,7 @@ extension HTTPCache {
             }
             logger.debug("cache eviction", metadata: ["removed": "\(removed)", "bytes": "\(total)"])
         }
-        state.withLock { $0.knownBytes = total }
+        state.withLockedValue { $0.knownBytes = total }
     }
 
     /// Temporary files of workers that died, removed at start: only regular files directly in a

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Responses on disk, one file per URL: the body, then the head (`CachedResponse` as JSON), then
 /// an 8-byte trailer (the head's length, little-endian, and `IWC1`). A file is written under
@@ -30,7 +30,7 @@ public final class HTTPCache: Sendable {
         /// corrects it whenever it passes `maxBytes`.
         var knownBytes: Int64 = 0
     }
-    let state: Mutex<State>
+    let state: NIOLockedValueBox<State>
 
     static let magic: [UInt8] = Array("IWC1".utf8)
     static let trailerBytes = 8
@@ -42,7 +42,7 @@ public final class HTTPCache: Sendable {
         self.entries = directory + "/v1/entries"
         self.temporary = directory + "/v1/tmp"
         self.logger = logger
-        self.state = Mutex(State(maxBytes: maxBytes))
+        self.state = NIOLockedValueBox(State(maxBytes: maxBytes))
         // The folder the user named may be a link; below it, `v1`, `entries` and `tmp` must be
         // directories of their own (made when missing, never through a link).
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -53,10 +53,10 @@ public final class HTTPCache: Sendable {
         }
         removeStaleTemporaryFiles()
         let total = scan().reduce(0) { $0 + $1.bytes }
-        state.withLock { $0.knownBytes = total }
+        state.withLockedValue { $0.knownBytes = total }
     }
 
-    public var maxBytes: Int64 { state.withLock { $0.maxBytes } }
+    public var maxBytes: Int64 { state.withLockedValue { $0.maxBytes } }
 
     // MARK: Directories, never through a link
 
@@ -81,7 +81,7 @@ public final class HTTPCache: Sendable {
     }
 
     public func setMaxBytes(_ value: Int64) {
-        let over = state.withLock { s -> Bool in
+        let over = state.withLockedValue { s -> Bool in
             s.maxBytes = value
             return s.knownBytes > value
         }
@@ -190,7 +190,7 @@ public final class HTTPCache: Sendable {
         let path: String
         let cache: HTTPCache
         /// Bytes appended, and whether a write failed (the entry is then never stored).
-        private let progress = Mutex<(written: Int64, failed: Bool)>((0, false))
+        private let progress = NIOLockedValueBox<(written: Int64, failed: Bool)>((0, false))
 
         init(fd: Int32, path: String, cache: HTTPCache) {
             self.fd = fd
@@ -203,26 +203,26 @@ public final class HTTPCache: Sendable {
             cache.removeTemporary(path)  // harmless after a rename: the name is gone
         }
 
-        public var bytesWritten: Int64 { progress.withLock { $0.written } }
+        public var bytesWritten: Int64 { progress.withLockedValue { $0.written } }
 
         /// Appends body bytes. A write that fails (disk full) makes the entry unusable, never the
         /// download.
         public func append(_ bytes: ByteBuffer) {
-            guard !progress.withLock({ $0.failed }) else { return }
+            guard !progress.withLockedValue({ $0.failed }) else { return }
             // Larger than the whole cache: it could only be stored by evicting everything, then
             // itself. Not written on (and not stored).
-            if progress.withLock({ $0.written }) + Int64(bytes.readableBytes) > cache.maxBytes {
-                progress.withLock { $0.failed = true }
+            if progress.withLockedValue({ $0.written }) + Int64(bytes.readableBytes) > cache.maxBytes {
+                progress.withLockedValue { $0.failed = true }
                 return
             }
             let ok = bytes.withUnsafeReadableBytes { raw in HTTPCache.writeAll(fd, raw) }
-            progress.withLock { ok ? ($0.written += Int64(bytes.readableBytes)) : ($0.failed = true) }
+            progress.withLockedValue { ok ? ($0.written += Int64(bytes.readableBytes)) : ($0.failed = true) }
         }
 
         /// Finishes the entry with its head; returns whether it is now stored.
         @discardableResult
         public func commit(_ response: CachedResponse) -> Bool {
-            guard !progress.withLock({ $0.failed }) else { return false }
+            guard !progress.withLockedValue({ $0.failed }) else { return false }
             var head = response
             head.bodyBytes = bytesWritten
             guard let json = try? JSONEncoder().encode(head) else { return false }
@@ -259,7 +259,7 @@ public final class HTTPCache: Sendable {
 
     /// Keeps a broken entry for its resumed attempt (at most `parkedLimit`, the oldest dropped).
     public func park(_ entry: Parked) {
-        parked.withLock { all in
+        parked.withLockedValue { all in
             all.removeAll { $0.head.url == entry.head.url }
             all.append(entry)
             if all.count > HTTPCache.parkedLimit { all.removeFirst(all.count - HTTPCache.parkedLimit) }
@@ -269,7 +269,7 @@ public final class HTTPCache: Sendable {
     /// The broken entry of `url`, if it stopped at `offset` and has `validator`; it leaves the list
     /// either way.
     public func unpark(_ url: String, validator: String, offset: Int64) -> Parked? {
-        let entry = parked.withLock { all -> Parked? in
+        let entry = parked.withLockedValue { all -> Parked? in
             guard let index = all.firstIndex(where: { $0.head.url == url }) else { return nil }
             return all.remove(at: index)
         }
@@ -278,7 +278,7 @@ public final class HTTPCache: Sendable {
     }
 
     static let parkedLimit = 16
-    private let parked = Mutex<[Parked]>([])
+    private let parked = NIOLockedValueBox<[Parked]>([])
 
     /// Rewrites an entry with a new head (after a 304), its body copied; returns whether it worked.
     @discardableResult
@@ -329,7 +329,7 @@ public final class HTTPCache: Sendable {
             logger.warning("cannot store a cache entry", metadata: ["url": "\(url)", "errno": "\(errno)"])
             return false
         }
-        let over = state.withLock { s -> Bool in
+        let over = state.withLockedValue { s -> Bool in
             s.knownBytes += bytes
             return s.knownBytes > s.maxBytes
         }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// An in-memory cookie store for requests that set `handleCookies` (RFC 6265, the parts a client
 /// needs: Domain, Path, Max-Age, Expires, Secure; host-only cookies; replacement by name, domain
@@ -15,7 +15,7 @@ public final class CookieJar: Sendable {
         var expires: Date?
     }
 
-    private let cookies = Mutex<[Cookie]>([])
+    private let cookies = NIOLockedValueBox<[Cookie]>([])
 
     public init() {}
 
@@ -23,7 +23,7 @@ public final class CookieJar: Sendable {
     public func store(setCookieHeaders: [String], from url: URL, now: Date = Date()) {
         guard let host = url.host?.lowercased(), !setCookieHeaders.isEmpty else { return }
         let parsed = setCookieHeaders.compactMap { CookieJar.parse($0, host: host, requestPath: url.path, now: now) }
-        cookies.withLock { jar in
+        cookies.withLockedValue { jar in
             for cookie in parsed {
                 jar.removeAll { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }
                 if let expires = cookie.expires, expires <= now { continue }  // a deletion
@@ -37,7 +37,7 @@ public final class CookieJar: Sendable {
         guard let host = url.host?.lowercased() else { return nil }
         let path = url.path.isEmpty ? "/" : url.path
         let secure = url.scheme?.lowercased() == "https"
-        let matching = cookies.withLock { jar -> [Cookie] in
+        let matching = cookies.withLockedValue { jar -> [Cookie] in
             jar.removeAll { $0.expires.map { $0 <= now } ?? false }
             return jar.filter { cookie in
                 let domainOK = cookie.hostOnly ? host == cookie.domain : CookieJar.domainMatches(host, cookie.domain)

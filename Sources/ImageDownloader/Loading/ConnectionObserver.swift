@@ -2,6 +2,7 @@ import Dispatch
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// What AsyncHTTPClient does not report per request: which connection served it, where that
@@ -30,7 +31,7 @@ public final class ConnectionObserver: Sendable {
     /// rather than two or more. The buffer grows only while reads fill it, and shrinks back.
     static let readSizes = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 64 << 10, maximum: 256 << 10)
 
-    private let observed = Mutex<[String: Observation]>([:])
+    private let observed = NIOLockedValueBox<[String: Observation]>([:])
     private let counter = Atomic<UInt64>(0)
 
     public init() {}
@@ -42,16 +43,16 @@ public final class ConnectionObserver: Sendable {
 
     /// The connection a tagged request went out on (once), if it was seen.
     func take(_ tag: String) -> Observation? {
-        observed.withLock { $0.removeValue(forKey: tag) }
+        observed.withLockedValue { $0.removeValue(forKey: tag) }
     }
 
     func record(_ tag: String, _ observation: Observation) {
-        observed.withLock { $0[tag] = observation }
+        observed.withLockedValue { $0[tag] = observation }
     }
 
     /// A forgotten tag (a request that failed before reaching a connection) must not linger.
     func discard(_ tag: String) {
-        _ = observed.withLock { $0.removeValue(forKey: tag) }
+        _ = observed.withLockedValue { $0.removeValue(forKey: tag) }
     }
 
     /// An HTTP/1.1 connection is ready: mark it, and tag its requests.

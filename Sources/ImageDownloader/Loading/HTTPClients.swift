@@ -1,13 +1,13 @@
 import AsyncHTTPClient
 import Logging
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The worker's HTTP clients: one shared `HTTPClient` for direct connections and one per proxy in
 /// use (AsyncHTTPClient takes its proxy per client, not per request), each made at first use with
 /// the same settings. `no_proxy` decides per request which one a URL takes (`ProxySettings`).
 public final class HTTPClients: Sendable {
-    private let clients = Mutex<[ProxySettings.Proxy?: HTTPClient]>([:])
+    private let clients = NIOLockedValueBox<[ProxySettings.Proxy?: HTTPClient]>([:])
     private let logger: Logger
     /// Which connection each request went out on (every client's connections report to it).
     public let observer = ConnectionObserver()
@@ -18,7 +18,7 @@ public final class HTTPClients: Sendable {
 
     /// The client that connects directly, or through `proxy`.
     public func client(through proxy: ProxySettings.Proxy?) -> HTTPClient {
-        clients.withLock { clients in
+        clients.withLockedValue { clients in
             if let client = clients[proxy] { return client }
             if let proxy { logger.info("using a proxy", metadata: ["proxy": "\(proxy)"]) }
             let client = HTTPClients.makeClient(proxy: proxy, observer: observer)
@@ -29,7 +29,7 @@ public final class HTTPClients: Sendable {
 
     /// Shuts every client down (in-flight requests fail).
     public func shutdown() async {
-        let all = clients.withLock { clients in
+        let all = clients.withLockedValue { clients in
             let all = Array(clients.values)
             clients = [:]
             return all

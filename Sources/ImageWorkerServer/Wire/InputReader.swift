@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import ImageWorkerProtocol
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Reads the input descriptor on its own thread (stdin may be a pipe, a terminal or a regular
 /// file, so no event loop), frames it, and hands items to the async side one at a time: the
@@ -25,7 +25,7 @@ public final class InputReader: Sendable {
         var waiting = false
     }
 
-    private let flow = Mutex(Flow())
+    private let flow = NIOLockedValueBox(Flow())
     private let resume = DispatchSemaphore(value: 0)
     private let readAhead: Int
     public let items: AsyncStream<Item>
@@ -80,7 +80,7 @@ public final class InputReader: Sendable {
     /// Counts one more item handed over, first waiting (on the reader's thread) while
     /// `readAhead` are outstanding.
     private func takePermit() {
-        let mustWait = flow.withLock { f -> Bool in
+        let mustWait = flow.withLockedValue { f -> Bool in
             if f.outstanding < readAhead {
                 f.outstanding += 1
                 return false
@@ -90,13 +90,13 @@ public final class InputReader: Sendable {
         }
         guard mustWait else { return }
         resume.wait()
-        flow.withLock { $0.outstanding += 1 }
+        flow.withLockedValue { $0.outstanding += 1 }
     }
 
     /// Tells the reader one item has been handled, so it may read another (a waiting reader is
     /// woken when half of `readAhead` are).
     public func itemHandled() {
-        let wake = flow.withLock { f -> Bool in
+        let wake = flow.withLockedValue { f -> Bool in
             f.outstanding -= 1
             guard f.waiting, f.outstanding <= readAhead / 2 else { return false }
             f.waiting = false

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import ImageWorkerProtocol
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The one writer of the wire. Every message is encoded by the sender, queued, and written by a
 /// dedicated thread, whole messages only (the ones waiting together in one `write`), so lines
@@ -37,7 +37,7 @@ public final class WireWriter: Sendable {
         var isDrained: Bool { head == slots.count && !writing }
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let wake = DispatchSemaphore(value: 0)
     private let fd: Int32
     private let onClosed: @Sendable () -> Void
@@ -66,19 +66,19 @@ public final class WireWriter: Sendable {
 
     /// More than `highWaterBytes` were waiting, and the reader has not yet taken them down to
     /// half of that.
-    public var backedUp: Bool { state.withLock { $0.backedUp && !$0.closed } }
+    public var backedUp: Bool { state.withLockedValue { $0.backedUp && !$0.closed } }
 
     /// Whether the reader is gone: a write failed with EPIPE, or (without a write since) the
     /// pipe's read end is closed (poll says POLLERR or POLLHUP).
     public var readerGone: Bool {
-        if state.withLock({ $0.closed }) { return true }
+        if state.withLockedValue({ $0.closed }) { return true }
         var probe = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         return poll(&probe, 1, 0) == 1 && probe.revents & Int16(POLLERR | POLLHUP) != 0
     }
 
     public var framing: Framing {
-        get { state.withLock { $0.framing } }
-        set { state.withLock { $0.framing = newValue } }
+        get { state.withLockedValue { $0.framing } }
+        set { state.withLockedValue { $0.framing = newValue } }
     }
 
     /// Queues one message. With a `replaceKey`, an unsent message with the same key is replaced
@@ -86,7 +86,7 @@ public final class WireWriter: Sendable {
     /// images: at most one waits per token).
     public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false) {
         let json = JSONWriter.encode(message)
-        let (wakeWriter, becameBackedUp) = state.withLock { s -> (Bool, Bool) in
+        let (wakeWriter, becameBackedUp) = state.withLockedValue { s -> (Bool, Bool) in
             guard !s.closed else { return (false, false) }
             let bytes = s.framing.frame(json)
             if let replaceKey, alwaysReplace || s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
@@ -112,7 +112,7 @@ public final class WireWriter: Sendable {
     /// Returns when fewer than `highWaterBytes` wait to be written (at once, usually).
     public func waitForCapacity() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { s -> Bool in
+            let ready = state.withLockedValue { s -> Bool in
                 if s.closed || !s.backedUp { return true }
                 s.capacityWaiters.append(continuation)
                 return false
@@ -124,7 +124,7 @@ public final class WireWriter: Sendable {
     /// Returns when everything queued so far is written (or the reader is gone).
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s -> Bool in
+            let done = state.withLockedValue { s -> Bool in
                 if s.closed || s.isDrained { return true }
                 s.flushWaiters.append(continuation)
                 return false
@@ -159,7 +159,7 @@ public final class WireWriter: Sendable {
 
     /// The next whole messages to write, or nil (the writer then sleeps until `send` wakes it).
     private func takeNext() -> [UInt8]? {
-        state.withLock { s -> [UInt8]? in
+        state.withLockedValue { s -> [UInt8]? in
             var batch: [UInt8]? = nil
             while !s.closed, s.head < s.slots.count {
                 guard let pending = s.slots[s.head] else {
@@ -187,7 +187,7 @@ public final class WireWriter: Sendable {
     }
 
     private func finishWrite() {
-        let (capacity, flushed, caughtUp) = state.withLock {
+        let (capacity, flushed, caughtUp) = state.withLockedValue {
             s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>], Bool) in
             s.writing = false
             if s.head == s.slots.count {
@@ -224,7 +224,7 @@ public final class WireWriter: Sendable {
     }
 
     private func closeAfterWriteFailure() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
             s.closed = true
             s.writing = false
             s.slots = []
