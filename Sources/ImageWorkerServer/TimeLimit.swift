@@ -1,4 +1,3 @@
-
 /// Runs `operation`, giving up waiting for it after `limit`. The operation need not respond to
 /// cancellation (a wait on a continuation does not): it is cancelled at the limit and left to
 /// finish on its own, while the caller goes on. (A task group would wait for it regardless.)

@@ -1,7 +1,7 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOConcurrencyHelpers
 
 /// The server a handler answers for, set once it is bound.
 final class ServerBox: Sendable {

@@ -1,11 +1,11 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import NIOConcurrencyHelpers
 import SwiftASN1
 import X509
 

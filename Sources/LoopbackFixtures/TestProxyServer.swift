@@ -1,7 +1,7 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import NIOConcurrencyHelpers
 
 /// A real forward proxy on 127.0.0.1, for tests: HTTP (`CONNECT` tunnels, and plain requests in
 /// absolute form forwarded to their host; optionally asking for Basic credentials, 407

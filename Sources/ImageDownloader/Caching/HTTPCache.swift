@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Logging
-import NIOCore
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// Responses on disk, one file per URL: the body, then the head (`CachedResponse` as JSON), then
 /// an 8-byte trailer (the head's length, little-endian, and `IWC1`). A file is written under

@@ -1,8 +1,8 @@
 import Dispatch
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
-import NIOConcurrencyHelpers
 import Synchronization
 
 /// What AsyncHTTPClient does not report per request: which connection served it, where that

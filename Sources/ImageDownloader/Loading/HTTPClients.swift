@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Logging
-import NIOCore
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// The worker's HTTP clients: one shared `HTTPClient` for direct connections and one per proxy in
 /// use (AsyncHTTPClient takes its proxy per client, not per request), each made at first use with
