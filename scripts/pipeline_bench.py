@@ -104,10 +104,11 @@ def warm_memory(size=WARM_BYTES):
         f.write("5")
 
 
-def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
-    """Runs argv to its end (after `warm_memory`); returns (wall s, CPU s, peak RSS MB, stdout
-    bytes or None)."""
-    warm_memory()
+def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL, warm=True):
+    """Runs argv to its end (after `warm_memory`, unless the caller did); returns (wall s, CPU s,
+    peak RSS MB, stdout bytes or None)."""
+    if warm:
+        warm_memory()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
                             stdout=stdout, stderr=subprocess.DEVNULL)
@@ -126,7 +127,7 @@ def run_measured(argv, stdin_bytes=None, stdout=subprocess.DEVNULL):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output
 
 
-def run_worker(binary, job, urls, out, cache_dir=None, file_root=None, cpus=None):
+def run_worker(binary, job, urls, out, cache_dir=None, file_root=None, cpus=None, warm=True):
     lines = [json.dumps({"jsonrpc": "2.0", "id": 0, "method": "configure", "params": {"maxConcurrentDownloads": 6}})]
     for n, url in enumerate(urls):
         lines.append(json.dumps({"jsonrpc": "2.0", "method": "download",
@@ -134,7 +135,7 @@ def run_worker(binary, job, urls, out, cache_dir=None, file_root=None, cpus=None
     argv = [binary] + (["--cache-dir", cache_dir] if cache_dir else []) + (["--file-root", file_root] if file_root else [])
     if cpus:
         argv = ["taskset", "-c", cpus] + argv
-    wall, cpu, rss, output = run_measured(argv, ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE)
+    wall, cpu, rss, output = run_measured(argv, ("\n".join(lines) + "\n").encode(), stdout=subprocess.PIPE, warm=warm)
     done = [line for line in output.splitlines() if b'"download/completed"' in line and b'"outcome":"success"' in line]
     return dict(files=len(urls), ok=len(done), wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
                 from_cache=sum(1 for line in done if b'"fromCache":true' in line),
@@ -229,8 +230,9 @@ def run_decode_pinned(binary, urls, out, cpus, server, pin_server):
     for pid in before_pinning:
         os.sched_setaffinity(pid, {int(c) for c in cpus.split(",")})
     try:
+        warm_memory()  # before the counts start: its own time is not the run's idle time
         before, idle_before = cpu_seconds(server), idle_seconds(cpus)
-        result = run_worker(binary, "decode", urls, out, cpus=cpus)
+        result = run_worker(binary, "decode", urls, out, cpus=cpus, warm=False)
         result["server_cpu_s"] = cpu_seconds(server) - before
         result["idle_s"] = idle_seconds(cpus) - idle_before
     finally:
