@@ -49,6 +49,7 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     /// either while their bodies hold `maxDeliveringBytes` or more: many small bodies may wait,
     /// fewer large ones.
     public var minDeliveringFetches = 12
+    /// The bytes of bodies that hold new fetches back from `minDeliveringFetches` on.
     public var maxDeliveringBytes: Int64 = 16 << 20
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String

@@ -31,13 +31,12 @@ public struct DecodeSettings: Sendable, Equatable {
     /// The bodies the downloader may hold for this stage: four per decode, at least 8, so that a
     /// decode that ends finds the next body already in while new fetches refill the stage (with
     /// two, the cores stood idle while the network thread waited for its turn); and up to 16
-    /// while they hold less than 16 MiB: with few decodes, a server slowed by the busy cores it
-    /// shares emptied a shorter queue of small images now and then (larger ones take longer to
-    /// decode, so fewer cover the same wait).
+    /// while they hold less than the downloader's `maxDeliveringBytes` (16 MiB): with few
+    /// decodes, a server slowed by the busy cores it shares emptied a shorter queue of small
+    /// images now and then (larger ones take longer to decode, so fewer cover the same wait).
     func sizeDeliveryStage(_ configuration: inout DownloaderConfiguration) {
         configuration.minDeliveringFetches = max(8, 4 * decodeConcurrency)
         configuration.maxDeliveringFetches = max(16, configuration.minDeliveringFetches)
-        configuration.maxDeliveringBytes = 16 << 20
     }
 
     public init() {}
