@@ -11,8 +11,11 @@ final class DownloaderHarness: Sendable {
     let downloader: Downloader<Int, Never>
     let clients: HTTPClients
 
+    /// `route`: how the loader sends requests (nil: the default for this process's network
+    /// threads, `async` where the machine has two CPUs or more, as the test process sets no count).
     static func make(
-        _ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil, cache: HTTPCache? = nil
+        _ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil, cache: HTTPCache? = nil,
+        route: HTTPExchange.Route? = nil
     ) async throws -> DownloaderHarness {
         let server = try await TestHTTPServer.start()
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
@@ -23,12 +26,12 @@ final class DownloaderHarness: Sendable {
         // run (they now run in a process of their own; see CONTRIBUTING.md). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
-        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot, cache: cache)
+        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot, cache: cache, route: route)
     }
 
-    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?) {
+    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?, route: HTTPExchange.Route?) {
         self.server = server
-        let clients = HTTPClients(logger: Logger(label: "tests-clients"))
+        let clients = HTTPClients(logger: Logger(label: "tests-clients"), route: route)
         self.clients = clients
         // The downloader's and AsyncHTTPClient's debug lines are kept (the last few hundred) and
         // shown only when a wait runs out, so that a stall explains itself (one did: an attempt

@@ -3,10 +3,12 @@ import ImageDownloader
 import Testing
 import TestSupport
 
-/// HTTPS against a loopback server with a self-signed certificate.
+/// HTTPS against a loopback server with a self-signed certificate, by both of the loader's routes
+/// (`HTTPExchange.Route`: a request's own TLS configuration, HTTP/2 streams).
 @Suite struct TLSTests {
-    @Test func certificatesAreCheckedUnlessTheRequestAllowsInvalidOnes() async throws {
-        let h = try await DownloaderHarness.make()
+    @Test(arguments: HTTPExchangeTests.routes)
+    func certificatesAreCheckedUnlessTheRequestAllowsInvalidOnes(route: HTTPExchange.Route) async throws {
+        let h = try await DownloaderHarness.make(route: route)
         defer { Task { await h.shutdown() } }
         let tls = try await TestHTTPServer.startTLS(http2: false)
         defer { Task { await tls.shutdown() } }
@@ -24,8 +26,8 @@ import TestSupport
         #expect(info.first?.httpVersion == "1.1")
     }
 
-    @Test func http2IsUsedWhenTheServerOffersIt() async throws {
-        let h = try await DownloaderHarness.make()
+    @Test(arguments: HTTPExchangeTests.routes) func http2IsUsedWhenTheServerOffersIt(route: HTTPExchange.Route) async throws {
+        let h = try await DownloaderHarness.make(route: route)
         defer { Task { await h.shutdown() } }
         let tls = try await TestHTTPServer.startTLS(http2: true)
         defer { Task { await tls.shutdown() } }

@@ -11,9 +11,13 @@ public final class HTTPClients: Sendable {
     private let logger: Logger
     /// Which connection each request went out on (every client's connections report to it).
     public let observer = ConnectionObserver()
+    /// How requests are sent: by default, as suits the number of network threads
+    /// (`HTTPExchange.Route.forNetwork`; read here, so set that number before).
+    public let route: HTTPExchange.Route
 
-    public init(logger: Logger) {
+    public init(logger: Logger, route: HTTPExchange.Route? = nil) {
         self.logger = logger
+        self.route = route ?? .forNetwork(loops: NIOSingletons.groupLoopCountSuggestion)
     }
 
     /// The client that connects directly, or through `proxy`.

@@ -136,10 +136,11 @@ public struct HTTPLoader: ResourceLoader {
             let tag = clients.observer.nextTag()
             outgoing.headers.add(name: ConnectionObserver.header, value: tag)
             let issuedAt = DispatchTime.now().uptimeNanoseconds
-            let response: HTTPClientResponse
+            var response: HTTPExchange
             do {
-                response = try await clients.client(through: forwarded == nil ? proxy : nil).execute(
-                    outgoing, deadline: .now() + .milliseconds(request.timeoutMs), logger: clientLogger)
+                response = try await HTTPExchange.send(
+                    outgoing, on: clients.client(through: forwarded == nil ? proxy : nil), route: clients.route, timeoutMs: request.timeoutMs,
+                    logger: clientLogger)
             } catch {
                 // Whether the request went out on a connection (its tag was seen there).
                 let reached = clients.observer.take(tag) != nil
@@ -156,17 +157,17 @@ public struct HTTPLoader: ResourceLoader {
             if let seen, seen.readyAt > issuedAt { connectMs = (connectMs ?? 0) + Double(seen.readyAt - issuedAt) / 1e6 }
             let connection = seen.map { ConnectionInfo(remoteAddress: $0.remoteAddress, connectMs: connectMs, reused: connectMs == nil) }
             if request.handleCookies {
-                cookies.store(setCookieHeaders: response.headers["set-cookie"], from: url)
+                cookies.store(setCookieHeaders: response.head.headers["set-cookie"], from: url)
             }
-            let status = Int(response.status.code)
+            let status = Int(response.head.status.code)
             if forwarded != nil, status == 407 {
                 throw DownloadFailure.network(.proxy, "the proxy asks for credentials (407)")
             }
-            let version = response.version.major >= 2 ? "2" : "\(response.version.major).\(response.version.minor)"
-            let received = response.headers.map { ($0.name, $0.value) }
+            let version = response.head.version.major >= 2 ? "2" : "\(response.head.version.major).\(response.head.version.minor)"
+            let received = response.head.headers.map { ($0.name, $0.value) }
             if status == 304, let cache, let stored {
                 // Still current: the stored copy, with the 304's headers and times.
-                try await HTTPLoader.discard(response.body)
+                try await HTTPLoader.discard(&response)
                 let refreshed = stored.response.refreshed(with: received, requestTime: requestTime, responseTime: responseTime)
                 cache.refresh(stored, with: refreshed)
                 logger.debug("revalidated", metadata: ["url": "\(url.absoluteString)"])
@@ -175,7 +176,7 @@ public struct HTTPLoader: ResourceLoader {
                     onChunk: onChunk)
                 return
             }
-            if [301, 302, 303, 307, 308].contains(status), let location = response.headers.first(name: "location") {
+            if [301, 302, 303, 307, 308].contains(status), let location = response.head.headers.first(name: "location") {
                 guard let resolved = URL(string: DownloadURL.whatwgSeparators(location, base: url.scheme), relativeTo: url)?.absoluteURL,
                     let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
                 else {
@@ -192,7 +193,7 @@ public struct HTTPLoader: ResourceLoader {
                     throw DownloadFailure.network(.redirect, "redirect loop at \(next.absoluteString)")
                 }
                 logger.debug("redirect", metadata: ["status": "\(status)", "to": "\(DownloadURL.redacted(next.absoluteString))"])
-                try await HTTPLoader.discard(response.body)
+                try await HTTPLoader.discard(&response)
                 url = next
                 continue
             }
@@ -217,7 +218,7 @@ public struct HTTPLoader: ResourceLoader {
             }
             try await onHead(head)
             do {
-                for try await chunk in response.body {
+                while let chunk = try await response.nextChunk() {
                     writer?.writer.append(chunk)
                     try await onChunk(chunk)
                 }
@@ -271,9 +272,9 @@ public struct HTTPLoader: ResourceLoader {
 
     /// Reads and drops a redirect's (small) body so the connection can be reused; a large one is
     /// abandoned, which closes its connection.
-    private static func discard(_ body: HTTPClientResponse.Body) async throws {
+    private static func discard(_ response: inout HTTPExchange) async throws {
         var seen = 0
-        for try await chunk in body {
+        while let chunk = try await response.nextChunk() {
             seen += chunk.readableBytes
             if seen > 64 * 1024 { return }
         }

@@ -10,7 +10,9 @@ public struct LoadRequest: Sendable {
     public var allowInvalidCertificates: Bool
     public var handleCookies: Bool
     public var maxRedirects: Int
-    /// Time allowed until the response head arrives.
+    /// Time allowed until the response head arrives. The downloader's idle watchdog enforces it
+    /// (as it does between chunks); `HTTPExchange`'s `async` route also hands it to
+    /// AsyncHTTPClient as the request's deadline.
     public var timeoutMs: Int64
     /// Which proxy each hop goes through (the configuration's when the attempt began).
     public var proxies = ProxySettings()
