@@ -118,6 +118,40 @@ import TestSupport
         #expect(h.server.hits("/files/r.bin") == 1)
     }
 
+    /// A client that has been shut down fails a request at once (the delegate API then never
+    /// calls its delegate): an error, not a wait for the idle watchdog.
+    @Test(arguments: routes) func aShutDownClientFailsAtOnce(route: HTTPExchange.Route) async throws {
+        let server = try await TestHTTPServer.start()
+        let clients = HTTPClients(logger: Logger(label: "tests-clients"), route: route)
+        server.setFile("a.bin", bytes(1_000))
+        let client = clients.client(through: nil)
+        await clients.shutdown()
+        let url = server.url("/files/a.bin")
+        let outcome = await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                var request = HTTPClientRequest(url: url)
+                request.method = .GET
+                do {
+                    _ = try await HTTPExchange.send(request, on: client, route: route, timeoutMs: 60_000, logger: Logger(label: "tests"))
+                    return "a response"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            group.addTask {
+                // A liveness guard, not a timing assertion.
+                try? await Task.sleep(for: .seconds(20))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(outcome != nil, "still waiting")
+        #expect(outcome?.contains("alreadyShutdown") == true, "\(outcome ?? "")")
+        await server.shutdown()
+    }
+
     @Test func theDefaultRouteFollowsTheNetworkThreads() {
         #expect(HTTPExchange.Route.forNetwork(loops: 1) == .delegate)
         #expect(HTTPExchange.Route.forNetwork(loops: 2) == .async)

@@ -98,11 +98,16 @@ public struct HTTPExchange {
     /// Sends `request` on `client` through the delegate API and returns its parts.
     static func start(_ request: HTTPClient.Request, on client: HTTPClient, logger: Logger) -> Parts {
         let demand = Demand()
+        // Ended by the receiver's last call, or by the task's failure: that also covers a request
+        // that fails before its delegate hears of it (a client shutting down), and as the callback
+        // holds the source until the task ends, a deinit never ends a body without its error.
+        // (`finishOnDeinit: false` would make a missed end a crash of the process.)
         let made = Parts.makeSequence(
             elementType: Part.self, backPressureStrategy: .init(lowWatermark: lowWatermark, highWatermark: highWatermark),
             finishOnDeinit: true, delegate: demand)
         let task = client.execute(
             request: request, delegate: Receiver(made.source, demand), eventLoop: .indifferent, deadline: nil, logger: logger)
+        task.futureResult.whenFailure { [source = made.source] error in source.finish(error) }
         demand.attach(task)
         return made.sequence
     }
