@@ -98,16 +98,20 @@ public struct HTTPExchange {
     /// Sends `request` on `client` through the delegate API and returns its parts.
     static func start(_ request: HTTPClient.Request, on client: HTTPClient, logger: Logger) -> Parts {
         let demand = Demand()
-        // Ended by the receiver's last call, or by the task's failure: that also covers a request
-        // that fails before its delegate hears of it (a client shutting down), and as the callback
-        // holds the source until the task ends, a deinit never ends a body without its error.
-        // (`finishOnDeinit: false` would make a missed end a crash of the process.)
+        // Ended by the receiver's `didFinishRequest`, or by the task's failure, which is every
+        // failure: it follows the delegate's `didReceiveError` and also comes without it (a
+        // client shutting down, `didFinishRequest` throwing). As that callback holds the source
+        // until the task ends, a deinit never ends a body without its error. (`finishOnDeinit:
+        // false` would make a missed end a crash of the process.)
         let made = Parts.makeSequence(
             elementType: Part.self, backPressureStrategy: .init(lowWatermark: lowWatermark, highWatermark: highWatermark),
             finishOnDeinit: true, delegate: demand)
         let task = client.execute(
             request: request, delegate: Receiver(made.source, demand), eventLoop: .indifferent, deadline: nil, logger: logger)
-        task.futureResult.whenFailure { [source = made.source] error in source.finish(error) }
+        task.futureResult.whenFailure { [source = made.source] error in
+            source.finish(error)
+            demand.release()
+        }
         demand.attach(task)
         return made.sequence
     }
@@ -150,7 +154,10 @@ public struct HTTPExchange {
 
         /// Completes a parked future: the request has failed, nothing more will come.
         func release() {
-            take()?.succeed()
+            state.withLockedValue { s -> EventLoopPromise<Void>? in
+                defer { s.waiting = nil }
+                return s.waiting
+            }?.succeed()
         }
 
         func produceMore() {
@@ -172,13 +179,6 @@ public struct HTTPExchange {
             }
             task?.cancel()
             waiting?.succeed()
-        }
-
-        private func take() -> EventLoopPromise<Void>? {
-            state.withLockedValue { s in
-                defer { s.waiting = nil }
-                return s.waiting
-            }
         }
     }
 
@@ -207,11 +207,6 @@ public struct HTTPExchange {
 
         func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
             enqueue(.body(buffer), on: task.eventLoop)
-        }
-
-        func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
-            source.finish(error)
-            demand.release()
         }
 
         func didFinishRequest(task: HTTPClient.Task<Void>) throws {
