@@ -10,7 +10,8 @@ import Synchronization
 /// line of a plain-http request forwarded by an HTTP proxy.) Through the client's debug initializers, every new
 /// connection gets a mark (its readiness time and remote address) and a handler in front of its
 /// request encoder; the loader tags each request with a private header that this handler
-/// removes before anything is written, recording the connection it went out on.
+/// removes before anything is written, recording the connection it went out on. Every connection
+/// and stream also gets a `ResponseStatusGuard` behind its response decoder.
 public final class ConnectionObserver: Sendable {
     /// One request's connection.
     public struct Observation: Sendable, Equatable {
@@ -64,6 +65,8 @@ public final class ConnectionObserver: Sendable {
             try sync.addHandler(mark)
             let encoder = try sync.handler(type: HTTPRequestEncoder.self)
             try sync.addHandler(TagReader(observer: self, mark: mark), position: .after(encoder))
+            let decoder = try sync.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
+            try sync.addHandler(ResponseStatusGuard(), position: .after(decoder))
         }
     }
 
@@ -82,6 +85,7 @@ public final class ConnectionObserver: Sendable {
             let sync = channel.pipeline.syncOperations
             let codec = try sync.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self)
             try sync.addHandler(TagReader(observer: self, mark: mark), position: .after(codec))
+            try sync.addHandler(ResponseStatusGuard(), position: .after(codec))
         }
     }
 
