@@ -163,6 +163,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
             location = f"{name}?mode={target}&r={params.get('r', '0')}"
         self.head(302, 0, [("Location", location)])
 
+    def mode_rawstatus(self, body, params, rng):
+        # Any status from 0 to 999, as three digits, whatever HTTP allows (000, 099 and 001
+        # once stopped the worker inside its HTTP client), with a body announced, chunked, empty
+        # or running to the close.
+        code = rng.randrange(0, 1000)
+        kind = rng.choice(["length", "chunked", "empty", "close"])
+        line = b"HTTP/1.1 %03d Odd\r\nContent-Type: image/jpeg\r\n" % code
+        if kind == "length":
+            self.wfile.write(line + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        elif kind == "chunked":
+            self.wfile.write(line + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        elif kind == "empty":
+            self.wfile.write(line + b"Content-Length: 0\r\n\r\n")
+        else:
+            self.wfile.write(line + b"\r\n" + body)
+            self.close_connection = True
+        self.wfile.flush()
+
+    def mode_kaclose(self, body, params, rng):
+        # A whole answer, kept alive by every header it sends, then the connection closed (short
+        # keep-alive timeouts, proxies): the client's next request on it finds it gone.
+        self.head(200, len(body))
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+
     def mode_garbage(self, body, params, rng):
         data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 5000)))
         self.head(200, len(data))
@@ -360,7 +386,7 @@ def run(args):
              ("status-500", 3), ("status-503", 3), ("status-429", 2), ("status-404", 3), ("redirect-ok", 4),
              ("redirect-loop", 2), ("redirect-badport", 2), ("garbage", 4), ("huge", 2), ("bomb-jpeg", 2), ("bomb-png", 2),
              ("resume-good", 2), ("resume-extra", 2), ("resume-wrongstart", 2), ("resume-total", 2), ("resume-othertag", 2),
-             ("resume-full200", 2), ("partial206", 2)]
+             ("resume-full200", 2), ("partial206", 2), ("rawstatus", 4), ("kaclose", 6)]
     population = [m for m, w in modes for _ in range(w)]
     serial = 0
     fd_idle = []
@@ -421,7 +447,7 @@ def run(args):
                     output["partialIntervalMs"] = rng.choice([0, 50, 200])
                 if rng.random() < 0.3:
                     params["retryFailed"] = True
-                if fmt == "original" and output.get("path") and not mode.startswith(("bomb", "garbage", "huge")):
+                if fmt == "original" and output.get("path") and not mode.startswith(("bomb", "garbage", "huge", "rawstatus")):
                     expected_files[token] = bodies[name]
                 if mode.startswith("resume-") or mode == "partial206":
                     params["maxRetries"] = 2

@@ -131,25 +131,41 @@ public struct HTTPLoader: ResourceLoader {
                 HTTPLoader.forward(&outgoing, to: forwarded, url: url)
                 logger.debug("forwarded by the proxy", metadata: ["proxy": "\(forwarded)", "url": "\(url.absoluteString)"])
             }
-            let requestTime = Date().timeIntervalSince1970
-            // Tagged, so that the connection it goes out on can be told (the tag never leaves).
-            let tag = clients.observer.nextTag()
-            outgoing.headers.add(name: ConnectionObserver.header, value: tag)
-            let issuedAt = DispatchTime.now().uptimeNanoseconds
+            var requestTime = Date().timeIntervalSince1970
+            var issuedAt = DispatchTime.now().uptimeNanoseconds
             var response: HTTPExchange
-            do {
-                response = try await HTTPExchange.send(
-                    outgoing, on: clients.client(through: forwarded == nil ? proxy : nil), route: clients.route, timeoutMs: request.timeoutMs,
-                    logger: clientLogger)
-            } catch {
-                // Whether the request went out on a connection (its tag was seen there).
-                let reached = clients.observer.take(tag) != nil
-                let target = "\(url.host ?? "?"):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
-                let failure = HTTPLoader.classify(error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
-                // The URL's own host, not a redirect's: the one the downloader's host counts are of.
-                // (Through a proxy, a connection that fails is the proxy's: it says nothing of the host.)
-                if !reached && redirects == 0 && proxy == nil { throw HostNotReached(failure) }
-                throw failure
+            var tag = ""
+            var resent = 0
+            while true {
+                // Tagged, so that the connection it goes out on can be told (the tag never leaves).
+                tag = clients.observer.nextTag()
+                outgoing.headers.replaceOrAdd(name: ConnectionObserver.header, value: tag)
+                do {
+                    response = try await HTTPExchange.send(
+                        outgoing, on: clients.client(through: forwarded == nil ? proxy : nil), route: clients.route,
+                        timeoutMs: request.timeoutMs, logger: clientLogger)
+                    break
+                } catch {
+                    // Whether the request went out on a connection (its tag was seen there), and on which.
+                    let seen = clients.observer.take(tag)
+                    if resent < HTTPLoader.maxStaleResends, HTTPLoader.foundConnectionClosed(error, on: seen) {
+                        // A kept-alive connection the server had closed as the request went out
+                        // (no byte of an answer came): sent again, on another connection, and not
+                        // an attempt of the download's own, as browsers and curl do.
+                        resent += 1
+                        logger.debug("sent again: the reused connection was closed", metadata: ["url": "\(url.absoluteString)"])
+                        requestTime = Date().timeIntervalSince1970
+                        issuedAt = DispatchTime.now().uptimeNanoseconds
+                        continue
+                    }
+                    let target = "\(url.host ?? "?"):\(url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80))"
+                    let failure = HTTPLoader.classify(
+                        error, phase: proxy.map { "connecting to \(target) through the proxy \($0)" } ?? "connecting to \(target)")
+                    // The URL's own host, not a redirect's: the one the downloader's host counts are of.
+                    // (Through a proxy, a connection that fails is the proxy's: it says nothing of the host.)
+                    if seen == nil && redirects == 0 && proxy == nil { throw HostNotReached(failure) }
+                    throw failure
+                }
             }
             let responseTime = Date().timeIntervalSince1970
             // Waits for new connections add up over the hops; the peer is the last hop's.
@@ -278,6 +294,31 @@ public struct HTTPLoader: ResourceLoader {
             seen += chunk.readableBytes
             if seen > 64 * 1024 { return }
         }
+    }
+
+    /// How many times one hop's request is sent again after finding its reused connection closed.
+    /// Each time takes another connection from the pool, which may hold several the server has
+    /// closed (a server that closes every connection after one answer left about half of the
+    /// requests on such a connection, and a few needed eight tries or more on loopback): the bound
+    /// is there for a pool that keeps handing them out, not for the usual case.
+    static let maxStaleResends = 32
+
+    /// Whether a request failed only because the kept-alive connection it was given had been
+    /// closed by the server (the connection closed or reset before any byte of an answer), on a
+    /// connection that had carried an earlier request, or before it reached one at all: sending
+    /// it again is safe (a GET) and is what the server expects. A new connection's failure is the
+    /// download's own.
+    static func foundConnectionClosed(_ error: any Error, on seen: ConnectionObserver.Observation?) -> Bool {
+        if let seen, seen.requestNumber <= 1 { return false }
+        if let e = error as? HTTPClientError { return e == .remoteConnectionClosed }
+        if let e = error as? IOError { return e.errnoCode == ECONNRESET || e.errnoCode == EPIPE }
+        if let e = error as? ChannelError {
+            switch e {
+            case .ioOnClosedChannel, .alreadyClosed, .outputClosed, .eof: return true
+            default: return false
+            }
+        }
+        return false
     }
 
     /// Headers that carry a credential meant for the request's own origin: after a redirect to
