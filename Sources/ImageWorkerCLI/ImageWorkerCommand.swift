@@ -28,6 +28,7 @@ struct ImageWorkerCommand: AsyncParsableCommand {
     )
 
     static func main() async {
+        CrashReport.install()
         var command = parseShowingExamples(Array(CommandLine.arguments.dropFirst()))
         do {
             if var asynchronous = command as? AsyncParsableCommand {

@@ -51,6 +51,22 @@ import TestSupport
         #expect(worker.events("queued").map { $0["params"]?["outcome"] } == ["cancelled"])
     }
 
+    /// A crash (a fatal signal: a trap, a bad access) ends the process at once by that signal,
+    /// with one line on stderr, rather than after Swift's backtracer has symbolicated for ~20 s
+    /// while the client waits on a worker that can do nothing more.
+    @Test(arguments: [SIGSEGV, SIGILL])
+    func aCrashEndsTheProcessAtOnceAndSaysSo(signal: Int32) async throws {
+        let worker = try WorkerProcess()
+        worker.request(1, "status")
+        _ = try await worker.response(1)
+        let sent = ContinuousClock.now
+        worker.signal(signal)
+        let status = try await worker.waitForExit(timeout: .seconds(15))
+        #expect(ContinuousClock.now - sent < .seconds(5), "ended \(ContinuousClock.now - sent) after the signal")
+        #expect(status == signal, "ended by the signal itself (status \(status))")
+        #expect(worker.stderr.contains("image-worker: crashed"), "\(worker.stderr)")
+    }
+
     /// `shutdown` is bounded: a download that never ends is cancelled after `timeoutMs` (5 s by
     /// default), its terminal event first, then the answer (an editor closing must not hang).
     @Test func shutdownCancelsWhatOutlivesItsTimeout() async throws {
