@@ -40,16 +40,33 @@ import Testing
         }
     }
 
-    @Test(arguments: HTTPExchangeTests.routes) func everyStatusBelow200FailsOnlyItsDownload(route: HTTPExchange.Route) async throws {
+    /// Below 100: refused at the head as an invalid status carrying the code, in any framing.
+    @Test(arguments: HTTPExchangeTests.routes) func everyStatusBelow100IsRefusedAsAnInvalidStatus(route: HTTPExchange.Route) async throws {
+        try await expectEachFailsOnce(statuses: Array(0..<100), route: route, timeoutMs: 15_000) { status, body, failure in
+            guard case .statusCode(let code, _) = failure.last, code == status else {
+                Issue.record("status \(status), \(body): expected the status refused, got \(failure)")
+                return
+            }
+        }
+    }
+
+    /// 100–199 but 101: informational heads with no answer after them (or a body the parser then
+    /// takes for the next answer): each fails its download, by a protocol error or, when nothing
+    /// more comes, by the idle timeout.
+    @Test(arguments: HTTPExchangeTests.routes) func informationalHeadsWithoutAnAnswerFailOnlyTheirDownload(route: HTTPExchange.Route) async throws {
+        try await expectEachFailsOnce(statuses: (100..<200).filter { $0 != 101 }, route: route, timeoutMs: 2_000) { _, _, _ in }
+    }
+
+    func expectEachFailsOnce(
+        statuses: [Int], route: HTTPExchange.Route, timeoutMs: Int64, _ check: (Int, Body, DownloadFailure) -> Void
+    ) async throws {
         let raw = try await Self.server()
-        // (A 1xx head with nothing after it leaves the request waiting for its answer: the idle
-        // timeout ends it, so it is short here.)
         let h = try await DownloaderHarness.make(
-            { $0.maxRetries = 0; $0.maxConcurrentDownloads = 64; $0.maxConcurrentPerHost = 64; $0.timeoutMs = 1_000 }, route: route)
+            { $0.maxRetries = 0; $0.maxConcurrentDownloads = 64; $0.maxConcurrentPerHost = 64; $0.timeoutMs = timeoutMs }, route: route)
         defer { Task { await h.shutdown(); await raw.shutdown() } }
         h.server.setFile("good.bin", bytes(5_000))
         var tokens: [(String, Int, Body)] = []
-        for status in 0..<200 where status != 101 {
+        for status in statuses {
             for body in Body.allCases {
                 let token = "s\(status)-\(body.rawValue)"
                 tokens.append((token, status, body))
@@ -64,14 +81,7 @@ import Testing
                 Issue.record("\(token): expected a failure, got \(outcome)")
                 continue
             }
-            if status < 100, body != .untilClose || status != 0 {
-                // (Below 100: refused at the head, as an invalid status.)
-                guard case .statusCode(let code, _) = failure.last else {
-                    Issue.record("\(token): expected status \(status) refused, got \(failure)")
-                    continue
-                }
-                #expect(code == status, "\(token)")
-            }
+            check(status, body, failure)
             let completed = h.events(.string(token)).filter { if case .completed = $0 { return true } else { return false } }
             #expect(completed.count == 1, "\(token): one terminal event")
         }
@@ -102,7 +112,7 @@ import Testing
             return answer
         }
         let h = try await DownloaderHarness.make(
-            { $0.maxRetries = 1; $0.retryBaseDelayMs = 1; $0.maxConcurrentDownloads = 32; $0.maxConcurrentPerHost = 32; $0.timeoutMs = 1_000 }, route: route)
+            { $0.maxRetries = 1; $0.retryBaseDelayMs = 1; $0.maxConcurrentDownloads = 32; $0.maxConcurrentPerHost = 32; $0.timeoutMs = 2_000 }, route: route)
         defer { Task { await h.shutdown(); await raw.shutdown() } }
         for n in 0..<300 { try await h.start(.string("r\(n)"), raw.url("/\(n * 7_919 + 13)")) }
         for n in 0..<300 {

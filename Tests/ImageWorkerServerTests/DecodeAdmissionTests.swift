@@ -23,6 +23,25 @@ import Testing
         #expect(a.running.count == 2 && a.waiting.isEmpty)
     }
 
+    /// A result waiting to be handed over (a reader that does not take its shared files or read
+    /// its stdout) keeps its bytes in the budget after its slot went on: decodes beyond the budget
+    /// wait for it, even one that would run alone, and go on once it is handed over.
+    @Test func resultsWaitingForTheirReaderStayInTheBudget() {
+        var a = DecodeAdmission(limit: 2, budget: 100)
+        #expect(a.request(waiter(1, cost: 60)) == true)
+        a.hold(10, cost: 60)
+        #expect(a.release(1) == [])
+        #expect(a.running.isEmpty && a.bytesInFlight == 60)
+        #expect(a.request(waiter(2, cost: 60)) == false, "60 + 60 is past the budget")
+        #expect(a.request(waiter(3, cost: 500)) == false)
+        a.hold(11, cost: 30)
+        #expect(a.bytesInFlight == 90, "a hold counts whatever the budget: the bytes are there")
+        #expect(a.release(10) == [2])
+        #expect(a.release(11) == [])
+        #expect(a.release(2) == [3], "alone at last: the large one runs")
+        #expect(a.bytesInFlight == 500)
+    }
+
     @Test func higherPrioritiesGoFirstThenFirstCome() {
         var a = DecodeAdmission(limit: 1, budget: 1_000)
         #expect(a.request(waiter(1)) == true)

@@ -50,24 +50,24 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         let shared = SharedOutput(root: root)
         shared.setLimits(.init(maxImages: 2, maxBytes: 250))
-        let first = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
-        let a = try #require(try shared.write(Payload(Array(repeating: 1, count: 100)), into: first))
+        let first = try #require(shared.tryReserve(100, fileExtension: "rgba").reservation)
+        let a = try #require(shared.write(Payload(Array(repeating: 1, count: 100)), into: first))
         #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(repeating: 1, count: 100))
-        #expect(try shared.tryReserve(200, fileExtension: "rgba") == nil, "over the bytes")
-        let second = try #require(try shared.tryReserve(100, fileExtension: "rgba"))
-        #expect(try shared.tryReserve(10, fileExtension: "rgba") == nil, "at the file count")
+        #expect(shared.tryReserve(200, fileExtension: "rgba").isFull, "over the bytes")
+        let second = try #require(shared.tryReserve(100, fileExtension: "rgba").reservation)
+        #expect(shared.tryReserve(10, fileExtension: "rgba").isFull, "at the file count")
         #expect(shared.pending.files == 2 && shared.pending.bytes == 200)
         // The waiting kind waits for the same room.
         let waiting = Task { try await shared.write(Payload(Array(repeating: 3, count: 10)), fileExtension: "rgba") }
         try await Task.sleep(for: .milliseconds(50))
         #expect(shared.pending.files == 2)
         unlink(a)
-        _ = try shared.write(Payload(Array(repeating: 2, count: 100)), into: second)
+        _ = shared.write(Payload(Array(repeating: 2, count: 100)), into: second)
         let c = try await waiting.value
         #expect(FileManager.default.fileExists(atPath: c))
-        #expect(try shared.tryReserve(10, fileExtension: "rgba") == nil, "the second and third are not taken")
+        #expect(shared.tryReserve(10, fileExtension: "rgba").isFull, "the second and third are not taken")
         await shared.finish(readerGone: true)
-        #expect(throws: DeliveryFailure.self) { _ = try shared.tryReserve(10, fileExtension: "rgba") }
+        #expect(shared.tryReserve(10, fileExtension: "rgba").reservation == nil, "stopped: inline from now on")
     }
 
     /// A client gives a file back (`held/`, then `free/`): the next payload is written into it,
@@ -79,7 +79,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         let shared = SharedOutput(root: root)
         shared.setLimits(.init(maxImages: 2, maxBytes: 1 << 20))
-        let writing = try await shared.reserve(100, fileExtension: "rgba")
+        let writing = try #require(try await shared.reserve(100, fileExtension: "rgba"))
         let a = try await shared.write(Payload(Array(repeating: 1, count: 100)), fileExtension: "rgba")
         let third = Task { try await shared.write(Payload(Array(repeating: 3, count: 100)), fileExtension: "rgba") }
         try await Task.sleep(for: .milliseconds(100))
@@ -88,7 +88,7 @@ import Testing
             Set(((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") && $0 != "held" && $0 != "free" })
         }
         #expect(files() == [(a as NSString).lastPathComponent], "the third waits: two are counted")
-        let b = try #require(try shared.write(Payload(Array(repeating: 2, count: 100)), into: writing))
+        let b = try #require(shared.write(Payload(Array(repeating: 2, count: 100)), into: writing))
         #expect(try Data(contentsOf: URL(fileURLWithPath: b)) == Data(repeating: 2, count: 100))
         #expect(shared.pending.files == 2)
         unlink(a)
@@ -192,7 +192,7 @@ import Testing
     /// A file system with no room (a container's 64 MB `/dev/shm`, a client keeping every image):
     /// the free files' memory is given up and the write tried once more afresh; with still no
     /// room, `write` says so (nil: the payload goes inline) and nothing of it is left or counted.
-    /// Other write errors stay errors.
+    /// Any other write error sends the payload inline too: no token fails for want of shared memory.
     @Test func noRoomGivesUpTheFreeFilesThenSaysSo() async throws {
         let root = try root()
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -217,26 +217,29 @@ import Testing
         for name in ["a", "b"] { try Data(count: 1000).write(to: URL(fileURLWithPath: folder + "/free/" + name)) }
         // One write fails: the free files go, the second try (a fresh file) is written.
         failing.withLock { $0 = (1, ENOSPC) }
-        let reservation = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
-        let written = try #require(try shared.write(Payload(Array(repeating: 2, count: 300)), into: reservation))
+        let reservation = try #require(shared.tryReserve(300, fileExtension: "rgba").reservation)
+        let written = try #require(shared.write(Payload(Array(repeating: 2, count: 300)), into: reservation))
         #expect(try Data(contentsOf: URL(fileURLWithPath: written)) == Data(repeating: 2, count: 300))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/free").isEmpty)
         unlink(written)
         // No room at all: nil, no file, nothing counted.
         failing.withLock { $0 = (-1, ENOSPC) }
         let before = shared.pending
-        let full = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
-        #expect(try shared.write(Payload(Array(repeating: 3, count: 300)), into: full) == nil)
+        let full = try #require(shared.tryReserve(300, fileExtension: "rgba").reservation)
+        #expect(shared.write(Payload(Array(repeating: 3, count: 300)), into: full) == nil)
         #expect(!FileManager.default.fileExists(atPath: full.path))
         #expect(shared.pending == before)
         // Room again: written.
         failing.withLock { $0 = (0, ENOSPC) }
-        let again = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
-        #expect(try shared.write(Payload(Array(repeating: 4, count: 300)), into: again) != nil)
-        // Another error is the token's failure.
+        let again = try #require(shared.tryReserve(300, fileExtension: "rgba").reservation)
+        #expect(shared.write(Payload(Array(repeating: 4, count: 300)), into: again) != nil)
+        // Another error: inline as well, nothing left or counted.
         failing.withLock { $0 = (-1, EIO) }
-        let broken = try #require(try shared.tryReserve(300, fileExtension: "rgba"))
-        #expect(throws: DeliveryFailure.self) { _ = try shared.write(Payload(Array(repeating: 5, count: 300)), into: broken) }
+        let counted = shared.pending
+        let broken = try #require(shared.tryReserve(300, fileExtension: "rgba").reservation)
+        #expect(shared.write(Payload(Array(repeating: 5, count: 300)), into: broken) == nil)
+        #expect(!FileManager.default.fileExists(atPath: broken.path))
+        #expect(shared.pending == counted)
         await shared.finish(readerGone: true)
     }
 
@@ -269,14 +272,14 @@ import Testing
         let root = try root()
         defer { try? FileManager.default.removeItem(atPath: root) }
         let shared = SharedOutput(root: root, space: { _ in .init(size: 4 << 20, available: 4 << 20) })
-        let big = try #require(try shared.tryReserve(3 << 20, fileExtension: "rgba"))  // alone: over the cap, written
-        #expect(try shared.write(Payload(Array(repeating: 1, count: 1000)), into: big) != nil)
-        #expect(try shared.tryReserve(100, fileExtension: "rgba") == nil)  // 1 MiB is the cap
+        let big = try #require(shared.tryReserve(3 << 20, fileExtension: "rgba").reservation)  // alone: over the cap, written
+        #expect(shared.write(Payload(Array(repeating: 1, count: 1000)), into: big) != nil)
+        #expect(shared.tryReserve(100, fileExtension: "rgba").isFull)  // 1 MiB is the cap
         unlink(big.path)
-        let first = try #require(try shared.tryReserve(600 << 10, fileExtension: "rgba"))
-        _ = try shared.write(Payload(Array(repeating: 2, count: 1000)), into: first)
-        #expect(try shared.tryReserve(300 << 10, fileExtension: "rgba") != nil)  // 900 KiB
-        #expect(try shared.tryReserve(200 << 10, fileExtension: "rgba") == nil)  // 1.1 MiB: waits
+        let first = try #require(shared.tryReserve(600 << 10, fileExtension: "rgba").reservation)
+        _ = shared.write(Payload(Array(repeating: 2, count: 1000)), into: first)
+        #expect(shared.tryReserve(300 << 10, fileExtension: "rgba").reservation != nil)  // 900 KiB
+        #expect(shared.tryReserve(200 << 10, fileExtension: "rgba").isFull)  // 1.1 MiB: waits
         await shared.finish(readerGone: true)
     }
 
@@ -295,17 +298,77 @@ import Testing
         try FileManager.default.moveItem(atPath: first, toPath: folder + "/free/1.rgba")
         // 16 MiB + 300 bytes available: 16 MiB must stay free, so no.
         available.withLock { $0 = (16 << 20) + 300 }
-        let short = try #require(try shared.tryReserve(600, fileExtension: "rgba"))
+        let short = try #require(shared.tryReserve(600, fileExtension: "rgba").reservation)
         let before = shared.pending.files
-        #expect(try shared.write(Payload(Array(repeating: 2, count: 600)), into: short) == nil)
+        #expect(shared.write(Payload(Array(repeating: 2, count: 600)), into: short) == nil)
         #expect(!FileManager.default.fileExists(atPath: short.path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/free").isEmpty, "the free files are given up")
         #expect(shared.pending.files == before - 1)
         // Exactly enough: written.
         available.withLock { $0 = (16 << 20) + 600 }
-        let fits = try #require(try shared.tryReserve(600, fileExtension: "rgba"))
-        let path = try #require(try shared.write(Payload(Array(repeating: 3, count: 600)), into: fits))
+        let fits = try #require(shared.tryReserve(600, fileExtension: "rgba").reservation)
+        let path = try #require(shared.write(Payload(Array(repeating: 3, count: 600)), into: fits))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(repeating: 3, count: 600))
         await shared.finish(readerGone: true)
+    }
+
+    /// A root where no folder can be made (read-only, full of inodes, not this user's): every
+    /// payload goes inline (`unavailable`), nothing fails; said once.
+    @Test func aRootWithoutRoomForTheFolderSendsEverythingInline() async throws {
+        let root = try root()
+        defer {
+            chmod(root, 0o700)
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        chmod(root, 0o500)
+        // (root may write anyway: then a file where the folder should be stands for the failure.)
+        let blocked = access(root, W_OK) == 0 ? root + "/not-a-folder" : root
+        if blocked != root { _ = FileManager.default.createFile(atPath: blocked, contents: Data()) }
+        let shared = SharedOutput(root: blocked)
+        guard case .unavailable = shared.tryReserve(100_000, fileExtension: "rgba") else {
+            Issue.record("expected no shared memory")
+            return
+        }
+        #expect(try await shared.reserve(100_000, fileExtension: "rgba") == nil)
+        #expect(shared.folderPath == nil)
+        await shared.finish(readerGone: true)
+    }
+
+    /// A delivery waiting for room sleeps (no polling) and is woken by the client taking a file;
+    /// once the worker stops, a waiting delivery (and any later one) goes inline at once.
+    @Test func waitersWakeWhenAFileIsTakenAndGoInlineOnceStopping() async throws {
+        let root = try root()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let shared = SharedOutput(root: root)
+        shared.setLimits(.init(maxImages: 1, maxBytes: 1 << 20))
+        let a = try await shared.write(Payload(Array(repeating: 1, count: 100)), fileExtension: "rgba")
+        let started = ContinuousClock.now
+        let waiting = Task { try await shared.reserve(100, fileExtension: "rgba") }
+        try await Task.sleep(for: .milliseconds(50))
+        let folder = try #require(shared.folderPath)
+        try FileManager.default.moveItem(atPath: a, toPath: folder + "/held/" + (a as NSString).lastPathComponent)
+        let woken = try await waiting.value
+        #expect(woken != nil)
+        // (Woken, not timed: a busy test process may take a while to run the task.)
+        #expect(ContinuousClock.now - started < .seconds(30))
+        // The reservation is not written: it stays counted. The next one waits until the stop.
+        let next = Task { try await shared.reserve(100, fileExtension: "rgba") }
+        try await Task.sleep(for: .milliseconds(50))
+        shared.stopWaiting()
+        #expect(try await next.value == nil, "stopping: inline")
+        #expect(shared.tryReserve(100, fileExtension: "rgba").reservation == nil)
+        await shared.finish(readerGone: true)
+    }
+}
+
+extension SharedOutput.Room {
+    var reservation: SharedOutput.Reservation? {
+        if case .reserved(let reservation) = self { return reservation }
+        return nil
+    }
+
+    var isFull: Bool {
+        if case .full = self { return true }
+        return false
     }
 }

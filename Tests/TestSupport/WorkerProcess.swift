@@ -83,6 +83,8 @@ public final class WorkerProcess: Sendable {
                 if n <= 0 { break }
                 pending.append(contentsOf: buffer[0..<n])
                 inbox.raw(buffer[0..<n])
+                // Only when a message may have ended: a long line is not searched once a read.
+                guard buffer[0..<n].contains(0x0A) || pending.starts(with: Array("Content-Length: ".utf8)) else { continue }
                 while let message = WorkerProcess.nextMessage(&pending) { inbox.deliver(message) }
             }
             inbox.close()

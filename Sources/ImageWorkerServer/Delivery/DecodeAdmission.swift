@@ -25,7 +25,8 @@ struct DecodeAdmission: Sendable {
     private(set) var limit: Int
     private(set) var budget: Int
     private(set) var running: [Ticket: Int] = [:]
-    /// Memory held by progressive decodes (`reserve`), counted in `bytesInFlight`.
+    /// Memory held by progressive decodes (`reserve`) and by results still to be handed over
+    /// (`hold`), counted in `bytesInFlight`.
     private(set) var held: [Ticket: Int] = [:]
     private(set) var bytesInFlight = 0
     /// In service order: highest priority first, then first come.
@@ -53,6 +54,14 @@ struct DecodeAdmission: Sendable {
         held[ticket] = cost
         bytesInFlight += cost
         return true
+    }
+
+    /// A decode's result of `cost` bytes waits to be handed over (room in shared memory, a reader
+    /// of inline output): its memory stays counted, whatever the budget, until `release`; no
+    /// decode is let in past the budget meanwhile (not even one alone).
+    mutating func hold(_ ticket: Ticket, cost: Int) {
+        held[ticket] = cost
+        bytesInFlight += cost
     }
 
     /// A running decode is over (or gave its place back early), or a progressive decode gave its

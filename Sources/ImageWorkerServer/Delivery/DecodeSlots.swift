@@ -2,9 +2,10 @@ import Foundation
 import ImageDownloader
 
 /// The delivery stage's gate: a decoding token takes a slot before its decode and gives it back
-/// once its image is delivered (or once it waits for output capacity; or at once when it joins a
-/// decode another token of its fetch started, `OutputDelivery.decodeAdmitted`), so the bitmaps
-/// alive at once are bounded by the stage's concurrency and memory budget (`DecodeAdmission`
+/// once its image is delivered (or once it waits for output capacity or shared memory, keeping
+/// its result's bytes counted, `hold`, until it is handed over; or at once when it joins a decode
+/// another token of its fetch started, `OutputDelivery.decodeAdmitted`), so the bitmaps alive at
+/// once are bounded by the stage's concurrency and memory budget (`DecodeAdmission`
 /// decides), not by how many fetches finished together. Fetches give their network slots back as
 /// soon as their bodies are in; this stage is where their tokens wait.
 final class DecodeSlots: Sendable {
@@ -113,6 +114,16 @@ final class DecodeSlots: Sendable {
         state.withLock { s -> Slot? in
             s.nextTicket += 1
             return s.admission.reserve(s.nextTicket, cost: max(0, cost)) ? Slot(ticket: s.nextTicket) : nil
+        }
+    }
+
+    /// Counts `bytes` of a decoded result that waits to be handed over against the budget, at once
+    /// (they are in memory already); give them back with `release` once it is written or sent.
+    func hold(bytes: Int) -> Slot {
+        state.withLock { s -> Slot in
+            s.nextTicket += 1
+            s.admission.hold(s.nextTicket, cost: max(0, bytes))
+            return Slot(ticket: s.nextTicket)
         }
     }
 

@@ -48,6 +48,11 @@ enum OutputDelivery {
         // the reader): the bitmaps being made or written at once are bounded by the slots.
         var slot: DecodeSlots.Slot?
         defer { if let slot { slots.release(slot) } }
+        // A result still to be handed over (waiting for room in shared memory, or for the reader
+        // of inline output) keeps its bytes in the decode stage's budget until then, whether or
+        // not its slot went on to the next decode: results nobody takes hold decoding back.
+        var hold: DecodeSlots.Slot?
+        defer { if let hold { slots.release(hold) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
         var timings: JSONObject = [:]
         // A progressive token's partial images went to a path chosen then: the final image
@@ -89,7 +94,7 @@ enum OutputDelivery {
                 }
                 let fileTarget = target()
                 finished = try await BlockingWork.run { () throws(DeliveryFailure) -> Finished in
-                    try finish(image, spec: spec, source: source, to: fileTarget, shared: shared, decodeStart: decodeStart)
+                    try finish(image, spec: spec, source: source, to: fileTarget, shared: shared, slots: slots, decodeStart: decodeStart)
                 }
             }
             timings["decodeMs"] = finished.decodeMs
@@ -99,6 +104,7 @@ enum OutputDelivery {
             fileExtension = finished.rendered.fileExtension
             written = finished.placed
             sharedFull = finished.sharedFull
+            hold = finished.hold
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
@@ -111,19 +117,24 @@ enum OutputDelivery {
             result["mimeType"] = JSONValue(mime)
             if let source { result["sourceFormat"] = .string(source.rawValue) }
         }
-        if written == nil, spec.delivery == .shared, payload.count > SharedOutput.inlineLimit, !sharedFull {
-            // No new file while the client has not taken enough of the earlier ones (the wait is in
-            // `reserve`): the decode slot goes back first.
+        // The slot goes on to the next decode while this result waits (below); its bytes stay
+        // counted until it is handed over.
+        func keepBytesOnly() {
+            if hold == nil, payload.count > 0, slot != nil { hold = slots.hold(bytes: payload.count) }
             if let held = slot {
                 slots.release(held)
                 slot = nil
             }
+        }
+        if written == nil, spec.delivery == .shared, payload.count > SharedOutput.inlineLimit, !sharedFull {
+            // No new file while the client has not taken enough of the earlier ones (the wait is in
+            // `reserve`; nil: shared memory is not to be had, inline instead).
+            keepBytesOnly()
             let writeStart = DispatchTime.now().uptimeNanoseconds
-            let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin")
-            written = try await BlockingWork.run { () throws(DeliveryFailure) -> FrameDelivery.Placed? in
-                try writeShared(payload, into: reservation, shared: shared, spec: spec)
+            if let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin") {
+                written = await BlockingWork.run { writeShared(payload, into: reservation, shared: shared, spec: spec) }
+                if written != nil { timings["writeMs"] = milliseconds(since: writeStart) }
             }
-            if written != nil { timings["writeMs"] = milliseconds(since: writeStart) }
         }
         let placed: FrameDelivery.Placed
         if let written {
@@ -131,10 +142,7 @@ enum OutputDelivery {
         } else {
             if spec.delivery != .none, spec.delivery != .file {
                 // No new inline payload while the reader is behind: memory stays bounded.
-                if let held = slot {
-                    slots.release(held)
-                    slot = nil
-                }
+                keepBytesOnly()
                 await outputCapacity()
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
@@ -180,7 +188,7 @@ enum OutputDelivery {
                         Result { () throws(DeliveryFailure) -> Finished in
                             try finish(
                                 decoded(outcome, settings: settings), spec: spec, source: source, to: target, shared: shared,
-                                decodeStart: start)
+                                slots: slots, decodeStart: start)
                         })
                 },
                 decode: decodeWork(resource, source: source, spec: spec, settings: settings))
@@ -251,6 +259,10 @@ enum OutputDelivery {
         var writeMs: JSONValue?
         /// Shared memory had no room for it: the token's task delivers it inline.
         var sharedFull = false
+        /// The bytes of a result not yet handed over, held in the decode stage's budget (taken
+        /// while the decode's slot was still held, so no decode slips in between): the token's
+        /// task gives it back once the result is written or sent.
+        var hold: DecodeSlots.Slot?
     }
 
     /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
@@ -259,7 +271,7 @@ enum OutputDelivery {
     /// calling thread, one on the blocking pool. `decodeStart`: when its decode slot was let in.
     static func finish(
         _ image: DecodedImage, spec: OutputSpec, source: ImageFormat?, to target: FrameDelivery.Target, shared: SharedOutput,
-        decodeStart: UInt64
+        slots: DecodeSlots, decodeStart: UInt64
     ) throws(DeliveryFailure) -> Finished {
         let rendered =
             spec.delivery == .none
@@ -274,15 +286,21 @@ enum OutputDelivery {
         case .file:
             placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
         case .shared where rendered.payload.count > SharedOutput.inlineLimit:
-            guard let reservation = try shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) else {
-                return Finished(rendered: rendered, decodeMs: decodeMs)
+            switch shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) {
+            case .reserved(let reservation):
+                guard let written = writeShared(rendered.payload, into: reservation, shared: shared, spec: spec) else {
+                    return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true, hold: slots.hold(bytes: rendered.payload.count))
+                }
+                placed = written
+            case .full:
+                return Finished(rendered: rendered, decodeMs: decodeMs, hold: slots.hold(bytes: rendered.payload.count))
+            case .unavailable:
+                return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true, hold: slots.hold(bytes: rendered.payload.count))
             }
-            guard let written = try writeShared(rendered.payload, into: reservation, shared: shared, spec: spec) else {
-                return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true)
-            }
-            placed = written
         default:
-            return Finished(rendered: rendered, decodeMs: decodeMs)
+            // Inline (or nothing: a described image has no bytes): handed over by the token's task.
+            let bytes = rendered.payload.count
+            return Finished(rendered: rendered, decodeMs: decodeMs, hold: bytes > 0 ? slots.hold(bytes: bytes) : nil)
         }
         // Written: the event needs no bytes, and a bitmap kept until the token's task takes the
         // result (after the decode slot went to the next decode) would be one more in memory.
@@ -296,8 +314,8 @@ enum OutputDelivery {
     /// shared memory has no room for it (to be delivered inline).
     static func writeShared(
         _ payload: Payload, into reservation: SharedOutput.Reservation, shared: SharedOutput, spec: OutputSpec
-    ) throws(DeliveryFailure) -> FrameDelivery.Placed? {
-        guard let path = try shared.write(payload, into: reservation) else { return nil }
+    ) -> FrameDelivery.Placed? {
+        guard let path = shared.write(payload, into: reservation) else { return nil }
         var fields: JSONObject = [:]
         if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(payload.withUnsafeBytes { SHA256.hex($0) }) }
         fields["path"] = .string(path)

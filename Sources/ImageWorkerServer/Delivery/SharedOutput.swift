@@ -13,10 +13,11 @@ import Logging
 ///   there is followed: directories are opened with `O_NOFOLLOW` under a descriptor, files are
 ///   made with `O_EXCL | O_NOFOLLOW`, only regular files and links themselves are unlinked.
 /// - Bounded: at most `maxImages` files and `maxBytes` bytes not yet taken (or a quarter of the
-///   file system, if that is less); a delivery past it waits (polling the files it wrote) until
-///   the client takes some. A client that never reads, or reads slowly, holds the worker at that,
-///   not at all the memory its downloads would fill: a container's small `/dev/shm` is not filled
-///   by images waiting for their reader.
+///   file system, if that is less); a delivery past it waits until the client takes some (woken
+///   by inotify when a file leaves the folder; no polling). A client that never reads, or reads
+///   slowly, holds the worker at that, not at all the memory its downloads would fill: a
+///   container's small `/dev/shm` is not filled by images waiting for their reader. Once the
+///   worker stops (stdin's end, `shutdown`, a signal: `stopWaiting`), what waits goes inline.
 /// - At exit: when the reader is gone, every file left is removed with the folder; otherwise the
 ///   worker waits up to `exitGrace` for the client to take the files whose events it sent, then
 ///   removes what is left.
@@ -32,7 +33,9 @@ import Logging
 ///   and a client may keep every image it took). Short of that, or when a write finds no room,
 ///   the free files are removed and it is tried once more; if there is still no room, `write`
 ///   says so and the payload goes inline (base64) instead. Nothing fails for want of shared
-///   memory.
+///   memory: a folder that cannot be made (a read-only `/dev/shm`, one out of inodes or not
+///   writable by this user) or a write that fails for any reason sends the payload inline too,
+///   said once in the log.
 final class SharedOutput: Sendable {
     struct Limits: Sendable, Equatable {
         var maxImages = 64
@@ -110,6 +113,18 @@ final class SharedOutput: Sendable {
         var freeStamp: [Int]?
         /// Whether a write has found the file system full (said once in the log).
         var reportedFull = false
+        /// Why no folder can be made, once that is known: every payload goes inline.
+        var unavailable: String?
+        /// Whether a write failed for another reason than room (said once in the log).
+        var reportedFailure = false
+        /// The worker is stopping: nothing waits for room any more (`stopWaiting`).
+        var stopping = false
+        /// Bumped whenever room may have come (a file left the folder, a file was discarded, the
+        /// worker is stopping); `reserve`'s waiters, resumed then.
+        var generation: UInt64 = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Tells of files leaving the folder (nil where inotify is not to be had: then waits poll).
+        var watch: FolderWatch?
     }
 
     let root: String
@@ -150,13 +165,25 @@ final class SharedOutput: Sendable {
     /// What its `free/` may hold, once made.
     var freeBytesAllowed: Int? { state.withLock { $0.folder?.freeByteCap } }
 
-    /// Writes `payload` to a new file (waiting while the limits are reached); its path (no room
-    /// in shared memory is an error here).
+    /// Writes `payload` to a new file (waiting while the limits are reached); its path (a payload
+    /// that would go inline is an error here).
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
-        guard let path = try write(payload, into: try await reserve(payload.count, fileExtension: fileExtension)) else {
+        guard let reservation = try await reserve(payload.count, fileExtension: fileExtension), let path = write(payload, into: reservation)
+        else {
             throw .output("no room in shared memory", path: nil)
         }
         return path
+    }
+
+    /// What `tryReserve` found.
+    enum Room: Sendable {
+        /// A file to write into.
+        case reserved(Reservation)
+        /// The limits are reached: wait for the client to take files (`reserve` does).
+        case full
+        /// No shared memory for this payload (no folder can be made, or the worker is stopping):
+        /// deliver it inline.
+        case unavailable
     }
 
     /// A new file's name, counted against the limits from now on (`reserve`), to be written once
@@ -169,10 +196,10 @@ final class SharedOutput: Sendable {
         var path: String { folder.path + "/" + name }
     }
 
-    /// Writes `payload` into the reserved file; its path, or nil when the file system has no room
-    /// for it even without the free files, or would keep less than `reserveBytes` free after it
-    /// (the reservation is then given back: deliver inline).
-    func write(_ payload: Payload, into reservation: Reservation) throws(DeliveryFailure) -> String? {
+    /// Writes `payload` into the reserved file; its path, or nil when it is to go inline: the
+    /// file system has no room for it even without the free files, or would keep less than
+    /// `reserveBytes` free after it, or the write failed (the reservation is then given back).
+    func write(_ payload: Payload, into reservation: Reservation) -> String? {
         let (name, folder) = (reservation.name, reservation.folder)
         // A recycled file's pages are there already (its size within half of the payload's).
         let needed = reservation.recycled ? payload.count / 2 : payload.count
@@ -191,22 +218,26 @@ final class SharedOutput: Sendable {
             unlinkat(folder.fd, name, 0)
             let firstTime = state.withLock { s -> Bool in
                 _ = Self.forget(name, in: &s)
-                guard attempt.noRoom, !s.reportedFull else { return false }
-                s.reportedFull = true
-                return true
-            }
-            if attempt.noRoom {
-                if firstTime {
-                    logger.warning(
-                        """
-                        shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not \
-                        fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)
-                        """,
-                        metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+                if attempt.noRoom {
+                    defer { s.reportedFull = true }
+                    return !s.reportedFull
                 }
-                return nil
+                defer { s.reportedFailure = true }
+                return !s.reportedFailure
             }
-            throw .output("cannot write to shared memory (\(folder.path)): \(attempt.reason)", path: nil)
+            if firstTime, attempt.noRoom {
+                logger.warning(
+                    """
+                    shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not \
+                    fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)
+                    """,
+                    metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+            } else if firstTime {
+                logger.warning(
+                    "cannot write to shared memory: images that fail to be written there are delivered inline (base64)",
+                    metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+            }
+            return nil
         }
         state.withLock { s in
             if let index = s.outstanding.firstIndex(where: { $0.name == name }) { s.outstanding[index].written = true }
@@ -260,32 +291,95 @@ final class SharedOutput: Sendable {
     }
 
     /// A new file's name, counted against the limits, and whether it is a free file renamed to
-    /// it: waits (polling what the client took) while the limits are reached.
-    func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> Reservation {
+    /// it: waits while the limits are reached (until the client takes a file); nil when the
+    /// payload is to go inline (`Room.unavailable`). Throws only when the task is cancelled.
+    func reserve(_ size: Int, fileExtension: String) async throws(DeliveryFailure) -> Reservation? {
         while true {
-            if let reserved = try tryReserve(size, fileExtension: fileExtension) { return reserved }
-            do { try await Task.sleep(for: .milliseconds(2)) } catch { throw .output("cancelled while waiting for shared memory", path: nil) }
+            if Task.isCancelled { throw .output("cancelled while waiting for shared memory", path: nil) }
+            let (room, generation) = tryReserveCounting(size, fileExtension: fileExtension)
+            switch room {
+            case .reserved(let reservation): return reservation
+            case .unavailable: return nil
+            case .full: await waitForRoom(since: generation)
+            }
         }
     }
 
-    /// `reserve` without the wait: nil while the limits are reached (the files the client took
-    /// are looked for first).
-    func tryReserve(_ size: Int, fileExtension: String) throws(DeliveryFailure) -> Reservation? {
-        let attempt = state.withLock { s -> Result<Reservation?, DeliveryFailure> in
-            guard !s.closed else { return .failure(.output("the worker is stopping: no shared-memory delivery", path: nil)) }
+    /// `reserve` without the wait.
+    func tryReserve(_ size: Int, fileExtension: String) -> Room {
+        tryReserveCounting(size, fileExtension: fileExtension).room
+    }
+
+    /// The worker is stopping: a payload waiting for room, or asking for it from now on, goes
+    /// inline (a reader that never takes its files, `… | image-worker > events.jsonl`, would
+    /// otherwise hold the worker forever).
+    func stopWaiting() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.stopping = true
+            return Self.changed(&s)
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    /// Room may have come: the waiters to resume.
+    private static func changed(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
+        s.generation &+= 1
+        defer { s.waiters = [] }
+        return s.waiters
+    }
+
+    /// Returns once room may have come since `generation` (a file left the folder, one was
+    /// discarded, the worker is stopping, the task was cancelled). Without inotify: after a while.
+    private func waitForRoom(since generation: UInt64) async {
+        let watched = state.withLock { $0.watch != nil }
+        guard watched else {
+            try? await Task.sleep(for: .milliseconds(20))
+            return
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    guard s.generation == generation, !s.stopping, !s.closed else { return true }
+                    s.waiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            // (Every waiter looks again; the cancelled one then leaves.)
+            self.wakeWaiters()
+        }
+    }
+
+    /// Resumes every `reserve` waiting for room, to look again.
+    fileprivate func wakeWaiters() {
+        state.withLock { Self.changed(&$0) }.forEach { $0.resume() }
+    }
+
+    private func tryReserveCounting(_ size: Int, fileExtension: String) -> (room: Room, generation: UInt64) {
+        let (room, generation, reason) = state.withLock { s -> (Room, UInt64, String?) in
+            guard !s.closed, s.unavailable == nil else { return (.unavailable, s.generation, nil) }
             let folder: Folder
-            do throws(DeliveryFailure) { folder = try openFolder(&s) } catch { return .failure(error) }
+            do throws(DeliveryFailure) { folder = try openFolder(&s) } catch {
+                s.unavailable = error.description
+                return (.unavailable, s.generation, error.description)
+            }
             if !fits(size, s) { reap(&s, folder) }
-            guard fits(size, s) else { return .success(nil) }
+            guard fits(size, s) else { return (s.stopping ? .unavailable : .full, s.generation, nil) }
             s.next += 1
             let name = "\(s.next).\(fileExtension)"
             s.outstanding.append((name, size, false))
             s.bytes += size
             // Renamed here, under the lock: a listing of `free/` meanwhile cannot offer it again.
             let recycled = takeFree(&s, folder, size: size).map { renameat(folder.freeFD, $0, folder.fd, name) == 0 } ?? false
-            return .success(Reservation(name: name, folder: folder, recycled: recycled))
+            return (.reserved(Reservation(name: name, folder: folder, recycled: recycled)), s.generation, nil)
         }
-        return try attempt.get()
+        if let reason {
+            logger.warning(
+                "shared memory cannot be used: results asked for in shared memory are delivered inline (base64)",
+                metadata: ["root": "\(root)", "error": "\(reason)"])
+        }
+        return (room, generation)
     }
 
     /// The free file nearest `size`, taken off the list, when it is within half of `size` (the
@@ -336,6 +430,7 @@ final class SharedOutput: Sendable {
             guard Self.forget(name, in: &s) else { return }
             unlinkat(folder.fd, name, 0)
         }
+        wakeWaiters()
     }
 
     /// At the worker's exit (see the type's comment). Nothing is written after it.
@@ -351,9 +446,12 @@ final class SharedOutput: Sendable {
                 try? await Task.sleep(for: .milliseconds(5))
             }
         }
-        state.withLock { s in
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.closed = true
-            guard let folder = s.folder else { return }
+            s.watch?.cancel()
+            s.watch = nil
+            let waiters = Self.changed(&s)
+            guard let folder = s.folder else { return waiters }
             for file in s.outstanding { unlinkat(folder.fd, file.name, 0) }
             s.outstanding.removeAll()
             s.bytes = 0
@@ -365,7 +463,9 @@ final class SharedOutput: Sendable {
             close(folder.fd)
             rmdir(folder.path)
             s.folder = nil
+            return waiters
         }
+        waiters.forEach { $0.resume() }
     }
 
     // MARK: The folder
@@ -423,6 +523,7 @@ final class SharedOutput: Sendable {
         }
         let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, fileSystemBytes: space(fd)?.size ?? Int.max)
         s.folder = folder
+        s.watch = FolderWatch(path: path) { [weak self] in self?.wakeWaiters() }
         return folder
     }
 

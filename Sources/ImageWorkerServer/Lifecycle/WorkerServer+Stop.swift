@@ -19,6 +19,8 @@ extension WorkerServer {
     /// In-flight work cancelled or finished, waited for as the plan says.
     func settle(_ plan: ServerLifecycle.StopPlan) async {
         logger.info("stopping", metadata: ["reason": "\(plan.reason)"])
+        // From now on no result waits for the client to take shared-memory files: it goes inline.
+        shared.stopWaiting()
         if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
         if let limit = plan.idleWait {
             await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
