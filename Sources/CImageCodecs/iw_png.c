@@ -208,6 +208,13 @@ static void on_row(png_structp png, png_bytep row, png_uint_32 y, int pass) {
 static void on_end(png_structp png, png_infop info) {
     (void)info;
     struct iw_png *d = png_get_progressive_ptr(png);
+    /* IEND after image data that ended early (a whole zlib stream holding too few rows): refused,
+     * as the whole-buffer decoder refuses it, not a success with the missing rows blank. */
+    if (!d->interlaced && d->rows_done < d->height) {
+        char message[128];
+        snprintf(message, sizeof message, "the PNG image data ends after %u of its %u rows", d->rows_done, d->height);
+        fail_with(png, &d->failure, IW_ERR_TRUNCATED, message);
+    }
     if (d->interlaced) d->passes_done = 7;
     d->rows_done = d->height;
     d->stage = PNG_COMPLETE;

@@ -1,6 +1,7 @@
 import Foundation
 import ImageDecoding
 import Testing
+import TestSupport
 
 /// A file cut short is refused the same way whether it is decoded whole (the default) or
 /// incrementally (`progressive`): a truncated image is an error on both paths, even when the cut
@@ -38,6 +39,58 @@ struct TruncationAgreementTests {
                         Issue.record("\(path) cut at \(cut): \(error)")
                     }
                 }
+            }
+        }
+    }
+
+    /// PNGs whose image data stops early but that still end with `IEND` (a cut that kept the
+    /// file's last chunk, or an encoder that wrote too few rows): refused on both paths, as any
+    /// truncated image (the incremental decoder once called a 64-row image with one row of data
+    /// a success, 63 rows blank).
+    static func shortImageData() -> [(String, [UInt8])] {
+        let samples = (0..<64 * 64 * 3).map { ($0 * 7) % 251 }
+        let whole = PNGDecodingTests.png(width: 64, height: 64, depth: 8, color: 2, gamma: nil, samples: samples)
+        let oneRow = PNGDecodingTests.png(width: 64, height: 1, depth: 8, color: 2, gamma: nil, samples: Array(samples[0..<64 * 3]))
+        let oneRowInterlaced = PNGDecodingTests.png(
+            width: 64, height: 1, depth: 8, color: 2, interlaced: true, gamma: nil, samples: Array(samples[0..<64 * 3]))
+        return [
+            // A whole zlib stream holding one row, the header claiming 64.
+            ("one row of 64", withHeight(64, oneRow)),
+            ("one row of 64, interlaced", withHeight(64, oneRowInterlaced)),
+            // The zlib stream itself cut to a third, then IEND.
+            ("a third of the stream", cutImageData(whole, keeping: 3)),
+        ]
+    }
+
+    /// `png` with its IHDR claiming `height` rows.
+    static func withHeight(_ height: UInt32, _ png: [UInt8]) -> [UInt8] {
+        var out = png
+        // Signature (8), IHDR's length and type (8), width (4): the height at 20.
+        out.replaceSubrange(20..<24, with: withUnsafeBytes(of: height.bigEndian, Array.init))
+        let crc = PNGChunk.crc32(out[12..<29])
+        out.replaceSubrange(29..<33, with: withUnsafeBytes(of: crc.bigEndian, Array.init))
+        return out
+    }
+
+    /// `png` (IHDR, one IDAT, IEND) with its IDAT's data cut to a `part`th, IEND after it.
+    static func cutImageData(_ png: [UInt8], keeping part: Int) -> [UInt8] {
+        let idatStart = 8 + 25
+        let length = Int(png[idatStart]) << 24 | Int(png[idatStart + 1]) << 16 | Int(png[idatStart + 2]) << 8 | Int(png[idatStart + 3])
+        let data = Array(png[(idatStart + 8)..<(idatStart + 8 + length / part)])
+        return Array(png[0..<idatStart]) + PNGChunk.make("IDAT", data) + PNGChunk.make("IEND", [])
+    }
+
+    @Test func pngImageDataThatStopsBeforeIENDFailsOnBothPaths() throws {
+        var options = DecodeOptions()
+        options.layout = .rgba
+        for (name, data) in Self.shortImageData() {
+            let whole: Result<DecodedImage, DecodeError> = Result { () throws(DecodeError) in try ImageDecoders.decode(data, options: options) }
+            #expect((try? whole.get()) == nil, "\(name): decoded whole")
+            for chunk in [data.count, 97, 7] {
+                let incremental: Result<Void, DecodeError> = Result { () throws(DecodeError) in
+                    _ = try Corpora.feed(data, format: .png, chunk: chunk, options: options)
+                }
+                #expect((try? incremental.get()) == nil, "\(name), chunks of \(chunk): decoded incrementally")
             }
         }
     }
