@@ -139,11 +139,21 @@ public enum GetRunner {
         // The list is walked again, each request made as the pipe takes it: past
         // `maxLiveDownloads` the worker stops reading, and the rest of the list waits unread.
         let carried = done
+        let messageLimit = workerOptions.maxMessageBytes
         let feeder = Thread {
             try? input.forEach { entry in
                 if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
-                fed.add(entry)
                 var line = JSONWriter.encode(options.downloadRequest(entry))
+                guard line.count <= messageLimit else {
+                    // The worker would skip a message that large unread, and its reply could not
+                    // name the request: refused here, as the worker refuses a request.
+                    fed.refuse(
+                        entry,
+                        message: "the request for this URL is \(line.count) bytes, over the worker's limit of \(messageLimit) bytes a message "
+                            + "(its URL is \(entry.url.utf8.count) bytes long)")
+                    return true
+                }
+                fed.add(entry)
                 line.append(UInt8(ascii: "\n"))
                 return FileDescriptorOutput.writeAll(inputWrite, line)
             }
@@ -202,6 +212,17 @@ final class EventReader: Sendable {
             func take(_ line: ArraySlice<UInt8>) {
                 guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
                 for entry in fed.take() { session.register(entry) }
+                handle(message, line: line)
+            }
+            /// Entries refused before they were sent: answered as the worker answers a refused request.
+            func takeRefused() {
+                for (entry, reply) in fed.takeRefused() {
+                    for earlier in fed.take() { session.register(earlier) }
+                    session.register(entry)
+                    handle(reply, line: JSONWriter.encode(reply)[...])
+                }
+            }
+            func handle(_ message: JSONValue, line: ArraySlice<UInt8>) {
                 if json, message["method"] != nil || message["error"] != nil,
                     !TerminalDisplay.write(
                         STDOUT_FILENO, (session.withURL(message).map { String(decoding: JSONWriter.encode($0), as: UTF8.self) }
@@ -227,6 +248,7 @@ final class EventReader: Sendable {
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&p, 1, 100)
                 if ready < 0 && errno == EINTR { continue }
+                takeRefused()
                 if ready == 0 {
                     display.tick(session)
                     continue
@@ -246,6 +268,7 @@ final class EventReader: Sendable {
                 }
             }
             take(pending[...])
+            takeRefused()
             display.finish()
             let waiter = self.result.withLockedValue { r in
                 r.session = session
@@ -270,9 +293,11 @@ final class EventReader: Sendable {
     }
 }
 
-/// The entries the feeder has written requests for and the event reader has not yet registered.
+/// The entries the feeder has written requests for and the event reader has not yet registered,
+/// and those it refused to send (each with the error response that stands for the worker's).
 final class FedEntries: Sendable {
     private let entries = NIOLockedValueBox<[GetEntry]>([])
+    private let refused = NIOLockedValueBox<[(GetEntry, JSONValue)]>([])
 
     func add(_ entry: GetEntry) {
         entries.withLockedValue { $0.append(entry) }
@@ -281,6 +306,22 @@ final class FedEntries: Sendable {
     func take() -> [GetEntry] {
         entries.withLockedValue { taken in
             defer { taken.removeAll(keepingCapacity: true) }
+            return taken
+        }
+    }
+
+    /// An entry whose request is not sent: it ends as a refused request, with `message`.
+    func refuse(_ entry: GetEntry, message: String) {
+        let reply: JSONValue = [
+            "jsonrpc": "2.0", "id": JSONValue(entry.index + 1),
+            "error": ["code": JSONValue(RPCError.invalidRequestCode), "message": .string(message)],
+        ]
+        refused.withLockedValue { $0.append((entry, reply)) }
+    }
+
+    func takeRefused() -> [(GetEntry, JSONValue)] {
+        refused.withLockedValue { taken in
+            defer { taken.removeAll() }
             return taken
         }
     }

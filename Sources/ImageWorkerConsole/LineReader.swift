@@ -32,8 +32,13 @@ enum LineReader {
             if n < 0 && errno == EINTR { continue }
             if n < 0 { throw Failure(reason: String(cString: strerror(errno))) }
             if n == 0 { break }
+            // Only the new bytes are searched: a long line is scanned once, not once a piece.
+            guard let newlineInPiece = buffer[0..<n].lastIndex(of: UInt8(ascii: "\n")) else {
+                pending += buffer[0..<n]
+                continue
+            }
+            let lastNewline = pending.count + newlineInPiece
             pending += buffer[0..<n]
-            guard let lastNewline = pending.lastIndex(of: UInt8(ascii: "\n")) else { continue }
             guard try lines(of: pending[...lastNewline], from: offset, body) else { return false }
             pending.removeFirst(lastNewline + 1)
             offset += Int64(lastNewline + 1)

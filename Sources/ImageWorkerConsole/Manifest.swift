@@ -73,12 +73,24 @@ public final class ManifestWriter: Sendable {
 
     /// Starts the new manifest in a temporary file beside `path`: the records `--continue`
     /// carries over go in first (`carry`), then `commit` renames it into place, so a crash never
-    /// leaves half of them, and the earlier manifest is read while this one is written.
+    /// leaves half of them, and the earlier manifest is read while this one is written. The
+    /// temporary file is made new (`O_EXCL`, no link followed) under a name nobody can guess, so
+    /// nothing planted beside the manifest is written through; records go on to the same file
+    /// once it has the manifest's name.
     public init(path: String) throws {
         self.path = path
-        temporary = path + ".tmp-\(getpid())"
-        fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ManifestError(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        var made: (name: String, fd: Int32)?
+        for _ in 0..<16 {
+            let name = path + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            let fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                made = (name, fd)
+                break
+            }
+            guard errno == EEXIST else { break }
+        }
+        guard let made else { throw ManifestError(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        (temporary, fd) = made
     }
 
     /// A record carried over, as its line (ending in a newline).

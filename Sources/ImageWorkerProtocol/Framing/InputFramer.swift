@@ -25,6 +25,9 @@ public struct InputFramer: Sendable {
     private var expectedBody: Int?
     /// After a bad header block: looking for the next `Content-Length` header.
     private var resynchronising = false
+    /// NDJSON: how far the line at `start` has been searched for its newline (a long line that
+    /// comes in many pieces is scanned once, not once a piece).
+    private var scannedTo = 0
 
     public init(maximumMessageBytes: Int = 16 << 20) {
         self.maximumMessageBytes = maximumMessageBytes
@@ -54,6 +57,7 @@ public struct InputFramer: Sendable {
         }
         buffer.removeAll()
         start = 0
+        scannedTo = 0
         return items
     }
 
@@ -84,6 +88,7 @@ public struct InputFramer: Sendable {
     private mutating func compact() {
         if start > 0 && (start == buffer.count || start > 65536) {
             buffer.removeFirst(start)
+            scannedTo = max(0, scannedTo - start)
             start = 0
         }
     }
@@ -130,7 +135,8 @@ public struct InputFramer: Sendable {
 
     private mutating func processLines(into items: inout [Item], atEOF: Bool) {
         while start < buffer.count {
-            guard let newline = buffer[start...].firstIndex(of: 0x0A) else {
+            guard let newline = buffer[max(start, scannedTo)...].firstIndex(of: 0x0A) else {
+                scannedTo = buffer.count
                 let pending = buffer.count - start
                 if discarding {
                     start = buffer.count
