@@ -47,6 +47,35 @@ printf '%s\n' "$install_block" | sed 's/^/    /'
 (cd "$work/npm" && PATH="$work/venv/bin:$PATH" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     npm_config_offline=true npm_config_audit=false npm_config_fund=false bash -euo pipefail -c "$install_block")
 
+# The client's tarball alone, against a registry on loopback that records what it is asked: npm
+# must ask it nothing (a dependency on the platform package's name, which is not published, would
+# let whoever publishes it first run code on the user's machine; an offline install skips a
+# missing optional dependency silently, so this is online, to a registry of our own).
+mkdir "$work/alone"
+echo '{"name": "package-check-alone", "private": true}' > "$work/alone/package.json"
+python3 - "$work/registry.log" "$work/registry.port" <<'PY' &
+import http.server, sys
+log, port_file = sys.argv[1], sys.argv[2]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(log, "a") as f: f.write(self.path + "\n")
+        self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+open(port_file, "w").write(str(server.server_address[1]))
+server.serve_forever()
+PY
+registry_pid=$!
+for _ in $(seq 100); do [ -s "$work/registry.port" ] && break; sleep 0.05; done
+(cd "$work/alone" && npm_config_registry="http://127.0.0.1:$(cat "$work/registry.port")/" npm_config_audit=false \
+    npm_config_fund=false npm_config_update_notifier=false npm install -q "$client_tgz" >/dev/null)
+kill "$registry_pid"
+if [ -s "$work/registry.log" ]; then
+    echo "package-check: installing $(basename "$client_tgz") alone asked the registry for: $(paste -sd' ' "$work/registry.log")" >&2
+    exit 1
+fi
+echo "package-check: the client's tarball alone installs without asking a registry"
+
 # The system libraries to hide: what the source build loads besides glibc and the C++/GCC runtime
 # (scripts/vendored-libraries.sh).
 # zlib stays visible, as Python's own zlib module loads it; ldd proves the worker takes its own.

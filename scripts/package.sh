@@ -7,9 +7,12 @@
 # The worker is built in release mode with the Swift runtime and Foundation linked statically.
 # auditwheel (PyPI) copies the codec libraries it loads into the wheel (image_worker.libs/), points
 # the executable's RPATH at them, and gives the wheel the manylinux tag of the newest glibc symbol
-# anything in it needs. The npm platform package is made of the same repaired files, the esbuild
-# way: an optional dependency of the client whose `os`, `cpu` and `libc` fields tell npm where it
-# installs. Then scripts/package-check.sh proves them on this machine with Swift hidden.
+# anything in it needs. The npm platform package is made of the same repaired files; it is
+# installed beside the client (both tarballs in one `npm install`), which finds it there. The
+# client names no dependency: the platform package's name is not on npm's registry, and an
+# optional dependency on it would make npm ask the registry for it, where whoever publishes that
+# name first would run code on the user's machine. Then scripts/package-check.sh proves them on
+# this machine with Swift hidden.
 #   scripts/package.sh [--skip-build] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,9 +32,13 @@ done
 scratch=$root/.build-dist
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' clients/python/pyproject.toml)
 node_version=$(node -p 'require("./clients/node/package.json").version')
-optional=$(node -p 'require("./clients/node/package.json").optionalDependencies["@image-worker/linux-x64-gnu"]')
-if [ "$version" != "$node_version" ] || [ "$version" != "$optional" ]; then
-    echo "package: versions disagree: pyproject $version, package.json $node_version, its platform package $optional" >&2
+if [ "$version" != "$node_version" ]; then
+    echo "package: versions disagree: pyproject $version, package.json $node_version" >&2
+    exit 1
+fi
+# No dependency of any kind: npm would look each one up on its registry (see above).
+if node -e 'const p = require("./clients/node/package.json"); process.exit(["dependencies", "optionalDependencies", "peerDependencies", "bundleDependencies", "bundledDependencies"].some((k) => p[k] && Object.keys(p[k]).length) ? 0 : 1)'; then
+    echo "package: clients/node/package.json names a dependency: npm would ask its registry for it" >&2
     exit 1
 fi
 
@@ -153,8 +160,8 @@ cat > "$platform/README.md" <<'MD'
 # @image-worker/linux-x64-gnu
 
 The `image-worker` executable for Linux x86_64 (glibc), with the codec libraries it loads in
-`lib/` and the licences of all it carries in `licenses/`. Install the `image-worker` package
-instead: it depends on this one optionally, and npm installs it where `os`, `cpu` and `libc` match.
+`lib/` and the licences of all it carries in `licenses/`. Install it beside the `image-worker`
+package, both tarballs in one `npm install`: the client finds it in `node_modules`.
 MD
 (cd "$stage" && npm pack -q --pack-destination "$out" "$platform" >/dev/null)
 

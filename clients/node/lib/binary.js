@@ -6,12 +6,20 @@ import { fileURLToPath } from 'node:url';
 import { BinaryNotFound } from './errors.js';
 
 const ENV_VAR = 'IMAGE_WORKER_BIN';
-// The platform packages that carry the worker, the esbuild way: each an optional dependency of
-// this package, installed by npm only where its `os`, `cpu` and `libc` fields match.
+// The platform packages that carry the worker, each installed beside this package (both tarballs
+// in one `npm install`). None is a dependency of this package: npm would ask its registry for the
+// name, where it is not published (whoever published it first would run code on install).
 const PLATFORM_PACKAGES = { 'linux-x64': '@image-worker/linux-x64-gnu' };
-// A line in bin/image-worker.js, this package's own command: it runs the worker found here, so
-// the lookup on PATH must not take it for the worker.
-const ENTRY_POINT_MARK = 'image-worker-client-entry-point';
+// What tells the clients' own `image-worker` commands from the worker on PATH: a line in
+// bin/image-worker.js, this package's command, and the import in the script pip writes for the
+// Python package's. Each runs a worker it finds itself, so the lookup on PATH must take neither
+// for the worker (two of them would start each other forever).
+const ENTRY_POINT_MARKS = ['image-worker-client-entry-point', 'image_worker.__main__'];
+/**
+ * Set by a client's entry point for the worker it starts: an entry point started with it set
+ * refuses to go on, so that no entry point ever starts another.
+ */
+export const ENTRY_POINT_ENV_VAR = 'IMAGE_WORKER_ENTRY_POINT';
 
 function isExecutable(path) {
   try {
@@ -34,7 +42,7 @@ function isEntryPointScript(path) {
     const head = Buffer.alloc(1024);
     const n = readSync(fd, head, 0, head.length, 0);
     const text = head.subarray(0, n).toString('latin1');
-    return text.startsWith('#!') && text.includes(ENTRY_POINT_MARK);
+    return text.startsWith('#!') && ENTRY_POINT_MARKS.some((mark) => text.includes(mark));
   } catch {
     return false;
   } finally {
@@ -44,7 +52,7 @@ function isEntryPointScript(path) {
 
 /**
  * The worker carried by this platform's package (`@image-worker/linux-x64-gnu` on Linux x64),
- * or null: not installed (a source checkout, or `--no-optional`), or no package for this platform.
+ * or null: not installed (a source checkout, or the client's tarball alone), or no package for this platform.
  */
 export function bundledBinary() {
   const name = platformPackage();
@@ -61,7 +69,9 @@ export function bundledBinary() {
 /**
  * Finds the worker: the argument, `$IMAGE_WORKER_BIN`, `PATH`, the platform package
  * (`@image-worker/linux-x64-gnu`), then `.build/release` of the repository this package sits in:
- * what the caller names overrides what the package carries. Returns `{ path, source }`; throws
+ * what the caller names overrides what the package carries. A client's own `image-worker` command on
+ * PATH (this package's or the Python package's) is passed over: the worker the platform package
+ * carries wins over another client's entry point. Returns `{ path, source }`; throws
  * BinaryNotFound naming every place looked.
  */
 export function findBinary(explicit) {
@@ -77,7 +87,8 @@ export function findBinary(explicit) {
   const looked = [`$${ENV_VAR} (not set)`];
   for (const dir of (process.env.PATH || '').split(delimiter)) {
     const candidate = dir ? join(dir, 'image-worker') : null;
-    if (candidate && isExecutable(candidate) && !isEntryPointScript(candidate)) return { path: candidate, source: 'PATH' };
+    // Absolute: a relative PATH entry ('.' or 'bin') names another file from another folder.
+    if (candidate && isExecutable(candidate) && !isEntryPointScript(candidate)) return { path: resolve(candidate), source: 'PATH' };
   }
   looked.push("'image-worker' on PATH");
   const bundled = bundledBinary();
@@ -98,6 +109,6 @@ export function findBinary(explicit) {
     dir = parent;
   }
   throw new BinaryNotFound(`cannot find the image-worker executable; looked at: ${looked.join('; ')}. `
-    + 'Install the package with its optional dependencies, or build it with `swift build -c release` and put it on PATH, '
+    + `Install ${name ?? 'the platform package'}'s tarball beside this one (npm install both), or build it with \`swift build -c release\` and put it on PATH, `
     + 'set $IMAGE_WORKER_BIN, or pass { binary }.');
 }

@@ -1,7 +1,8 @@
 // Bulk-job manifests: JSON Lines, one record per input URL, appended as each URL ends (the same
 // records as `image-worker get --manifest` and the Python client's, as
 // protocol/schema/manifest-record.schema.json defines them; GUIDE.md, "Manifests").
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Cancelled, DownloadError } from './errors.js';
 
@@ -101,10 +102,18 @@ export class ManifestFile {
       }
     }
     mkdirSync(dirname(this.path), { recursive: true });
-    const temp = `${this.path}.tmp-${process.pid}`;
-    writeFileSync(temp, [...this.done.values()].flat().map((r) => JSON.stringify(r) + '\n').join(''));
-    renameSync(temp, this.path);
-    this.#fd = openSync(this.path, 'a');
+    // A new file under a name nobody can guess (O_EXCL, no link followed), renamed into place and
+    // appended to through the same descriptor: nothing planted at either name is written through.
+    const { temp, fd } = exclusiveTemporary(this.path);
+    try {
+      writeSync(fd, [...this.done.values()].flat().map((r) => JSON.stringify(r) + '\n').join(''));
+      renameSync(temp, this.path);
+    } catch (error) {
+      closeSync(fd);
+      try { unlinkSync(temp); } catch { /* gone already */ }
+      throw error;
+    }
+    this.#fd = fd;
   }
 
   /** The done record of an input line: its index's, or (the list changed) another of its URL, recorded again under this index. */
@@ -127,4 +136,18 @@ export class ManifestFile {
     if (this.#fd != null) closeSync(this.#fd);
     this.#fd = null;
   }
+}
+
+/** A new file beside `path`, `PATH.tmp-RANDOM`, made exclusively and open for appending: `{ temp, fd }`. */
+function exclusiveTemporary(path) {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_APPEND | (constants.O_NOFOLLOW ?? 0);
+  for (let i = 0; i < 16; i++) {
+    const temp = `${path}.tmp-${randomBytes(8).toString('hex')}`;
+    try {
+      return { temp, fd: openSync(temp, flags, 0o644) };
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+    }
+  }
+  throw new Error(`cannot make a temporary file beside ${path}`);
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -110,5 +110,67 @@ test('npx image-worker: the command runs the worker it finds, not itself', { ski
     assert.match(lost.stderr.toString(), /cannot find the image-worker executable/);
   } finally {
     rmSync(dir, { recursive: true });
+  }
+});
+
+test('both clients\' commands on PATH: each passes over the other\'s, and none starts another', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'iw-shims-'));
+  try {
+    // The Python wheel's script (pip writes it for the console entry point) and npm's link.
+    const pipBin = join(dir, 'venv-bin');
+    const npmBin = join(dir, 'npm-bin');
+    mkdirSync(pipBin);
+    mkdirSync(npmBin);
+    writeFileSync(join(pipBin, 'image-worker'),
+      '#!/usr/bin/python3\nimport sys\nfrom image_worker.__main__ import main\nif __name__ == "__main__":\n    sys.exit(main())\n');
+    chmodSync(join(pipBin, 'image-worker'), 0o755);
+    symlinkSync(join(REPO, 'clients', 'node', 'bin', 'image-worker.js'), join(npmBin, 'image-worker'));
+    const real = join(dir, 'real');
+    mkdirSync(real);
+    copyFileSync(binary, join(real, 'image-worker'));
+    await withEnv({ IMAGE_WORKER_BIN: undefined, PATH: `${pipBin}:${npmBin}:${real}` }, () => {
+      assert.deepEqual(findBinary(), { path: join(real, 'image-worker'), source: 'PATH' });
+    });
+    // npm's command with the wheel's first on PATH: the worker or a clear 127, never a chain
+    // (a timeout here would be the chain).
+    const env = { ...process.env, PATH: `${pipBin}:${npmBin}:${process.env.PATH}` };
+    delete env.IMAGE_WORKER_BIN;
+    delete env.IMAGE_WORKER_ENTRY_POINT;
+    const run = spawnSync(join(npmBin, 'image-worker'), ['--version'], { env, timeout: 30_000 });
+    assert.ok(run.status === 0 || run.status === 127, `${run.status} ${run.stderr}`);
+    assert.doesNotMatch(run.stderr.toString(), /started by another one/);
+    // An entry point started by another one refuses at once.
+    const guarded = spawnSync(join(npmBin, 'image-worker'), ['--version'],
+      { env: { ...env, IMAGE_WORKER_ENTRY_POINT: 'python', IMAGE_WORKER_BIN: binary }, timeout: 30_000 });
+    assert.equal(guarded.status, 127);
+    assert.match(guarded.stderr.toString(), /started by another one \(python\)/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('a relative PATH entry gives an absolute path: spawnWorker({ cwd }) starts that file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'iw-relative-'));
+  const saved = process.cwd();
+  try {
+    copyFileSync(binary, join(dir, 'image-worker'));
+    mkdirSync(join(dir, 'elsewhere'));
+    process.chdir(dir);
+    await withEnv({ IMAGE_WORKER_BIN: undefined, PATH: '.:/nonexistent' }, async () => {
+      assert.deepEqual(findBinary(), { path: join(dir, 'image-worker'), source: 'PATH' });
+      const worker = await spawnWorker({ cwd: join(dir, 'elsewhere') });
+      assert.ok(await worker.status());
+      await worker.close();
+    });
+  } finally {
+    process.chdir(saved);
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('the client names no dependency: installing its tarball asks no registry for anything', async () => {
+  const manifest = JSON.parse(readFileSync(join(REPO, 'clients', 'node', 'package.json'), 'utf8'));
+  for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies', 'bundleDependencies', 'bundledDependencies']) {
+    assert.deepEqual(Object.keys(manifest[field] ?? {}), [], field);
   }
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cancelled, InvalidDownloadStatusCode, UnsupportedFormat, downloadMany, fillIndex, readManifest as readRecords, spawnWorker } from '../index.js';
@@ -169,3 +169,19 @@ test('a manifest never records a URL\'s password, and still recognises the URL',
   assert.ok(!JSON.stringify(record).includes('hunter2'));
   assert.equal(manifestKey(record.url, undefined), manifestKey(url, undefined));
 });
+
+test('a link planted beside the manifest is not followed', () => withSetup(async (server, dir) => {
+  // The temporary file was `M.tmp-PID`, a name anyone could guess, opened without O_EXCL or
+  // O_NOFOLLOW: a link planted there had its target truncated and M became a link to it.
+  const victim = join(dir, 'victim');
+  writeFileSync(victim, 'precious\n');
+  const manifest = join(dir, 'm.jsonl');
+  symlinkSync(victim, `${manifest}.tmp-${process.pid}`);
+  const options = { binary, dir: join(dir, 'out'), manifest };
+  const first = await collect(downloadMany([server.url('/files/testorig.jpg')], options));
+  assert.ok(first.every((o) => o.ok));
+  await collect(downloadMany([server.url('/files/testorig.jpg')], { ...options, resume: true }));
+  assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+  assert.ok(lstatSync(manifest).isFile());
+  assert.equal(readRecords(manifest).length, 1);
+}));

@@ -111,3 +111,76 @@ def test_python_m_image_worker_runs_the_worker(binary: str) -> None:
     served = subprocess.run([sys.executable, "-m", "image_worker"], env=env, capture_output=True, text=True,
                             input='{"jsonrpc": "2.0", "id": 1, "method": "status"}\n', timeout=60)
     assert served.returncode == 0 and '"id":1' in served.stdout.replace(" ", "")
+
+
+def _pip_script(folder: Path) -> Path:
+    """The script pip writes for the wheel's console entry point."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "image-worker"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom image_worker.__main__ import main\n"
+                      "if __name__ == '__main__':\n    sys.exit(main())\n")
+    script.chmod(0o755)
+    return script
+
+
+def _npm_shim(folder: Path) -> Path:
+    """What npm puts on PATH for the Node package: a link to its bin/image-worker.js."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "image-worker"
+    shim.symlink_to(Path(__file__).resolve().parents[2] / "node" / "bin" / "image-worker.js")
+    return shim
+
+
+def test_both_clients_entry_points_on_path_never_start_each_other(binary: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the wheel's script and npm's shim both on PATH, each client passes over the other's
+    (the worker the package carries wins), and no entry point ever starts another: before, each
+    took the other's for the worker, an endless and growing chain of processes."""
+    from image_worker import _binary
+    npm = _npm_shim(tmp_path / "npm-bin")
+    pip = _pip_script(tmp_path / "venv-bin")
+    carried = tmp_path / "package" / "_bin" / "image-worker"
+    carried.parent.mkdir(parents=True)
+    shutil.copy(binary, carried)
+    monkeypatch.setattr(_binary, "BUNDLED", str(carried))
+    monkeypatch.delenv("IMAGE_WORKER_BIN", raising=False)
+    for order in ([npm.parent, pip.parent], [pip.parent, npm.parent]):
+        monkeypatch.setenv("PATH", os.pathsep.join(map(str, order)))
+        assert find_binary() == (str(carried), "bundled")
+    # Run as a user would, each entry point with the other first on PATH: a worker or a clear
+    # message (127), never a chain; a timeout here would be the chain.
+    env = {k: v for k, v in os.environ.items() if k not in ("IMAGE_WORKER_BIN", "IMAGE_WORKER_ENTRY_POINT")}
+    env["PYTHONPATH"] = str(Path(image_worker.__file__).resolve().parent.parent)
+    system = f"{os.pathsep}/usr/bin{os.pathsep}/bin"
+    node = shutil.which("node")
+    runs = [(pip, f"{npm.parent}{os.pathsep}{pip.parent}{system}")]
+    if node:
+        runs.append((npm, f"{pip.parent}{os.pathsep}{npm.parent}{os.pathsep}{os.path.dirname(node)}{system}"))
+    for entry, path in runs:
+        done = subprocess.run([str(entry), "--version"], env={**env, "PATH": path}, capture_output=True, text=True, timeout=60)
+        assert done.returncode in (0, 127), (entry, done.returncode, done.stderr)
+        assert "started by another one" not in done.stderr, done.stderr
+        if done.returncode == 0:
+            assert done.stdout.strip() == image_worker.__version__
+    # An entry point started by another one (whatever shape it had) refuses at once.
+    guarded = subprocess.run([str(pip), "--version"], env={**env, "IMAGE_WORKER_ENTRY_POINT": "node",
+                             "IMAGE_WORKER_BIN": binary}, capture_output=True, text=True, timeout=60)
+    assert guarded.returncode == 127 and "started by another one (node)" in guarded.stderr
+
+
+def test_a_relative_path_entry_gives_an_absolute_path(binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `.` on PATH the worker found is named absolutely: `Worker(cwd=...)` starts that file,
+    not another one relative to its new folder."""
+    shutil.copy(binary, tmp_path / "image-worker")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("IMAGE_WORKER_BIN", raising=False)
+    for entry in (".", "./"):
+        monkeypatch.setenv("PATH", f"{entry}{os.pathsep}/nonexistent")
+        path, source = find_binary()
+        assert source == "PATH" and path == str(tmp_path / "image-worker"), path
+    monkeypatch.setenv("PATH", ".")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with Worker(cwd=str(elsewhere)) as worker:
+        assert worker.binary == str(tmp_path / "image-worker")
+        assert worker.status() is not None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,24 @@ def test_a_manifest_never_records_a_urls_password(binary: str, server: LoopbackS
     assert "hunter2" not in text and json.loads(text)["url"] == server.url("/files/testorig.jpg")
     again = download_many([url], str(tmp_path / "out"), progress=False, binary=binary, manifest=str(manifest), resume=True)
     assert again[0].skipped, "recognised without its password"
+
+
+def test_a_link_planted_beside_the_manifest_is_not_followed(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """The manifest's temporary file was ``M.tmp-PID``, a name anyone could guess, opened
+    without O_EXCL or O_NOFOLLOW: a link planted there had its target truncated and replaced,
+    and M became a link to it. Now: a new file under a random name."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for suffix in (f".tmp-{os.getpid()}", f".tmp-{os.getpid() + 1}"):
+        for name in ("m.jsonl", "m.parquet"):
+            os.symlink(victim, tmp_path / (name + suffix))
+    url = server.url("/files/testorig.jpg")
+    manifest = tmp_path / "m.jsonl"
+    outcomes = download_many([url], str(tmp_path / "out"), progress=False, binary=binary, manifest=str(manifest))
+    assert all(o.ok for o in outcomes)
+    again = download_many([url], str(tmp_path / "out"), progress=False, binary=binary, manifest=str(manifest), resume=True)
+    assert len(again) == 1
+    assert victim.read_text() == "precious\n", "the link's target is untouched"
+    assert manifest.is_file() and not manifest.is_symlink()
+    assert len([line for line in manifest.read_text().splitlines() if line]) >= 1
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name and not p.is_symlink()], "no temporary file left"

@@ -100,6 +100,55 @@ def test_memory_given_back_is_written_again_and_kept_arrays_stay_as_they_were(bi
     assert numpy.array_equal(kept, expected[0]), "the mapping outlives the worker's folder"
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_an_array_keeps_its_pixels_in_a_forked_child_after_the_parent_drops_it(binary: str, server: LoopbackServer) -> None:
+    """to_numpy(), os.fork(), the parent drops its array and goes on downloading: the file is not
+    given back for the worker to write the next image into, so the child's array (the same
+    mapping) stays the image it was."""
+    numpy = pytest.importorskip("numpy")
+    import gc
+
+    sources = [server.url("/files/testimgp.jpg"), server.url("/files/test.webp")]
+    with image_worker.Worker(binary) as worker:
+        expected = worker.download(sources[0], format="rgba", inline=True).result().to_numpy().copy()
+        array = worker.download(sources[0] + "?forked", format="rgba").result().to_numpy()
+        assert numpy.array_equal(array, expected)
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: waits while the parent drops its array and downloads more
+            code = 1
+            try:
+                os.close(ready_r)
+                os.close(go_w)
+                os.write(ready_w, b"r")
+                os.read(go_r, 1)
+                code = 0 if numpy.array_equal(array, expected) else 3
+                del array
+                gc.collect()
+            finally:
+                os._exit(code)
+        os.close(ready_w)
+        os.close(go_r)
+        assert os.read(ready_r, 1) == b"r"
+        held = os.path.join(shared_folder(worker.pid), "held")
+        assert len(os.listdir(held)) == 1, "the array maps its file"
+        del array
+        gc.collect()
+        assert os.listdir(held) == [], "dropped in this process"
+        # Other pixels of about that size follow (the image scaled down a little): a file given
+        # back would be written into now.
+        for n in range(8):
+            later = worker.download(sources[0] + f"?after={n}", format="rgba", max_pixel_size=200).result().to_numpy()
+            del later
+            gc.collect()
+        os.write(go_w, b"g")
+        _, status = os.waitpid(child, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the child's array changed under it"
+        pid = worker.pid
+    assert folders(pid) == []
+
+
 def test_a_killed_client_leaves_nothing_in_shared_memory(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
     """The client process dies (SIGKILL) with results waiting: its worker sees stdin end and its
     reader gone, and removes the files nobody can take."""

@@ -9,12 +9,20 @@ import os
 import sys
 from typing import List, NoReturn, Optional
 
-from ._binary import find_binary
+from ._binary import SHIM_ENV_VAR, find_binary
 from ._errors import BinaryNotFound
 
 
 def main(argv: Optional[List[str]] = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
+    if os.environ.get(SHIM_ENV_VAR):
+        # Started by another client's entry point (or this one's): going on could only start yet
+        # another, never the worker.
+        print(
+            f"image-worker: this is a client's entry point, started by another one ({os.environ[SHIM_ENV_VAR]}) "
+            "instead of the worker; set $IMAGE_WORKER_BIN to the worker's executable",
+            file=sys.stderr)
+        sys.exit(127)
     try:
         path, _ = find_binary()
     except BinaryNotFound as error:
@@ -22,6 +30,7 @@ def main(argv: Optional[List[str]] = None) -> NoReturn:
         sys.exit(127)
     sys.stdout.flush()
     sys.stderr.flush()
+    os.environ[SHIM_ENV_VAR] = "python"
     # exec, not a child: the worker gets this process's stdin, stdout, signals and exit status.
     os.execv(path, [path, *args])
 

@@ -9,6 +9,13 @@ from ._errors import BinaryNotFound
 
 ENV_VAR = "IMAGE_WORKER_BIN"
 EXECUTABLE = "image-worker"
+#: Set by a client's entry point (this package's ``image-worker`` script, npm's
+#: ``bin/image-worker.js``) for the worker it starts: an entry point started with it set refuses
+#: to go on, so that no entry point ever starts another (each would find the next, forever).
+SHIM_ENV_VAR = "IMAGE_WORKER_ENTRY_POINT"
+# What tells the clients' entry points from the worker on PATH: pip's script for this package
+# (it imports image_worker.__main__) and the npm package's bin/image-worker.js (its marker line).
+_ENTRY_POINT_MARKS = (b"image_worker.__main__", b"image-worker-client-entry-point")
 # Where a wheel built by scripts/package.sh carries the worker (its libraries are beside the
 # package, in image_worker.libs/, found through the executable's RPATH). (os.path rather than
 # pathlib and shutil: those two cost every script about 10 ms at import.)
@@ -25,15 +32,16 @@ def bundled_binary() -> Optional[str]:
 
 
 def _is_entry_point_script(path: str) -> bool:
-    """True for the ``image-worker`` script pip writes for this package's console entry point: it
-    runs the bundled worker itself, so taking it for the worker would start Python for nothing
-    (and, without a bundled worker, start itself forever)."""
+    """True for a client's ``image-worker`` command: the script pip writes for this package's
+    console entry point, or the npm package's ``bin/image-worker.js`` (a link to it, on PATH).
+    Each runs a worker it finds itself, so taking one for the worker would start Python or Node
+    for nothing, and two of them would start each other forever."""
     try:
         with open(path, "rb") as f:
             head = f.read(1024)
     except OSError:
         return False
-    return head.startswith(b"#!") and b"image_worker.__main__" in head
+    return head.startswith(b"#!") and any(mark in head for mark in _ENTRY_POINT_MARKS)
 
 
 def _repository_builds() -> List[str]:
@@ -55,6 +63,8 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
     ``"$IMAGE_WORKER_BIN"``, ``"PATH"``, ``"bundled"`` or ``".build/release"``), looking in that
     order: what the caller names overrides what the package carries.
 
+    A client's own ``image-worker`` command on PATH (this package's or the npm package's) is
+    passed over: the worker this package carries wins over another client's entry point.
     Raises :class:`BinaryNotFound` naming every place looked."""
     looked: List[str] = []
     if explicit is not None:
@@ -70,7 +80,8 @@ def find_binary(explicit: Optional[str] = None) -> Tuple[str, str]:
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
         on_path = os.path.join(directory, EXECUTABLE) if directory else None
         if on_path and _executable(on_path) and not _is_entry_point_script(on_path):
-            return on_path, "PATH"
+            # Absolute: a relative PATH entry ("." or "bin") names another file from another folder.
+            return os.path.abspath(on_path), "PATH"
     looked.append(f"{EXECUTABLE!r} on PATH")
     bundled = bundled_binary()
     if bundled is not None:

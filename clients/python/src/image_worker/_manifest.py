@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ._errors import DownloadError, ImageWorkerError
@@ -172,12 +173,20 @@ class ManifestFile:
         if not self.parquet:
             directory = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(directory, exist_ok=True)
-            temp = f"{self.path}.tmp-{os.getpid()}"
-            with open(temp, "w", encoding="utf-8") as f:
+            # Written to a new file under a name nobody can guess, renamed into place, and
+            # appended to through the same descriptor: nothing planted at either name is followed.
+            temp, fd = _exclusive_temporary(self.path)
+            f = os.fdopen(fd, "a", encoding="utf-8")
+            try:
                 for r in self._records:
                     f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            os.replace(temp, self.path)
-            self._file = open(self.path, "a", encoding="utf-8")
+                f.flush()
+                os.replace(temp, self.path)
+            except BaseException:
+                f.close()
+                _unlink_quietly(temp)
+                raise
+            self._file = f
 
     def take(self, url: str, name: Optional[str], index: int) -> Optional[Dict[str, Any]]:
         """The done record of an input line, if the manifest has one: the record of its index, or
@@ -212,6 +221,31 @@ class ManifestFile:
             error = pa.struct([(name, column[kind]) for name, kind in ERROR_TYPES.items()])
             schema = pa.schema([(name, error if kind == "dict" else column[kind]) for name, kind in TYPES.items()])
             rows = [{f: r.get(f) for f in FIELDS} for r in sorted(self._records, key=lambda r: r.get("index", 0))]
-            temp = f"{self.path}.tmp-{os.getpid()}"
-            pa.parquet.write_table(pa.Table.from_pylist(rows, schema=schema), temp)
-            os.replace(temp, self.path)
+            temp, fd = _exclusive_temporary(self.path)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    pa.parquet.write_table(pa.Table.from_pylist(rows, schema=schema), f)
+                os.replace(temp, self.path)
+            except BaseException:
+                _unlink_quietly(temp)
+                raise
+
+
+def _exclusive_temporary(path: str) -> Tuple[str, int]:
+    """A new file beside ``path``, ``PATH.tmp-RANDOM``, made exclusively (``O_EXCL``, no link
+    followed) and open for writing: its name and descriptor."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(16):
+        temp = f"{path}.tmp-{secrets.token_hex(8)}"
+        try:
+            return temp, os.open(temp, flags, 0o644)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot make a temporary file beside {path}")
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

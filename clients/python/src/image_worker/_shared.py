@@ -5,7 +5,9 @@ worker's until written) and moves it into the folder's ``held/``. When the last 
 mapping goes, the file goes into ``free/``, where the worker writes a later result into its
 memory (fresh pages for every image cost more than the copy), or is unlinked when ``free/``
 holds enough already (16 files; 64 MiB, or an eighth of the file system if that is less) or the
-file is large. The worker removes both folders when it exits."""
+file is large. A file mapped when the process forked is never given back (the child's array
+maps it too): unlinked by whichever process drops it last. The worker removes both folders when
+it exits."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import stat
 import tempfile
 import threading
 import weakref
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Set
 
 PREFIX = "image-worker-"
 
@@ -78,10 +80,26 @@ def take(path: str) -> memoryview:
     if mapped is None:
         return memoryview(b"")
     if held is not None:
+        _mapped_here.add(held)
         # After the mapping is gone (munmap comes before the callback); not at the interpreter's
         # exit, while arrays may still be read.
         weakref.finalize(mapped, _give_back, held, size).atexit = False
     return memoryview(mapped)
+
+
+#: Held files this process maps now, and those it mapped when it forked: the child maps them too
+#: (its copy of the mapping follows the file), so neither process gives such a file back for the
+#: worker to write the next image into; the last to drop it only unlinks it.
+_mapped_here: Set[str] = set()
+_mapped_at_fork: Set[str] = set()
+
+
+def _before_fork() -> None:
+    _mapped_at_fork.update(_mapped_here)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
 
 
 def _hold(path: str) -> Optional[str]:
@@ -99,6 +117,15 @@ def _give_back(held: str, size: int) -> None:
     """A held file of ``size`` bytes nothing maps any more: into ``free/`` for the worker to
     write into again, or unlinked when ``free/`` has enough files or bytes (or the worker is
     gone)."""
+    _mapped_here.discard(held)
+    if held in _mapped_at_fork:
+        # Another process may still map it (a fork's child, or its parent): not recycled.
+        _mapped_at_fork.discard(held)
+        try:
+            os.unlink(held)
+        except OSError:
+            pass
+        return
     folder = os.path.dirname(os.path.dirname(held))
     free = folder + "/free"
     with _given_lock:
