@@ -25,9 +25,10 @@ struct DecodeAdmission: Sendable {
     private(set) var limit: Int
     private(set) var budget: Int
     private(set) var running: [Ticket: Int] = [:]
-    /// Memory held by progressive decodes (`reserve`) and by results still to be handed over
-    /// (`hold`), counted in `bytesInFlight`.
+    /// Memory held by progressive decodes (`reserve`), counted in `bytesInFlight`.
     private(set) var held: [Ticket: Int] = [:]
+    /// Memory of results still to be handed over (`hold`), counted in `bytesInFlight`.
+    private(set) var handingOver: [Ticket: Int] = [:]
     private(set) var bytesInFlight = 0
     /// In service order: highest priority first, then first come.
     private(set) var waiting: [Waiter] = []
@@ -50,7 +51,7 @@ struct DecodeAdmission: Sendable {
     /// A progressive decode asks for `cost` bytes of the budget, now: true when nobody waits and
     /// they fit (or nothing at all runs or is held), and they are then held until `release`.
     mutating func reserve(_ ticket: Ticket, cost: Int) -> Bool {
-        guard waiting.isEmpty, (running.isEmpty && held.isEmpty) || bytesInFlight + cost <= budget else { return false }
+        guard waiting.isEmpty, nothingHeld || bytesInFlight + cost <= budget else { return false }
         held[ticket] = cost
         bytesInFlight += cost
         return true
@@ -60,14 +61,15 @@ struct DecodeAdmission: Sendable {
     /// of inline output): its memory stays counted, whatever the budget, until `release`; no
     /// decode is let in past the budget meanwhile (not even one alone).
     mutating func hold(_ ticket: Ticket, cost: Int) {
-        held[ticket] = cost
+        handingOver[ticket] = cost
         bytesInFlight += cost
     }
 
     /// A running decode is over (or gave its place back early), or a progressive decode gave its
     /// memory back: the waiters it lets in.
     mutating func release(_ ticket: Ticket) -> [Ticket] {
-        guard let cost = running.removeValue(forKey: ticket) ?? held.removeValue(forKey: ticket) else { return [] }
+        guard let cost = running.removeValue(forKey: ticket) ?? held.removeValue(forKey: ticket) ?? handingOver.removeValue(forKey: ticket)
+        else { return [] }
         bytesInFlight -= cost
         return admitFromHead()
     }
@@ -98,8 +100,11 @@ struct DecodeAdmission: Sendable {
     }
 
     private func fits(_ cost: Int) -> Bool {
-        running.count < limit && ((running.isEmpty && held.isEmpty) || bytesInFlight + cost <= budget)
+        running.count < limit && (nothingHeld || bytesInFlight + cost <= budget)
     }
+
+    /// No decode runs and no memory is held: one decode larger than the budget may run.
+    private var nothingHeld: Bool { running.isEmpty && held.isEmpty && handingOver.isEmpty }
 
     private mutating func admit(_ waiter: Waiter) {
         running[waiter.ticket] = waiter.cost
