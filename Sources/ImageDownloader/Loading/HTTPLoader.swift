@@ -135,7 +135,8 @@ public struct HTTPLoader: ResourceLoader {
             var issuedAt = DispatchTime.now().uptimeNanoseconds
             var response: HTTPExchange
             var tag = ""
-            var resent = 0
+            // Resends so far: all of them, and those of a request that never reached a connection.
+            var resent = (all: 0, unseen: 0)
             while true {
                 // Tagged, so that the connection it goes out on can be told (the tag never leaves).
                 tag = clients.observer.nextTag()
@@ -148,11 +149,14 @@ public struct HTTPLoader: ResourceLoader {
                 } catch {
                     // Whether the request went out on a connection (its tag was seen there), and on which.
                     let seen = clients.observer.take(tag)
-                    if resent < HTTPLoader.maxStaleResends, HTTPLoader.foundConnectionClosed(error, on: seen) {
+                    if resent.all < HTTPLoader.maxStaleResends, seen != nil || resent.unseen < HTTPLoader.maxUnseenResends,
+                        HTTPLoader.foundConnectionClosed(error, on: seen)
+                    {
                         // A kept-alive connection the server had closed as the request went out
                         // (no byte of an answer came): sent again, on another connection, and not
                         // an attempt of the download's own, as browsers and curl do.
-                        resent += 1
+                        resent.all += 1
+                        if seen == nil { resent.unseen += 1 }
                         logger.debug("sent again: the reused connection was closed", metadata: ["url": "\(url.absoluteString)"])
                         requestTime = Date().timeIntervalSince1970
                         issuedAt = DispatchTime.now().uptimeNanoseconds
@@ -302,6 +306,10 @@ public struct HTTPLoader: ResourceLoader {
     /// requests on such a connection, and a few needed eight tries or more on loopback): the bound
     /// is there for a pool that keeps handing them out, not for the usual case.
     static let maxStaleResends = 32
+    /// Of those, how many for a request that failed before reaching any connection (a pooled one
+    /// found closed before the request was written, or a server that closes every connection as
+    /// it accepts it: such a server gets a few more connections per attempt, not 32).
+    static let maxUnseenResends = 4
 
     /// Whether a request failed only because the kept-alive connection it was given had been
     /// closed by the server (the connection closed or reset before any byte of an answer), on a
