@@ -339,7 +339,8 @@ final class SharedOutput: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
-                    guard s.generation == generation, !s.stopping, !s.closed else { return true }
+                    // (Cancelled before it could be woken: it looks again, and leaves.)
+                    guard s.generation == generation, !s.stopping, !s.closed, !Task.isCancelled else { return true }
                     s.waiters.append(continuation)
                     return false
                 }
