@@ -143,12 +143,13 @@ public enum GetRunner {
         let feeder = Thread {
             try? input.forEach { entry in
                 if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
-                var line = JSONWriter.encode(options.downloadRequest(entry))
+                let request = options.downloadRequest(entry)
+                var line = JSONWriter.encode(request)
                 guard line.count <= messageLimit else {
                     // The worker would skip a message that large unread, and its reply could not
                     // name the request: refused here, as the worker refuses a request.
                     fed.refuse(
-                        entry,
+                        entry, id: RPCId(request["id"] ?? .null) ?? .null,
                         message: "the request for this URL is \(line.count) bytes, over the worker's limit of \(messageLimit) bytes a message "
                             + "(its URL is \(entry.url.utf8.count) bytes long)")
                     return true
@@ -310,12 +311,9 @@ final class FedEntries: Sendable {
         }
     }
 
-    /// An entry whose request is not sent: it ends as a refused request, with `message`.
-    func refuse(_ entry: GetEntry, message: String) {
-        let reply: JSONValue = [
-            "jsonrpc": "2.0", "id": JSONValue(entry.index + 1),
-            "error": ["code": JSONValue(RPCError.invalidRequestCode), "message": .string(message)],
-        ]
+    /// An entry whose request (of `id`) is not sent: it ends as a refused request, with `message`.
+    func refuse(_ entry: GetEntry, id: RPCId, message: String) {
+        let reply = RPCResponse.failure(id: id, error: RPCError(code: RPCError.invalidRequestCode, message: message))
         refused.withLockedValue { $0.append((entry, reply)) }
     }
 
