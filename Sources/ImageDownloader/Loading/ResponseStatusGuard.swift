@@ -14,21 +14,14 @@ final class ResponseStatusGuard: ChannelInboundHandler {
     /// A head this guard refused: what follows of that answer is dropped.
     private var refused = false
 
-    /// Whether a head of this status may reach AsyncHTTPClient.
-    static func admits(_ code: UInt) -> Bool { code >= 100 }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        if case .head(let head) = unwrapInboundIn(data), !Self.admits(head.status.code) {
+        if case .head(let head) = unwrapInboundIn(data), head.status.code < 100 {
             refused = true
             context.fireErrorCaught(DownloadFailure.statusCode(Int(head.status.code), retryAfterSeconds: nil))
             context.close(promise: nil)
             return
         }
         context.fireChannelRead(data)
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        context.fireChannelReadComplete()
     }
 }

@@ -281,26 +281,27 @@ enum OutputDelivery {
             : try renderNow(image, spec: spec)
         let decodeMs = milliseconds(since: decodeStart)
         let writeStart = DispatchTime.now().uptimeNanoseconds
-        let placed: FrameDelivery.Placed
+        var placed: FrameDelivery.Placed?
+        // Shared memory has no room for it, or none to be had: the token's task sends it inline.
+        var sharedFull = false
         switch spec.delivery {
         case .file:
             placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
         case .shared where rendered.payload.count > SharedOutput.inlineLimit:
             switch shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) {
             case .reserved(let reservation):
-                guard let written = writeShared(rendered.payload, into: reservation, shared: shared, spec: spec) else {
-                    return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true, hold: slots.hold(bytes: rendered.payload.count))
-                }
-                placed = written
-            case .full:
-                return Finished(rendered: rendered, decodeMs: decodeMs, hold: slots.hold(bytes: rendered.payload.count))
-            case .unavailable:
-                return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: true, hold: slots.hold(bytes: rendered.payload.count))
+                placed = writeShared(rendered.payload, into: reservation, shared: shared, spec: spec)
+                sharedFull = placed == nil
+            case .full: break  // (the token's task waits for room)
+            case .unavailable: sharedFull = true
             }
         default:
-            // Inline (or nothing: a described image has no bytes): handed over by the token's task.
+            break  // inline (or nothing: a described image has no bytes), by the token's task
+        }
+        guard let placed else {
+            // Handed over by the token's task: its bytes stay in the budget until then.
             let bytes = rendered.payload.count
-            return Finished(rendered: rendered, decodeMs: decodeMs, hold: bytes > 0 ? slots.hold(bytes: bytes) : nil)
+            return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: sharedFull, hold: bytes > 0 ? slots.hold(bytes: bytes) : nil)
         }
         // Written: the event needs no bytes, and a bitmap kept until the token's task takes the
         // result (after the decode slot went to the next decode) would be one more in memory.

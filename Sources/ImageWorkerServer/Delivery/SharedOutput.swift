@@ -113,8 +113,8 @@ final class SharedOutput: Sendable {
         var freeStamp: [Int]?
         /// Whether a write has found the file system full (said once in the log).
         var reportedFull = false
-        /// Why no folder can be made, once that is known: every payload goes inline.
-        var unavailable: String?
+        /// No folder can be made (found once, said once): every payload goes inline.
+        var unavailable = false
         /// Whether a write failed for another reason than room (said once in the log).
         var reportedFailure = false
         /// The worker is stopping: nothing waits for room any more (`stopWaiting`).
@@ -147,6 +147,9 @@ final class SharedOutput: Sendable {
         self.space = space
         self.writeAll = writeAll
     }
+
+    /// Without `finish` (an instance dropped early, as tests do): the watch's thread ends too.
+    deinit { state.withLock { $0.watch?.cancel() } }
 
     static var defaultRoot: String {
         var info = stat()
@@ -353,16 +356,16 @@ final class SharedOutput: Sendable {
     }
 
     /// Resumes every `reserve` waiting for room, to look again.
-    fileprivate func wakeWaiters() {
+    private func wakeWaiters() {
         state.withLock { Self.changed(&$0) }.forEach { $0.resume() }
     }
 
     private func tryReserveCounting(_ size: Int, fileExtension: String) -> (room: Room, generation: UInt64) {
         let (room, generation, reason) = state.withLock { s -> (Room, UInt64, String?) in
-            guard !s.closed, s.unavailable == nil else { return (.unavailable, s.generation, nil) }
+            guard !s.closed, !s.unavailable else { return (.unavailable, s.generation, nil) }
             let folder: Folder
             do throws(DeliveryFailure) { folder = try openFolder(&s) } catch {
-                s.unavailable = error.description
+                s.unavailable = true
                 return (.unavailable, s.generation, error.description)
             }
             if !fits(size, s) { reap(&s, folder) }
