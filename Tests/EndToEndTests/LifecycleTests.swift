@@ -61,10 +61,12 @@ import TestSupport
         _ = try await worker.response(1)
         let sent = ContinuousClock.now
         worker.signal(signal)
+        // (With Swift's backtracer a SIGSEGV kept the worker alive 59 s here: past this timeout.)
         let status = try await worker.waitForExit(timeout: .seconds(15))
-        #expect(ContinuousClock.now - sent < .seconds(5), "ended \(ContinuousClock.now - sent) after the signal")
-        #expect(status == signal, "ended by the signal itself (status \(status))")
+        #expect(status == signal, "ended by the signal itself (status \(status)), \(ContinuousClock.now - sent) after it")
         #expect(worker.stderr.contains("image-worker: crashed"), "\(worker.stderr)")
+        // No backtrace was made: the runtime's backtracer never ran.
+        #expect(!worker.stderr.contains("Program crashed") && !worker.stderr.contains("Backtrace took"), "\(worker.stderr)")
     }
 
     /// `shutdown` is bounded: a download that never ends is cancelled after `timeoutMs` (5 s by
