@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -65,12 +66,12 @@ enum HTTPFloor {
 
     /// Counts the body's bytes on the event loop.
     final class Counter: HTTPClientResponseDelegate {
-        var count = 0
+        let count = NIOLockedValueBox(0)
         func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-            count += buffer.readableBytes
+            count.withLockedValue { $0 += buffer.readableBytes }
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { count }
+        func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { count.withLockedValue { $0 } }
     }
 
     static func cpuSeconds() -> Double {

@@ -64,7 +64,11 @@ public final class WorkerServer: Sendable {
         let writer = WireWriter(
             fd: wireFD, onClosed: { continuation.yield(.clientGone) }, onBackedUpChange: { continuation.yield(.outputPressure) })
         self.writer = writer
-        for problem in options.proxyProblems { logger.warning("proxy from the environment skipped", metadata: ["problem": "\(problem)"]) }
+        let warnings = WorkerWarnings(logger: logger) { writer.send($0) }
+        if !options.proxyProblems.isEmpty {
+            let problems = options.proxyProblems.joined(separator: "; ")
+            warnings.warn("proxySkipped", "proxy settings from the environment skipped: \(problems)", details: ["problems": problems])
+        }
         var cache: HTTPCache? = nil
         if let directory = options.cacheDirectory {
             do {
@@ -90,7 +94,7 @@ public final class WorkerServer: Sendable {
         self.decodeSettings = settings
         let deliveries = FetchDeliveries(writer: writer, settings: settings, slots: slots)
         self.deliveries = deliveries
-        let shared = SharedOutput(logger: logger)
+        let shared = SharedOutput(warnings: warnings)
         self.shared = shared
         var configuration = options.configuration
         settings.withLock { $0.sizeDeliveryStage(&configuration) }

@@ -519,8 +519,17 @@ export interface Configuration extends Required<Omit<Settings, 'clearFailedURLs'
 
 export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGKILL' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2';
 
+/** Something the worker wants its user to know that fails nothing (protocol/SPEC.md, `worker/warning`). */
+export interface WorkerWarning {
+  code: 'sharedMemoryFull' | 'sharedMemoryWriteFailed' | 'sharedMemoryUnavailable' | 'proxySkipped' | (string & {});
+  message: string;
+  details: Record<string, string>;
+}
+
 export interface WorkerEvents {
   exit: (code: number | null, signal: string | null) => void;
+  /** Each code once. Without a listener, the worker's warnings go to `process.emitWarning`. */
+  warning: (warning: WorkerWarning) => void;
 }
 
 export interface Worker extends TypedEmitter<WorkerEvents> {}
@@ -537,6 +546,8 @@ export declare class Worker {
   /** The `initialize` result: protocolVersion, serverInfo, capabilities, configuration. */
   readonly info: Record<string, any> | null;
   readonly stderrTail: string[];
+  /** The worker's warnings so far, each code once (also emitted: see `WorkerEvents.warning`). */
+  readonly warnings: WorkerWarning[];
   exitCode?: number | null;
   download(url: string, options?: DownloadOptions): DownloadHandle;
   /** Many URLs, at most `concurrency` at once: outcomes in order of completion (see GUIDE.md, "Bulk jobs"). */

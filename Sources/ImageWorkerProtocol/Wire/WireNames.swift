@@ -21,6 +21,12 @@ public enum WorkerEvent {
     public static let completed = "download/completed"
 }
 
+/// The notifications the worker sends about itself, with no token.
+public enum WorkerNotification {
+    /// `{code, message, details?}`: once per code, something the user should know (protocol/SPEC.md).
+    public static let warning = "worker/warning"
+}
+
 public enum WorkerProtocolVersion {
     /// Bumped when a message changes in a way an existing client would notice.
     public static let current = "1"

@@ -128,7 +128,7 @@ final class SharedOutput: Sendable {
     }
 
     let root: String
-    let logger: Logger
+    let warnings: WorkerWarnings
     /// Writes bytes to a file descriptor (`FileDescriptorOutput.writeAll`; a test's may fail).
     let writeAll: @Sendable (Int32, UnsafeRawBufferPointer) -> Bool
     /// The size and room of the file system of a descriptor (`FileSystemSpace.of`; a test's may
@@ -138,12 +138,12 @@ final class SharedOutput: Sendable {
 
     /// `root`: where the folder is made (`/dev/shm` when there is one, else the temporary folder).
     init(
-        root: String = SharedOutput.defaultRoot, logger: Logger = Logger(label: "image-worker"),
+        root: String = SharedOutput.defaultRoot, warnings: WorkerWarnings = WorkerWarnings(logger: Logger(label: "image-worker"), send: { _ in }),
         writeAll: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Bool = { FileDescriptorOutput.writeAll($0, $1) },
         space: @escaping @Sendable (Int32) -> FileSystemSpace? = { FileSystemSpace.of($0) }
     ) {
         self.root = root
-        self.logger = logger
+        self.warnings = warnings
         self.space = space
         self.writeAll = writeAll
     }
@@ -229,16 +229,19 @@ final class SharedOutput: Sendable {
                 return !s.reportedFailure
             }
             if firstTime, attempt.noRoom {
-                logger.warning(
+                warnings.warn(
+                    "sharedMemoryFull",
                     """
                     shared memory is full (or would have less than a quarter of it, at most 1 GiB, free): images that do not \
-                    fit are delivered inline (base64) until it has room; a container's /dev/shm is often 64 MB (docker run --shm-size)
+                    fit are delivered inline (base64), several times slower, until it has room. Keep fewer images alive (copy \
+                    what you keep), or give /dev/shm more room: a container's is often 64 MB (docker run --shm-size=1g)
                     """,
-                    metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+                    details: ["folder": folder.path, "error": "\(attempt.reason)"])
             } else if firstTime {
-                logger.warning(
+                warnings.warn(
+                    "sharedMemoryWriteFailed",
                     "cannot write to shared memory: images that fail to be written there are delivered inline (base64)",
-                    metadata: ["folder": "\(folder.path)", "error": "\(attempt.reason)"])
+                    details: ["folder": folder.path, "error": "\(attempt.reason)"])
             }
             return nil
         }
@@ -379,9 +382,10 @@ final class SharedOutput: Sendable {
             return (.reserved(Reservation(name: name, folder: folder, recycled: recycled)), s.generation, nil)
         }
         if let reason {
-            logger.warning(
+            warnings.warn(
+                "sharedMemoryUnavailable",
                 "shared memory cannot be used: results asked for in shared memory are delivered inline (base64)",
-                metadata: ["root": "\(root)", "error": "\(reason)"])
+                details: ["root": root, "error": "\(reason)"])
         }
         return (room, generation)
     }

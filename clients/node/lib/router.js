@@ -11,6 +11,7 @@ export class Router {
   #replies = new Map();
   #handles = new Map();
   #tokenPrefix;
+  #warned = new Set();
   /** The error every later call fails with, once the worker is gone. */
   failure = null;
 
@@ -43,7 +44,10 @@ export class Router {
     return this.#replies.size > 0 || this.#handles.size > 0;
   }
 
-  /** One line of the worker's output (a message or a batch): the actions it calls for, in order. */
+  /**
+   * One line of the worker's output (a message or a batch): the actions it calls for, in order.
+   * An action is a function to call, or `{ warning }` for the worker's warning to show its user.
+   */
   route(line) {
     let message;
     try {
@@ -61,6 +65,13 @@ export class Router {
 
   #routeOne(message) {
     if (message == null || typeof message !== 'object') return null;
+    if (message.method === 'worker/warning') {
+      // Once per code (the worker sends each once; a repeat would only be noise).
+      const warning = message.params;
+      if (typeof warning?.code !== 'string' || this.#warned.has(warning.code)) return null;
+      this.#warned.add(warning.code);
+      return { warning: { code: warning.code, message: String(warning.message ?? ''), details: warning.details ?? {} } };
+    }
     if (typeof message.method === 'string') {
       const handle = this.#handles.get(message.params?.token);
       if (!handle) {

@@ -32,6 +32,8 @@ export class Worker extends EventEmitter {
     this.binary = found.path;
     this.binarySource = found.source;
     this.info = null;
+    /** The worker's warnings so far (`{ code, message, details }`), each code once. */
+    this.warnings = [];
     this.#process = new WorkerProcess(this.binary, { args, env, cwd, stderrLines }, (line) => this.#route(line));
     this.pid = this.#process.pid;
     this.#exited = this.#process.exited.then((status) => {
@@ -66,7 +68,20 @@ export class Worker extends EventEmitter {
   #route(line) {
     const actions = this.#router.route(line);
     this.#updateKeepAlive();
-    for (const action of actions) action();
+    for (const action of actions) {
+      if (typeof action === 'function') action();
+      else this.#warn(action.warning);
+    }
+  }
+
+  /**
+   * The worker's warning (`{ code, message, details }`, once per code): a `'warning'` event on
+   * this worker when it has listeners, otherwise `process.emitWarning`, so that it is seen.
+   */
+  #warn(warning) {
+    this.warnings.push(warning);
+    if (this.listenerCount('warning') > 0) this.emit('warning', warning);
+    else process.emitWarning(`image-worker: ${warning.message}`, { type: 'ImageWorkerWarning', code: warning.code });
   }
 
   #failAll(error) {

@@ -317,3 +317,28 @@ test('the HTTP cache: fromCache, revalidated, cachePolicy, cacheMaxBytes', () =>
   assert.throws(() => worker.download(url, { cachePolicy: 'sometimes' }), /cachePolicy must be one of/);
   assert.equal(await worker.close(), 0);
 }));
+
+test('the worker\'s warnings reach the user: process.emitWarning once, or the worker\'s warning event', () => withSetup(async (server) => {
+  // A proxy setting the worker cannot use: it says so (and goes on without it).
+  const run = await runScript(`
+    const env = { ...process.env, HTTPS_PROXY: 'socks9://nowhere:1', https_proxy: 'socks9://nowhere:1' };
+    const quiet = await spawnWorker({ binary: BINARY, env });
+    await quiet.download(SERVER + '/files/testorig.jpg').done;
+    await quiet.close();
+    const heard = [];
+    const listened = new (await import(${JSON.stringify(join(REPO, 'clients', 'node', 'index.js'))})).Worker({ binary: BINARY, env });
+    listened.on('warning', (w) => heard.push(w.code));
+    await listened.ready;
+    await listened.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    console.log(JSON.stringify({ warnings: quiet.warnings, heard }));
+  `, server);
+  assert.equal(run.code, 0, run.err);
+  const { warnings, heard } = JSON.parse(run.out);
+  assert.deepEqual(warnings.map((w) => w.code), ['proxySkipped']);
+  assert.match(warnings[0].message, /socks9/);
+  assert.deepEqual(heard, ['proxySkipped'], 'a listener gets it instead');
+  const shown = run.err.split('\n').filter((line) => line.includes('ImageWorkerWarning'));
+  assert.equal(shown.length, 1, run.err);
+  assert.match(shown[0], /\[proxySkipped\] ImageWorkerWarning: image-worker: proxy settings from the environment skipped/);
+}));

@@ -337,6 +337,10 @@ FULL_SHM_CHILD = textwrap.dedent("""
                 most = max(most, sum(size(os.path.join(free, n)) for n in os.listdir(free)))
             print(json.dumps({"ok": ok, "most": most, "cap": image_worker._shared.free_byte_cap(free)}))
         sys.exit(0)
+    import warnings
+    warnings.simplefilter("always")  # every warnings.warn call counted, not one per place
+    shown = []
+    warnings.showwarning = lambda message, category, *rest: shown.append((category.__name__, str(message)))
     with image_worker.Worker(binary) as worker:
         expected = worker.download(urls[0], format="rgba", inline=True).result().to_numpy().copy()
         kept, shared, inline, failed = [], 0, 0, []
@@ -352,8 +356,9 @@ FULL_SHM_CHILD = textwrap.dedent("""
         for array in kept:
             array[0, 0, 0] ^= 0xFF  # writable, shared or inline
         said = sum("shared memory is full" in line for line in worker.stderr_tail)
-        print(json.dumps({"ok": len(kept), "shared": shared, "inline": inline, "failed": failed[:3], "same": same,
-                          "said": said}))
+        codes = [w.code for w in worker.warnings]
+    print(json.dumps({"ok": len(kept), "shared": shared, "inline": inline, "failed": failed[:3], "same": same,
+                      "said": said, "shown": shown, "codes": codes}))
 """)
 
 
@@ -386,6 +391,10 @@ def test_a_full_dev_shm_sends_the_images_that_do_not_fit_inline(binary: str, ser
     assert result["same"], "the same pixels either way"
     assert result["shared"] > 0 and result["inline"] > 0, result
     assert result["said"] == 1, "the worker says why on its stderr, once"
+    # ... and the client shows it to the person running the script (it was only in stderr_tail).
+    assert result["codes"] == ["sharedMemoryFull"], result
+    full = [text for category, text in result["shown"] if category == "ImageWorkerWarning"]
+    assert len(full) == 1 and "shared memory is full" in full[0] and "--shm-size" in full[0], result["shown"]
 
 
 def test_a_slow_reader_never_fills_a_small_dev_shm(binary: str, server: LoopbackServer) -> None:

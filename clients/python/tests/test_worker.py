@@ -289,3 +289,17 @@ def test_http_cache(binary: str, server: LoopbackServer, tmp_path: Path) -> None
             worker.download(url, cache_policy="cacheOnly").result(30)
         with pytest.raises(RequestError):
             worker.download(url, cache_policy="sometimes")
+
+
+def test_the_workers_warnings_reach_the_user_once(binary: str, server: LoopbackServer, caplog: pytest.LogCaptureFixture) -> None:
+    """A warning of the worker (here a proxy setting it cannot use) is given to warnings.warn and
+    the image_worker logger once, and kept on the worker, not only in its stderr tail."""
+    env = dict(os.environ, HTTPS_PROXY="socks9://nowhere:1", https_proxy="socks9://nowhere:1")
+    with pytest.warns(image_worker.ImageWorkerWarning, match="proxy settings from the environment skipped") as caught:
+        with image_worker.Worker(binary, env=env) as worker:
+            worker.download(server.url("/files/testorig.jpg"), inline=True).result()
+            worker.status()  # the warning came before initialize's answer; anything after it is routed
+    assert [w.code for w in worker.warnings] == ["proxySkipped"]
+    assert "socks9" in worker.warnings[0].message
+    assert len([w for w in caught if issubclass(w.category, image_worker.ImageWorkerWarning)]) == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "image_worker"] == [worker.warnings[0].args[0]]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 from . import _shared
-from ._errors import RequestError
+from ._errors import ImageWorkerWarning, RequestError
 from ._events import Completed, Event, parse_event
 from ._options import Token
 
@@ -47,6 +49,13 @@ def run_actions(actions: List[Action]) -> None:
         action()
 
 
+def show_warning(warning: ImageWorkerWarning) -> None:
+    """The worker's warning, where a person sees it: :func:`warnings.warn` (shown on stderr
+    unless filtered) and the ``image_worker`` logger."""
+    logging.getLogger("image_worker").warning("%s", warning.args[0])
+    warnings.warn(warning, stacklevel=2)
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
@@ -61,6 +70,8 @@ class Router:
         self._replies: Dict[int, Reply] = {}
         self._handles: Dict[Token, Sink] = {}
         self.failure: Optional[BaseException] = None
+        #: The worker's warnings so far, each code once.
+        self.warnings: List[ImageWorkerWarning] = []
 
     def new_token(self) -> str:
         self._next_token += 1
@@ -114,6 +125,14 @@ class Router:
             params = message.get("params")
             if not isinstance(params, dict):
                 return None
+            if method == "worker/warning":
+                code = params.get("code")
+                if not isinstance(code, str) or any(w.code == code for w in self.warnings):
+                    return None  # each once: a repeat would only be noise
+                details = params.get("details")
+                warning = ImageWorkerWarning(code, str(params.get("message", "")), details if isinstance(details, dict) else None)
+                self.warnings.append(warning)
+                return functools.partial(show_warning, warning)
             token = params.get("token")
             sink = self._handles.get(token) if isinstance(token, (str, int)) else None
             if sink is None:

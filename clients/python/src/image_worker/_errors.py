@@ -9,6 +9,18 @@ class ImageWorkerError(Exception):
     """Base of everything this package raises."""
 
 
+class ImageWorkerWarning(UserWarning):
+    """What the worker wants its user to know that fails nothing (``worker/warning`` in
+    protocol/SPEC.md: shared memory full, a proxy setting skipped), given to
+    :func:`warnings.warn` once per ``code`` and logged on the ``image_worker`` logger."""
+
+    def __init__(self, code: str, message: str, details: Optional[Mapping[str, str]] = None) -> None:
+        super().__init__(f"image-worker: {message}")
+        self.code = code
+        self.message = message
+        self.details: Dict[str, str] = dict(details or {})
+
+
 class BinaryNotFound(ImageWorkerError):
     """No image-worker executable was found; the message lists every place looked."""
 

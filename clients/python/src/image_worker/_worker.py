@@ -17,7 +17,7 @@ from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
 from ._core import END, Router, queued_event, run_actions
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
-from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
+from ._errors import DownloadError, ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
 if TYPE_CHECKING:
@@ -172,6 +172,12 @@ class Worker:
     @property
     def pid(self) -> int:
         return self._process.pid
+
+    @property
+    def warnings(self) -> List[ImageWorkerWarning]:
+        """The worker's warnings so far (shared memory full, a proxy setting skipped), each code
+        once; each was also given to :func:`warnings.warn` and the ``image_worker`` logger."""
+        return list(self._router.warnings)
 
     @property
     def stderr_tail(self) -> List[str]:
