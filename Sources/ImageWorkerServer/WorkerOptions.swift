@@ -13,6 +13,9 @@ public enum EOFPolicy: String, Sendable, CaseIterable {
 public struct WorkerOptions: Sendable {
     public var configuration: DownloaderConfiguration
     public var onEOF: EOFPolicy = .drain
+    /// With `drain`: what has not finished this long after stdin's end is cancelled (nil: wait
+    /// until every download ends, as a shell pipe needs).
+    public var eofGraceMs: Int64?
     /// `file://` URLs are served only below this directory; refused when nil.
     public var fileRoot: String?
     /// The HTTP cache's directory (made when missing); nil: no cache.

@@ -169,7 +169,7 @@ public final class WorkerServer: Sendable {
         for await item in input.items {
             switch item {
             case .end:
-                return await stop(.inputEnded(cancelInFlight: options.onEOF == .cancel))
+                return await stop(.inputEnded(cancelInFlight: options.onEOF == .cancel, grace: options.eofGraceMs.map { .milliseconds($0) }))
             case .message(let bytes, let framing):
                 writer.framing = framing
                 let outcome = await dispatcher.dispatch(bytes)

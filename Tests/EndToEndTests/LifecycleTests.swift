@@ -105,6 +105,40 @@ import TestSupport
         #expect(worker.events("d").last?["params"]?["outcome"] == "success")
     }
 
+    /// A stalled download (half its bytes, then nothing) and stdin closed: with `--eof-grace-ms`
+    /// it is cancelled once the grace has passed (its idle timeout is 15 s, three attempts).
+    @Test func eofGraceCancelsWhatDidNotFinish() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess(arguments: ["--eof-grace-ms", "300"])
+        worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?stallAfter=2000")), "token": "stalled"])
+        worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg")), "token": "quick"])
+        try await worker.waitFor("stalled responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "stalled" }
+        let closed = ContinuousClock.now
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(ContinuousClock.now - closed < .seconds(5))
+        #expect(worker.events("stalled").last?["params"]?["outcome"] == "cancelled")
+        #expect(worker.events("quick").last?["params"]?["outcome"] == "success")
+    }
+
+    /// `shutdown {}` gives what runs 2 s, not 5, before cancelling it.
+    @Test func shutdownWaitsTwoSecondsByDefault() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?stallAfter=2000")), "token": "stalled"])
+        try await worker.waitFor("stalled responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "stalled" }
+        let asked = ContinuousClock.now
+        worker.request(2, "shutdown", [:])
+        _ = try await worker.response(2, timeout: .seconds(10))
+        let took = ContinuousClock.now - asked
+        #expect(took >= .milliseconds(1900) && took < .milliseconds(4500), "\(took)")
+        #expect(worker.events("stalled").last?["params"]?["outcome"] == "cancelled")
+        worker.notify("exit")
+        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
+    }
+
     @Test func eofCancelsWithOnEOFCancel() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

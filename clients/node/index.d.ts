@@ -557,7 +557,12 @@ export declare class Worker {
   cancelAll(): Promise<number>;
   configure(settings: Settings): Promise<Configuration>;
   status(): Promise<Record<string, any>>;
-  close(options?: { cancelPending?: boolean; timeoutMs?: number }): Promise<number | null>;
+  /**
+   * `shutdown`, then `exit`: running downloads get `graceMs` (default 2000) to finish, then what is
+   * left is cancelled (at once with `cancelPending`); the process is killed after `timeoutMs`
+   * (default 30000).
+   */
+  close(options?: { cancelPending?: boolean; graceMs?: number; timeoutMs?: number }): Promise<number | null>;
   kill(signal?: Signal): void;
   /** `close()`, for `await using worker = await spawnWorker()`. */
   [Symbol.asyncDispose](): Promise<void>;

@@ -19,8 +19,9 @@ struct ServerLifecycle: Sendable, Equatable {
 
     /// Why the worker stops.
     enum StopCause: Sendable, Equatable {
-        /// stdin ended: in-flight work is cancelled (`--on-eof cancel`) or finishes (`drain`).
-        case inputEnded(cancelInFlight: Bool)
+        /// stdin ended: in-flight work is cancelled (`--on-eof cancel`) or finishes (`drain`),
+        /// within `grace` when there is one (then what is left is cancelled).
+        case inputEnded(cancelInFlight: Bool, grace: Duration? = nil)
         /// SIGTERM, SIGINT or `requestTermination()`.
         case terminated
         /// stdout was closed: nobody reads the answers.
@@ -94,9 +95,9 @@ struct ServerLifecycle: Sendable, Equatable {
         }
         let plan: StopPlan
         switch cause {
-        case .inputEnded(let cancel):
+        case .inputEnded(let cancel, let grace):
             plan = StopPlan(
-                cancelInFlight: cancel, idleWait: nil, flushWait: nil, exitCode: 0,
+                cancelInFlight: cancel, idleWait: cancel ? nil : grace, flushWait: nil, exitCode: 0,
                 reason: cancel ? "stdin closed: cancelling what is in flight" : "stdin closed: finishing what is in flight")
         case .terminated:
             plan = StopPlan(cancelInFlight: true, idleWait: .milliseconds(500), flushWait: .milliseconds(500), exitCode: 0, reason: "termination requested")

@@ -24,6 +24,13 @@ extension WorkerServer {
         if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
         if let limit = plan.idleWait {
             await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
+            // A drain with a bound (stdin's end with `--eof-grace-ms`): what has not finished is
+            // cancelled, and still gets its terminal event.
+            if !plan.cancelInFlight, await downloader.liveTokenCount > 0 {
+                logger.info("cancelling what did not finish in time", metadata: ["waitedMs": "\(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)"])
+                await downloader.cancelAll()
+                await withTimeLimit(.seconds(1)) { await self.downloader.waitUntilIdle() }
+            }
         } else {
             await downloader.waitUntilIdle()
         }

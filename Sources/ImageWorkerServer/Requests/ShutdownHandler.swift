@@ -5,7 +5,7 @@ import ImageWorkerProtocol
 extension WorkerServer {
     /// The wait for in-flight work before what is left is cancelled (an editor that sends
     /// `shutdown` on close must not hang on one stalled download).
-    static let defaultShutdownTimeoutMs: Int64 = 5_000
+    static let defaultShutdownTimeoutMs: Int64 = 2_000
 
     /// LSP's shutdown: refuse everything after it but `exit`; answer once every live token has
     /// ended (in-flight work finishes within `timeoutMs`, then what is left is cancelled; or all

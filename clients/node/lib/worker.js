@@ -178,17 +178,18 @@ export class Worker extends EventEmitter {
   }
 
   /**
-   * Ends the worker: `shutdown` (running downloads finish, or are cancelled with
-   * `cancelPending`), then `exit`; kills it after `timeoutMs`. Resolves to the exit status once
-   * the process is gone and every handle has ended.
+   * Ends the worker: `shutdown` (running downloads get `graceMs`, 2 s by default, to finish;
+   * what is left then is cancelled, at once with `cancelPending`), then `exit`; kills it after
+   * `timeoutMs`. Resolves to the exit status once the process is gone and every handle has ended.
    */
-  async close({ cancelPending = false, timeoutMs = 30000 } = {}) {
+  async close({ cancelPending = false, graceMs = 2000, timeoutMs = 30000 } = {}) {
+    if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`graceMs must be a number of milliseconds >= 0, not ${graceMs}`);
     if (!this.#router.failure && !this.#closing) {
       let timer;
       try {
         await Promise.race([
           // The worker's own bound: what has not finished then is cancelled, with its events.
-          this.#call('shutdown', { cancelPending, timeoutMs: Math.max(0, timeoutMs - 1000) }),
+          this.#call('shutdown', { cancelPending, timeoutMs: Math.round(Math.max(0, Math.min(graceMs, timeoutMs - 1000))) }),
           new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), timeoutMs); }),
         ]);
         this.#closing = true;

@@ -342,3 +342,23 @@ test('the worker\'s warnings reach the user: process.emitWarning once, or the wo
   assert.equal(shown.length, 1, run.err);
   assert.match(shown[0], /\[proxySkipped\] ImageWorkerWarning: image-worker: proxy settings from the environment skipped/);
 }));
+
+test('close() with a hung download takes the grace (2 s by default), not the timeout', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  const hanging = worker.download(server.url('/hang'));
+  await hanging.accepted;
+  let started = Date.now();
+  assert.equal(await worker.close(), 0);
+  const took = Date.now() - started;
+  assert.ok(took >= 1500 && took < 6000, `closing took ${took} ms`);
+  await assert.rejects(hanging.done, Cancelled);
+
+  const second = await spawnWorker({ binary });
+  const again = second.download(server.url('/hang'));
+  await again.accepted;
+  await assert.rejects(second.close({ graceMs: -1 }), RangeError);
+  started = Date.now();
+  assert.equal(await second.close({ graceMs: 200 }), 0);
+  assert.ok(Date.now() - started < 3000);
+  await assert.rejects(again.done, Cancelled);
+}));

@@ -303,3 +303,27 @@ def test_the_workers_warnings_reach_the_user_once(binary: str, server: LoopbackS
     assert "socks9" in worker.warnings[0].message
     assert len([w for w in caught if issubclass(w.category, image_worker.ImageWorkerWarning)]) == 1
     assert [r.getMessage() for r in caplog.records if r.name == "image_worker"] == [worker.warnings[0].args[0]]
+
+
+def test_closing_with_a_hung_download_takes_the_grace_not_the_timeout(binary: str, server: LoopbackServer) -> None:
+    """Leaving ``with Worker()`` with a download that never answers: what runs gets a short grace
+    (2 s by default, ``grace=`` to change it), then is cancelled; it used to wait 29 s."""
+    with Worker(binary) as worker:
+        hanging = worker.download(server.url("/hang"))
+        started = time.monotonic()
+    took = time.monotonic() - started
+    with pytest.raises(Cancelled):
+        hanging.result(0)
+    assert 1.5 <= took < 6, f"closing took {took:.1f} s"
+
+    worker = Worker(binary)
+    hanging = worker.download(server.url("/hang"))
+    started = time.monotonic()
+    assert worker.close(grace=0.2) == 0
+    assert time.monotonic() - started < 3
+    with pytest.raises(Cancelled):
+        hanging.result(0)
+    worker = Worker(binary)
+    with pytest.raises(ValueError, match="grace"):
+        worker.close(grace=-1)
+    worker.close()

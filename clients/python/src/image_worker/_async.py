@@ -10,7 +10,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable,
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Failed, Outcome, check_many, iter_async
-from ._core import END, Router, queued_event, run_actions
+from ._core import END, Router, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -284,15 +284,17 @@ class AsyncWorker:
         result = await self._call("status")
         return dict(result) if isinstance(result, dict) else {}
 
-    async def close(self, cancel_pending: bool = False, timeout: float = 30.0) -> Optional[int]:
-        """As :meth:`Worker.close`: shutdown, exit, wait (kill after ``timeout``)."""
+    async def close(self, cancel_pending: bool = False, timeout: float = 30.0, grace: float = 2.0) -> Optional[int]:
+        """As :meth:`Worker.close`: shutdown (``grace`` seconds for what runs, then it is
+        cancelled), exit, wait (kill after ``timeout``)."""
+        check_grace(grace)
         if self._closed or self._process is None:
             return self._process.returncode if self._process is not None else None
         if self._router.failure is None and not self._closing:
             try:
                 # The worker's own bound: what has not finished then is cancelled, with its events.
                 await asyncio.wait_for(
-                    self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": max(0, int(timeout * 1000) - 1000)}), timeout)
+                    self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": shutdown_ms(grace, timeout)}), timeout)
                 self._closing = True
                 await self._write(Router.notification("exit"))
             except (ImageWorkerError, asyncio.TimeoutError, OSError):

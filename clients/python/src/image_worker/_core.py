@@ -56,6 +56,16 @@ def show_warning(warning: ImageWorkerWarning) -> None:
     warnings.warn(warning, stacklevel=2)
 
 
+def check_grace(grace: float) -> None:
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0:
+        raise ValueError(f"grace must be a number of seconds >= 0, not {grace!r}")
+
+
+def shutdown_ms(grace: float, timeout: float) -> int:
+    """``shutdown``'s ``timeoutMs``: the grace, and a second short of the kill at ``timeout``."""
+    return max(0, min(int(grace * 1000), int(timeout * 1000) - 1000))
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 

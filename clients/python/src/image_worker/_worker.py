@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterato
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
-from ._core import END, Router, queued_event, run_actions
+from ._core import END, Router, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -354,10 +354,12 @@ class Worker:
 
     # MARK: the end
 
-    def close(self, cancel_pending: bool = False, timeout: float = 30.0) -> Optional[int]:
-        """Ends the worker: ``shutdown`` (running downloads finish first, or are cancelled with
-        ``cancel_pending``), then ``exit``. Kills it after ``timeout`` seconds. Every live
-        handle has ended when this returns; no thread or process is left. Returns the exit status."""
+    def close(self, cancel_pending: bool = False, timeout: float = 30.0, grace: float = 2.0) -> Optional[int]:
+        """Ends the worker: ``shutdown`` (running downloads get ``grace`` seconds, 2 by default, to
+        finish; what is left then is cancelled, at once with ``cancel_pending``), then ``exit``.
+        Kills it after ``timeout`` seconds. Every live handle has ended when this returns; no
+        thread or process is left. Returns the exit status."""
+        check_grace(grace)
         with self._lock:
             if self._closed:
                 return self._process.returncode
@@ -365,7 +367,7 @@ class Worker:
         if usable:
             try:
                 # The worker's own bound: what has not finished then is cancelled, with its events.
-                self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": max(0, int(timeout * 1000) - 1000)},
+                self._call("shutdown", {"cancelPending": cancel_pending, "timeoutMs": shutdown_ms(grace, timeout)},
                            timeout=timeout)
                 with self._lock:
                     self._closing = True
