@@ -115,7 +115,13 @@ public enum GetRunner {
         if let t = options.hostDownMs { workerOptions.configuration.hostDownMs = t }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)
         let interruptedBy = NIOLockedValueBox<Int32?>(nil)
-        let signals = server.handleTerminationSignals { number in interruptedBy.withLockedValue { $0 = number } }
+        // Entries fed and not yet taken by the reader: registered before their request is written,
+        // so no message of a token comes before its entry.
+        let fed = FedEntries()
+        let signals = server.handleTerminationSignals { number in
+            interruptedBy.withLockedValue { $0 = number }
+            fed.interrupt()  // no more requests; those already sent and refused are not failures
+        }
 
         let started = ContinuousClock.now
         let outputClosed = NIOLockedValueBox(false)
@@ -123,9 +129,6 @@ public enum GetRunner {
         initial.total = total
         initial.quiet = options.quietEvents
         if manifest != nil { initial.recordFormat = options.format }
-        // Entries fed and not yet taken by the reader: registered before their request is written,
-        // so no message of a token comes before its entry.
-        let fed = FedEntries()
         let reader = EventReader(
             fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,
             lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest
@@ -142,6 +145,7 @@ public enum GetRunner {
         let messageLimit = workerOptions.maxMessageBytes
         let feeder = Thread {
             try? input.forEach { entry in
+                if fed.interrupted { return false }
                 if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
                 let request = options.downloadRequest(entry)
                 var line = JSONWriter.encode(request)
@@ -166,7 +170,8 @@ public enum GetRunner {
         _ = await server.run(input: InputReader(fd: inputRead, maximumMessageBytes: workerOptions.maxMessageBytes))
         await server.close()
         close(outputWrite)
-        let session = await reader.finished()
+        var session = await reader.finished()
+        if fed.interrupted { session.interrupted = true }
         close(outputRead)
         close(inputRead)  // a feeder still blocked on a full pipe (after a signal) gets EPIPE
         withExtendedLifetime(signals) {}
@@ -175,6 +180,13 @@ public enum GetRunner {
             let seconds = (ContinuousClock.now - started) / .seconds(1)
             let before = doneBefore > 0 ? ", \(doneBefore) done before (manifest)" : ""
             TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + before + "\n")
+            if session.interrupted, !session.allDone {
+                TerminalDisplay.write(
+                    STDERR_FILENO,
+                    options.manifest != nil
+                        ? "image-worker get: run it again with --continue to fetch only what is not done\n"
+                        : "image-worker get: with --manifest FILE (and --continue when run again) a rerun fetches only what is not done\n")
+            }
             // (With --json the events carry each download's metrics; stderr stays quiet.)
             if let timings = session.timingSummary() { TerminalDisplay.write(STDERR_FILENO, timings + "\n") }
         }
@@ -213,6 +225,7 @@ final class EventReader: Sendable {
             func take(_ line: ArraySlice<UInt8>) {
                 guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
                 for entry in fed.take() { session.register(entry) }
+                if fed.interrupted { session.interrupted = true }
                 handle(message, line: line)
             }
             /// Entries refused before they were sent: answered as the worker answers a refused request.
@@ -299,6 +312,11 @@ final class EventReader: Sendable {
 final class FedEntries: Sendable {
     private let entries = NIOLockedValueBox<[GetEntry]>([])
     private let refused = NIOLockedValueBox<[(GetEntry, JSONValue)]>([])
+    private let stopped = NIOLockedValueBox(false)
+
+    /// The run is interrupted: the feeder sends no more, and refusals are not failures.
+    func interrupt() { stopped.withLockedValue { $0 = true } }
+    var interrupted: Bool { stopped.withLockedValue { $0 } }
 
     func add(_ entry: GetEntry) {
         entries.withLockedValue { $0.append(entry) }

@@ -87,6 +87,11 @@ public struct GetSession: Sendable {
     public private(set) var cancelled = 0
     /// Of `cancelled`: those cancelled before they started.
     public private(set) var cancelledWaiting = 0
+    /// The run was interrupted (Ctrl-C, SIGTERM): requests refused from then on are not
+    /// failures, only not done, and the summary says so.
+    public var interrupted = false
+    /// Requests the worker refused because the run was being interrupted: never started.
+    public private(set) var unsent = 0
     private var endedBytes: Int64 = 0
     private var timings: [Timing] = []
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
@@ -155,6 +160,13 @@ public struct GetSession: Sendable {
         if let id = message["id"], let error = message["error"] {
             // A refused `download` request (the URL's token never existed).
             guard let n = id.integerValue.map(Int.init), let item = live[n] else { return [] }
+            if interrupted {
+                // Sent as the run was being stopped: not a failure, and not recorded (a
+                // `--continue` fetches it).
+                live[n] = nil
+                unsent += 1
+                return [.redraw]
+            }
             var outputs = end(n, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
             if recordFormat != nil {
                 outputs.append(.record(Manifest.refused(index: item.index, url: item.url, name: item.name, error: error)))
@@ -298,8 +310,17 @@ public struct GetSession: Sendable {
         return "timings (median of \(all.count)): " + parts.joined(separator: ", ") + (tail.isEmpty ? "" : "; " + tail.joined(separator: ", "))
     }
 
-    /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`.
+    /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`; interrupted:
+    /// `interrupted: 3 downloaded, 1 failed, 200 not done, 1.2 MB in 0.8 s`.
     public func summary(seconds: Double) -> String {
+        if interrupted {
+            var text = "interrupted: \(succeeded) downloaded"
+            if kept > 0 { text += ", \(kept) kept" }
+            if failed > 0 { text += ", \(failed) failed" }
+            let notDone = count - succeeded - kept - failed
+            if notDone > 0 { text += ", \(notDone) not done" }
+            return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"
+        }
         var text = "\(succeeded) downloaded"
         if kept > 0 { text += ", \(kept) kept" }
         if failed > 0 { text += ", \(failed) failed" }

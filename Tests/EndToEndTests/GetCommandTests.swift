@@ -391,12 +391,38 @@ import TestSupport
                 ContinuousClock.now - start > .seconds(1) && server.hits("/files/basn2c08.png") > 0
             })
         #expect(run.status == 130, "\(run)")
-        let progress = run.stderr.split(separator: "\n").filter { $0.hasPrefix("image-worker get: ") }
+        let progress = run.stderr.split(separator: "\n").filter { $0.hasPrefix("image-worker get: ") && !$0.contains("--continue") }
         #expect(!progress.isEmpty && progress.allSatisfy { $0.contains("/3 done") }, "\(run.stderr)")
-        #expect(run.stderr.contains("1 downloaded, 1 failed, 1 cancelled"), "\(run.stderr)")
+        #expect(run.stderr.contains("interrupted: 1 downloaded, 1 failed, 1 not done"), "\(run.stderr)")
         let records = try Self.manifest(manifest)
         #expect(records.count == 3, "\(records)")
         #expect(Set(records.compactMap { $0["outcome"]?.stringValue }) == ["ok", "failed", "cancelled"])
+    }
+
+    /// Ctrl-C on a list far longer than the worker takes at once (the feeder blocked on a full
+    /// pipe, requests in it): nothing is recorded as failed (they were `InvalidRequest: the worker
+    /// is stopping`), the summary says "interrupted", and a `--continue` run fetches the rest.
+    @Test func ctrlCOnALongListRecordsNoFailure() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let manifest = out.appendingPathComponent("m.jsonl")
+        let list = out.appendingPathComponent("urls.txt")
+        let count = 30_000
+        try (0..<count).map { server.url("/files/testorig.jpg?n=\($0)&chunk=2000&delayMs=50") }.joined(separator: "\n")
+            .write(to: list, atomically: true, encoding: .utf8)
+        let run = try await Self.run(
+            ["get", "-i", list.path, "-o", out.appendingPathComponent("images").path, "--manifest", manifest.path, "-j", "4"],
+            interruptWhen: { server.hits("/files/testorig.jpg") > 8 })
+        #expect(run.status == 130, "\(run.stderr.suffix(500))")
+        let records = try Self.manifest(manifest)
+        let outcomes = Dictionary(grouping: records.compactMap { $0["outcome"]?.stringValue }, by: { $0 }).mapValues(\.count)
+        #expect(outcomes["failed"] == nil, "\(outcomes); \(records.first { $0["outcome"] == "failed" } ?? .null)")
+        #expect((outcomes["ok"] ?? 0) > 0, "\(outcomes)")
+        let summary = try #require(run.stderr.split(separator: "\n").first { $0.hasPrefix("interrupted: ") }, "\(run.stderr.suffix(500))")
+        #expect(summary.contains("\(outcomes["ok"]!) downloaded, \(count - outcomes["ok"]!) not done"), "\(summary)")
+        #expect(!run.stderr.contains("failed"), "\(run.stderr.suffix(500))")
     }
 
     /// The network options: a cache that a second run uses with no request, per-host limits, a

@@ -12,6 +12,10 @@ export const EVENT_FIELDS = {
     'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
   'download/completed': ['token', 'url', 'outcome', 'error', 'metrics'],
 };
+/** Wire fields of the worker's own notifications, by method (no token; lib/router.js reads them). */
+export const WORKER_NOTIFICATION_FIELDS = {
+  'worker/warning': ['code', 'message', 'details'],
+};
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
   'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'shared', 'sha256', 'skipped',

@@ -38,7 +38,10 @@ export class WorkerProcess {
 
   constructor(binary, { args = [], env, cwd, stderrLines = 40 } = {}, onLine) {
     this.#stderrLines = stderrLines;
-    this.#child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'], env, cwd });
+    // A process group of its own (`detached`): a terminal's Ctrl-C reaches Node only, whose
+    // AbortSignal or exit then ends the job, instead of the worker dying first and every
+    // download in flight failing.
+    this.#child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'], env, cwd, detached: true });
     this.pid = this.#child.pid;
     this.#child.stdin.on('error', () => {}); // EPIPE: the exit is reported through `exited`
     const stdout = new LineFramer();

@@ -34,7 +34,10 @@ export class Worker extends EventEmitter {
     this.info = null;
     /** The worker's warnings so far (`{ code, message, details }`), each code once. */
     this.warnings = [];
-    this.#process = new WorkerProcess(this.binary, { args, env, cwd, stderrLines }, (line) => this.#route(line));
+    // `--on-eof cancel` first (a later one of the caller's wins): should Node die, stdin's end
+    // cancels what is left at once (this client never closes stdin to stop the worker).
+    const workerArgs = ['--on-eof', 'cancel', ...args];
+    this.#process = new WorkerProcess(this.binary, { args: workerArgs, env, cwd, stderrLines }, (line) => this.#route(line));
     this.pid = this.#process.pid;
     this.#exited = this.#process.exited.then((status) => {
       removeSharedFolders(this.pid); // what a killed worker could not clean

@@ -185,3 +185,32 @@ test('a link planted beside the manifest is not followed', () => withSetup(async
   assert.ok(lstatSync(manifest).isFile());
   assert.equal(readRecords(manifest).length, 1);
 }));
+
+test('the GUIDE\'s Ctrl-C recipe, run as written: Ctrl-C to the process group records no failure', () => withSetup(async (server, dir) => {
+  const { spawn } = await import('node:child_process');
+  const guide = readFileSync(new URL('../../../GUIDE.md', import.meta.url), 'utf8');
+  const recipe = [...guide.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) => code.includes('AbortController'));
+  assert.ok(recipe, 'GUIDE.md has the recipe');
+  const urls = Array.from({ length: 60 }, (_, i) => server.url(`/files/testorig.jpg?n=${i}&chunk=1000&delayMs=60`));
+  const script = `const urls = ${JSON.stringify(urls)};\n` +
+    recipe.replace("from 'image-worker'", `from ${JSON.stringify(new URL('../index.js', import.meta.url).href)}`);
+  // Detached: a process group of its own, as a terminal's foreground job is.
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: dir, detached: true, env: { ...process.env, IMAGE_WORKER_BIN: binary }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  await new Promise((resolve) => child.stdout.on('data', (d) => {
+    out += d;
+    if (out.split('\n').length > 3) resolve();
+  }));
+  process.kill(-child.pid, 'SIGINT'); // as a terminal's Ctrl-C: node and whatever shares its group
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.equal(code, 130, err);
+  assert.match(err, /^interrupted: run it again/m);
+  assert.doesNotMatch(err, /AbortError|\n\s+at /, 'no stack trace');
+  const records = readManifest(join(dir, 'job.jsonl'));
+  const outcomes = new Set(records.map((r) => r.outcome));
+  assert.ok(outcomes.has('ok') && [...outcomes].every((o) => o === 'ok' || o === 'cancelled'), JSON.stringify(records.filter((r) => r.outcome !== 'ok' && r.outcome !== 'cancelled')));
+}));

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 
 import * as client from '../index.js';
 import { EVENT_FIELDS, ERRORS_BY_CODE, IMAGE_FIELDS, downloadParams, parseEvent } from '../index.js';
+import { WORKER_NOTIFICATION_FIELDS } from '../lib/events.js';
 import { SAMPLES, binaryPath, startServer } from './loopback.js';
 import { Schemas, incomingSchema, loadTranscript, matches, orderKey, outgoingSchema, transcriptNames } from './schema.js';
 
@@ -130,9 +131,15 @@ for (const name of transcriptNames()) {
 }
 
 test('the client\'s event fields are the schemas\' fields', () => {
-  const eventSchemas = Object.keys(schemas.documents).filter((n) => n.startsWith('events/'));
+  const eventSchemas = Object.keys(schemas.documents).filter((n) => n.startsWith('events/download-'));
   const methods = eventSchemas.map((n) => schemas.documents[n].properties.method.const).sort();
   assert.deepEqual(methods, Object.keys(EVENT_FIELDS).sort());
+  const own = Object.keys(schemas.documents).filter((n) => n.startsWith('events/') && !eventSchemas.includes(n));
+  assert.deepEqual(own.map((n) => schemas.documents[n].properties.method.const).sort(), Object.keys(WORKER_NOTIFICATION_FIELDS).sort());
+  for (const name of own) {
+    const doc = schemas.documents[name];
+    assert.deepEqual(Object.keys(doc.properties.params.properties).sort(), [...WORKER_NOTIFICATION_FIELDS[doc.properties.method.const]].sort(), name);
+  }
   for (const name of eventSchemas) {
     const doc = schemas.documents[name];
     const params = doc.properties.params;

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
@@ -155,3 +156,50 @@ def test_a_link_planted_beside_the_manifest_is_not_followed(binary: str, server:
     assert manifest.is_file() and not manifest.is_symlink()
     assert len([line for line in manifest.read_text().splitlines() if line]) >= 1
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name and not p.is_symlink()], "no temporary file left"
+
+
+CTRL_C_CHILD = r"""
+import sys, image_worker
+binary, manifest, directory, *urls = sys.argv[1:]
+for outcome in image_worker.iter_downloads(urls, directory, manifest=manifest, resume=True, concurrency=4, binary=binary,
+                                          name_template="p{index:5}.{ext}"):
+    print(outcome.index, "ok" if outcome.ok else type(outcome.error).__name__, flush=True)
+"""
+
+
+def test_ctrl_c_to_the_process_group_records_no_failure(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches every process of the foreground group. The worker used to die of
+    it first, and the downloads in flight were recorded as failed (``WorkerExited``); now it
+    is the script's alone: KeyboardInterrupt, what was under way recorded as cancelled, and a
+    resume fetches exactly the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    manifest = tmp_path / "job.jsonl"
+    urls = [server.url(f"/files/testorig.jpg?n={i}&chunk=1000&delayMs=60") for i in range(60)]
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD, binary, str(manifest), str(tmp_path / "images"), *urls],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert child.stdout is not None
+    lines = [child.stdout.readline() for _ in range(3)]
+    assert all(line.endswith(" ok\n") for line in lines), lines
+    os.killpg(child.pid, signal.SIGINT)  # as a terminal does: the script and whatever shares its group
+    out, err = child.communicate(timeout=60)
+    assert child.returncode in (-signal.SIGINT, 130, 1), (child.returncode, err)
+    assert "KeyboardInterrupt" in err, err
+    assert "WorkerExited" not in out + err and "RequestError" not in out + err, out + err
+    records = [json.loads(line) for line in manifest.read_text().splitlines()]
+    outcomes = {r["outcome"] for r in records}
+    assert outcomes <= {"ok", "cancelled"} and "ok" in outcomes, records
+    done = {r["index"] for r in records if r["outcome"] == "ok"}
+    # The rest on resume, nothing done fetched again, every URL ok.
+    fetched, ended = [], []
+    with Worker(binary) as worker:
+        for outcome in worker.iter_downloads(urls, str(tmp_path / "images"), manifest=str(manifest), resume=True,
+                                             name_template="p{index:5}.{ext}"):
+            assert outcome.ok, outcome
+            ended.append(outcome.index)
+            if not outcome.skipped:
+                fetched.append(outcome.index)
+    assert sorted(ended) == list(range(60)) and not set(fetched) & done

@@ -5,6 +5,7 @@ field the schemas define (so a protocol change fails here until the client follo
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import subprocess
 import threading
@@ -158,8 +159,12 @@ def _params_schema(name: str) -> Any:
 
 def test_every_event_field_in_the_schema_is_in_the_typed_events() -> None:
     by_method = {cls.METHOD: cls for cls in EVENT_TYPES}
-    event_schemas = [n for n in SCHEMAS.documents if n.startswith("events/")]
+    event_schemas = [n for n in SCHEMAS.documents if n.startswith("events/download-")]
     assert sorted(n[len("events/"):-len(".schema.json")].replace("-", "/") for n in event_schemas) == sorted(by_method)
+    # The worker's own notification: the fields the router reads into an ImageWorkerWarning.
+    warning = inspect.signature(image_worker.ImageWorkerWarning.__init__).parameters
+    assert set(_params_schema("events/worker-warning.schema.json")["properties"]) == set(warning) - {"self"}
+    assert [n for n in SCHEMAS.documents if n.startswith("events/") and n not in event_schemas] == ["events/worker-warning.schema.json"]
     for name in event_schemas:
         method = SCHEMAS.documents[name]["properties"]["method"]["const"]
         params = _params_schema(name)

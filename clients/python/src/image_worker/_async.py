@@ -10,7 +10,7 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable,
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Failed, Outcome, check_many, iter_async
-from ._core import END, Router, check_grace, queued_event, run_actions, shutdown_ms
+from ._core import END, WORKER_ARGS, Router, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -118,8 +118,8 @@ class AsyncWorker:
     async def start(self) -> "AsyncWorker":
         """Spawns the worker and sends ``initialize`` (``async with`` does this)."""
         self._process = await asyncio.create_subprocess_exec(
-            self.binary, *self._args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=self._env, cwd=self._cwd)
+            self.binary, *WORKER_ARGS, *self._args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True)
         stderr_task = asyncio.ensure_future(self._read_stderr())
         self._tasks = [stderr_task, asyncio.ensure_future(self._read_stdout(stderr_task))]
         try:

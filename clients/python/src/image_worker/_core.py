@@ -56,6 +56,14 @@ def show_warning(warning: ImageWorkerWarning) -> None:
     warnings.warn(warning, stacklevel=2)
 
 
+#: Before the caller's own arguments (the last of a repeated option wins). The worker runs in a
+#: session of its own (``start_new_session``): a terminal's Ctrl-C reaches this process only,
+#: which then cancels what is under way and records it as cancelled, instead of the worker dying
+#: first and every download in flight failing. Should this process die, stdin's end cancels
+#: what is left at once (the client never stops the worker by closing stdin).
+WORKER_ARGS = ("--on-eof", "cancel")
+
+
 def check_grace(grace: float) -> None:
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0:
         raise ValueError(f"grace must be a number of seconds >= 0, not {grace!r}")

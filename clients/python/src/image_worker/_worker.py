@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterato
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
-from ._core import END, Router, check_grace, queued_event, run_actions, shutdown_ms
+from ._core import END, WORKER_ARGS, Router, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
 from ._errors import DownloadError, ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
@@ -157,8 +157,8 @@ class Worker:
         self._closing = False
         self._closed = False
         self._process = subprocess.Popen(
-            [self.binary, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None, cwd=cwd)
+            [self.binary, *WORKER_ARGS, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
         self._stderr_thread = threading.Thread(target=self._read_stderr, name="image-worker stderr", daemon=True)
         self._stdout_thread = threading.Thread(target=self._read_stdout, name="image-worker stdout", daemon=True)
         self._stderr_thread.start()
