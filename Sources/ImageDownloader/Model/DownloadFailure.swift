@@ -53,8 +53,17 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .afterAttempts(let last, let attempts, let earlier):
             let count = "after \(attempts) attempt\(attempts == 1 ? "" : "s")"
             if earlier.isEmpty { return "\(last.description) (\(count))" }
-            return "\(last.description) (\(count); earlier: "
-                + earlier.enumerated().map { "\($0.offset + 1): \($0.element.description)" }.joined(separator: "; ") + ")"
+            let said = last.description
+            // Every attempt alike (a name that does not resolve, a refused connection): said once.
+            if earlier.allSatisfy({ $0.description == said }) { return "\(said) (\(count), each the same)" }
+            // Runs of the same failure as one entry: `1-2: …; 3: …`.
+            var runs: [(first: Int, last: Int, text: String)] = []
+            for (i, failure) in earlier.enumerated() {
+                let text = failure.description
+                if let previous = runs.last, previous.text == text { runs[runs.count - 1].last = i + 1 } else { runs.append((i + 1, i + 1, text)) }
+            }
+            return "\(said) (\(count); earlier: "
+                + runs.map { "\($0.first == $0.last ? "\($0.first)" : "\($0.first)-\($0.last)"): \($0.text)" }.joined(separator: "; ") + ")"
         }
     }
 

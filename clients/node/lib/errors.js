@@ -40,7 +40,10 @@ export class DownloadError extends ImageWorkerError {
   static code = 0;
   constructor(message, { token, url, code, data } = {}) {
     const name = (data && data.name) || new.target.errorName || 'DownloadError';
-    super(`${name}: ${message}${url ? ` (${url})` : ''}`);
+    // The message does not repeat the name: `${e.name}: ${e.message}`, `String(e)` and a stack
+    // trace each say it once ("Cancelled: the download was cancelled (URL)").
+    const said = message === name ? `the download was ${name.toLowerCase()}` : message;
+    super(`${said}${url ? ` (${url})` : ''}`);
     this.errorName = name;
     this.code = code ?? new.target.code;
     this.rpcMessage = message;
@@ -48,10 +51,6 @@ export class DownloadError extends ImageWorkerError {
     this.token = token;
     this.url = url;
   }
-
-  /** The message, which names the error already ("InvalidDownloadStatusCode: HTTP 404 …"):
-   * `String(error)` and template literals say it once, not "Name: Name: …". */
-  toString() { return this.message; }
 
   /** Attempts made, when there were several (retries) or the download ended at its deadline; else null. */
   get attempts() { return Number.isInteger(this.data.attempts) ? this.data.attempts : null; }

@@ -87,8 +87,10 @@ test('each error code rejects with its own class', () => withSetup(async (server
   assert.ok(notFound instanceof InvalidDownloadStatusCode);
   assert.equal(notFound.statusCode, 404);
   assert.equal(notFound.url, server.url('/status/404'));
-  assert.equal(String(notFound), notFound.message);
-  assert.ok(`${notFound}`.startsWith('InvalidDownloadStatusCode: ') && !`${notFound}`.includes('InvalidDownloadStatusCode: InvalidDownloadStatusCode'));
+  // The name once, however it is printed.
+  assert.equal(String(notFound), `InvalidDownloadStatusCode: ${notFound.message}`);
+  assert.equal(`${notFound.name}: ${notFound.message}`, String(notFound));
+  assert.ok(!notFound.message.includes('InvalidDownloadStatusCode') && notFound.stack.startsWith(`${notFound}`));
   assert.ok((await worker.download(server.url('/text'), { format: 'png' }).done.catch((e) => e)) instanceof UnsupportedFormat);
   const truncated = await worker.download(server.url('/truncate/testorig.jpg')).done.catch((e) => e);
   assert.ok(truncated instanceof NetworkError);
@@ -134,7 +136,11 @@ test('cancel, setPriority and AbortSignal', () => withSetup(async (server) => {
   assert.equal(await handle.setPriority('veryHigh'), true);
   assert.equal((await worker.status()).liveTokens[0].priority, 'veryHigh');
   assert.equal(await handle.cancel(), true);
-  await assert.rejects(handle.done, Cancelled);
+  const cancelled = await handle.done.catch((e) => e);
+  assert.ok(cancelled instanceof Cancelled);
+  // Said once, not "Cancelled: Cancelled: Cancelled (url)".
+  assert.equal(`${cancelled.name}: ${cancelled.message}`, `Cancelled: the download was cancelled (${server.url('/hang')})`);
+  assert.equal(String(cancelled), `${cancelled.name}: ${cancelled.message}`);
   assert.equal(handle.completed.outcome, 'cancelled');
   assert.equal(await handle.setPriority('low'), false);
   const controller = new AbortController();

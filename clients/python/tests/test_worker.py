@@ -4,6 +4,7 @@ import os
 import signal
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import List
 
@@ -142,8 +143,11 @@ def test_cancel_and_set_priority(binary: str, server: LoopbackServer) -> None:
         assert handle.set_priority("veryHigh") is True
         assert worker.status()["liveTokens"][0]["priority"] == "veryHigh"
         assert handle.cancel() is True
-        with pytest.raises(Cancelled):
+        with pytest.raises(Cancelled) as caught:
             handle.result(30)
+        # Said once, not "Cancelled: Cancelled: Cancelled (url)" in a traceback.
+        assert str(caught.value) == f"the download was cancelled ({server.url('/hang')})"
+        assert "".join(traceback.format_exception_only(type(caught.value), caught.value)).count("Cancelled") == 1
         events = list(handle)
         assert isinstance(events[-1], Completed) and events[-1].outcome == "cancelled"
         assert handle.set_priority("low") is False

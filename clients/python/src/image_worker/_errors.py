@@ -71,7 +71,9 @@ class DownloadError(ImageWorkerError):
             self.code = code
         self.name = str(self.data.get("name", type(self).name))
         where = f" ({url})" if url else ""
-        super().__init__(f"{self.name}: {message}{where}")
+        # Without the name, which a traceback and f"{type(e).__name__}: {e}" add once.
+        said = f"the download was {self.name.lower()}" if message == self.name else message
+        super().__init__(f"{said}{where}")
 
     @property
     def attempts(self) -> Optional[int]:
