@@ -36,6 +36,8 @@ for set in "$@"; do
         python3 -c 'import ensurepip, venv' 2>/dev/null || need python3-venv
         command -v node >/dev/null || need nodejs
         command -v tsc >/dev/null || need node-typescript
+        # The README's TypeScript command is `npx tsc …`, as its reader runs it.
+        command -v npx >/dev/null || need npm
         command -v jq >/dev/null || need jq
         command -v script >/dev/null || need bsdutils
         command -v gdb >/dev/null || need gdb
