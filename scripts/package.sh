@@ -73,7 +73,7 @@ rm -f "$out"/image_worker-"$version"-*.whl "$out"/image-worker-"$version".tgz "$
 # --- the wheel ---------------------------------------------------------------------------------
 # The client's sources plus the stripped executable, built as a platform wheel, then repaired.
 mkdir -p "$stage/python"
-cp -r clients/python/pyproject.toml clients/python/README.md clients/python/src "$stage/python/"
+cp -r clients/python/pyproject.toml clients/python/setup.py clients/python/README.md clients/python/src "$stage/python/"
 find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
 install -D -m 755 "$binary" "$stage/python/src/image_worker/_bin/image-worker"
 strip --strip-unneeded "$stage/python/src/image_worker/_bin/image-worker"
@@ -149,6 +149,10 @@ cat > "$platform/package.json" <<JSON
   "version": "$version",
   "description": "The image-worker executable for Linux x64 (glibc), with the codec libraries it loads; installed by the image-worker package",
   "license": "MIT",
+  "author": "The image-worker developers",
+  "homepage": "https://github.com/image-worker/image-worker",
+  "repository": { "type": "git", "url": "git+https://github.com/image-worker/image-worker.git" },
+  "keywords": ["image-worker", "prebuilt", "linux", "x64"],
   "os": ["linux"],
   "cpu": ["x64"],
   "libc": ["glibc"],

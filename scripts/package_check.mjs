@@ -4,7 +4,7 @@
 // partial images, and `npx image-worker` runs it.
 //   node scripts/package_check.mjs REPO INSTALL_DIR
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,6 +31,12 @@ check(found.path.startsWith(join(installDir, 'node_modules', '@image-worker', 'l
 const version = execFileSync(join(installDir, 'node_modules', '.bin', 'image-worker'), ['--version']).toString().trim();
 check(version === JSON.parse(execFileSync('cat', [join(clientDir, 'package.json')]).toString()).version,
   `node_modules/.bin/image-worker --version said ${version}`);
+
+// What npm's page and `npm view` show: repository, home page, issues, keywords, author.
+const meta = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8'));
+check(/^git\+https:\/\//.test(meta.repository?.url ?? '') && /^https:\/\//.test(meta.homepage ?? '') && /^https:\/\//.test(meta.bugs?.url ?? ''),
+  `package.json: repository ${JSON.stringify(meta.repository)}, homepage ${meta.homepage}, bugs ${JSON.stringify(meta.bugs)}`);
+check(Array.isArray(meta.keywords) && meta.keywords.includes('image') && typeof meta.author === 'string', `package.json: keywords ${meta.keywords}, author ${meta.author}`);
 
 const server = await startServer();
 const out = mkdtempSync(join(tmpdir(), 'package-check-'));

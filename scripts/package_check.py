@@ -32,7 +32,24 @@ def check(condition: bool, message: str) -> None:
         sys.exit(1)
 
 
+def check_metadata() -> None:
+    """What `pip show image-worker` and PyPI's page show: home page, author, project URLs,
+    classifiers and keywords, as pyproject.toml gives them."""
+    from importlib.metadata import metadata
+    meta = metadata("image-worker")
+    urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
+    check({"Homepage", "Repository", "Issues", "Documentation"} <= set(urls), f"project URLs: {urls}")
+    check(all(u.startswith("https://") for u in urls.values()), f"project URLs: {urls}")
+    check(bool(meta.get("Author") or meta.get("Author-email")), "no author")
+    classifiers = meta.get_all("Classifier") or []
+    check("Typing :: Typed" in classifiers and any(c.startswith("License ::") for c in classifiers), f"classifiers: {classifiers}")
+    check("image" in (meta.get("Keywords") or ""), f"keywords: {meta.get('Keywords')}")
+    shown = subprocess.run([sys.executable, "-m", "pip", "show", "image-worker"], capture_output=True, text=True).stdout
+    check(f"Home-page: {urls['Homepage']}" in shown and "Author: The image-worker developers" in shown, f"pip show:\n{shown}")
+
+
 def main() -> None:
+    check_metadata()
     package = Path(image_worker.__file__).resolve().parent
     check(REPO not in package.parents, f"image_worker is imported from the source tree ({package}), not the wheel")
     path, source = find_binary()

@@ -73,7 +73,10 @@ def test_the_shell_blocks(binary: str, server: LoopbackServer, tmp_path: Path) -
     assert stdout.count("ok ") >= 2 and "failed" not in stdout, stdout
     records = [json.loads(line) for line in (tmp_path / "job.jsonl").read_text().splitlines()]
     assert sorted(r["outcome"] for r in records) == ["ok", "ok"], records
-    assert {r["format"] for r in records} == {"png"} and all(max(r["width"], r["height"]) <= 256 for r in records)
+    assert {r["format"] for r in records} == {"webp"} and all(max(r["width"], r["height"]) <= 256 for r in records)
+    # A photo's thumbnail is smaller than the photo (PNG thumbnails of JPEG photos were larger).
+    (photo,) = [r for r in records if r["path"].endswith("testimgp.webp")]
+    assert os.path.getsize(photo["path"]) < len(server.files["testimgp.jpg"]), photo
 
     stdout, _ = run(["bash", "-euo", "pipefail", "-c", localised(protocol, server)], tmp_path, env)
     assert len(stdout.splitlines()) == 1, stdout

@@ -62,3 +62,23 @@ def test_the_option_tables_are_what_the_schema_gives() -> None:
         pytest.skip("an installed package, away from the repository")
     run = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_both_packages_say_where_they_come_from() -> None:
+    """What ``pip show`` / PyPI and npm's page show: the same repository, licence and author in
+    both packages, a home page, keywords and classifiers (as ruff's and esbuild's packages do)."""
+    import json
+    import re
+    client = Path(__file__).resolve().parents[1]
+    pyproject = (client / "pyproject.toml").read_text()
+    package = json.loads((client.parent / "node" / "package.json").read_text())
+    repository = re.search(r'^Repository = "([^"]+)"$', pyproject, re.MULTILINE)
+    assert repository is not None, "pyproject.toml: [project.urls] Repository"
+    assert package["repository"]["url"] == f"git+{repository.group(1)}.git"
+    assert package["bugs"]["url"] == f"{repository.group(1)}/issues" and f'Issues = "{repository.group(1)}/issues"' in pyproject
+    assert package["homepage"].startswith(repository.group(1)) and f'Homepage = "{repository.group(1)}"' in pyproject
+    # `pip show` prints Home-page, which only setup.py can give: the same address.
+    assert f'url="{repository.group(1)}"' in (client / "setup.py").read_text()
+    assert f'name = "{package["author"]}"' in pyproject and f'license = {{ text = "{package["license"]}" }}' in pyproject
+    assert "image" in package["keywords"] and '"image"' in pyproject
+    assert "Typing :: Typed" in pyproject and "License :: OSI Approved :: MIT License" in pyproject
