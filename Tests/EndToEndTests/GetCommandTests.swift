@@ -288,11 +288,42 @@ import TestSupport
         #expect(
             down.allSatisfy {
                 let message = $0["message"]?.stringValue ?? ""
-                return message.contains("\(silent.baseURL) is down: 6 connection attempts in a row failed") && message.contains("and again after a wait")
+                return message.contains("\(silent.baseURL) is down: 6 attempts in a row could not connect or got no answer") && message.contains("and again after a wait")
             }, "\(down)")
         #expect(run.stderr.contains("host is down: its downloads wait") && run.stderr.contains("host is still down"), "\(run.stderr)")
         let bad = try await Self.run(["get", "--host-down-after", "-1", "http://127.0.0.1:9/a.jpg"])
         #expect(bad.status != 0 && bad.stderr.contains("--host-down-after"), "\(bad.stderr)")
+    }
+
+    /// 30 URLs of a host that accepts connections and never answers, ahead of 100 good ones,
+    /// with the defaults: the good ones do not wait for the silent ones' idle timeouts (15 s),
+    /// the job ends within a minute (it took 3 min 48 s), and the silent ones fail with reasons.
+    @Test func aHostThatNeverAnswersDoesNotHoldTheJob() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let mute = try await RawHTTPServer.start { _, _ in RawHTTPServer.Answer([UInt8]()) }  // reads, says nothing
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let silent = (0..<30).map { mute.url("/photo\($0).jpg") }
+        let good = (0..<100).map { server.url("/files/testorig.jpg?n=\($0)") }
+        let started = ContinuousClock.now
+        let run = try await Self.run(["get", "--json", "-o", out.path] + silent + good)
+        let took = ContinuousClock.now - started
+        await mute.shutdown()
+        #expect(run.status == 1)
+        #expect(took < .seconds(60), "the job took \(took)")
+        let completed = run.lines.compactMap { try? JSONParser.parse($0) }.filter { $0["method"] == .string(WorkerEvent.completed) }
+        #expect(completed.count == 130, "\(completed.count) ended")
+        let goodEnds = completed.filter { !($0["params"]?["url"]?.stringValue ?? "").hasPrefix(mute.baseURL) }
+        #expect(goodEnds.count == 100 && goodEnds.allSatisfy { $0["params"]?["outcome"] == "success" })
+        // Queued at most a few seconds (the silent ones lend their slots after 2 s), not 15 s.
+        let queued = goodEnds.compactMap { $0["params"]?["metrics"]?["queuedMs"]?.numberValue }
+        #expect(queued.count == 100 && queued.max()! < 6_000, "longest wait in the queue: \(queued.max() ?? -1) ms")
+        let silentEnds = completed.filter { ($0["params"]?["url"]?.stringValue ?? "").hasPrefix(mute.baseURL) }
+        let reasons = Set(silentEnds.compactMap { $0["params"]?["error"]?["data"]?["reason"]?.stringValue })
+        #expect(silentEnds.count == 30 && silentEnds.allSatisfy { $0["params"]?["outcome"] == "error" })
+        #expect(reasons.isSubset(of: ["timeout", "hostDown"]) && reasons.contains("hostDown"), "\(reasons)")
+        #expect(mute.requests < 30 + 12, "the silent host was asked \(mute.requests) times: its retries stacked")
     }
 
     /// The manifest's records, each checked against protocol/schema/manifest-record.schema.json.

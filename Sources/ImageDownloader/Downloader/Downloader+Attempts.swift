@@ -80,6 +80,7 @@ extension Downloader {
         let io = fetch.runs()
         io.metrics.headAt = now
         io.metrics.head = (head.httpVersion, head.connection, head.redirects, head.cache)
+        answered(id)
         let mime = head.header("Content-Type").map { value -> String in
             let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let plain = type.utf8.allSatisfy { (0x21...0x7E).contains($0) && !(0x41...0x5A).contains($0) }
@@ -198,8 +199,9 @@ extension Downloader {
     }
 
     /// How an admitted attempt ended for its host. The loader says when a request to the URL's
-    /// host never reached a connection (`HostNotReached`); any other end of an attempt that went to
-    /// the network reached it (a head came on a connection, or it failed after one).
+    /// host never reached a connection (`HostNotReached`); an attempt that had no head for its
+    /// idle timeout did not reach it either (the host is silent); any other end of an attempt
+    /// that went to the network reached it (a head came on a connection, or it failed after one).
     static func hostOutcome(_ action: FetchOperation.EndAction, notReached: Bool, connected: Bool) -> HostHealth<FetchID>.Outcome {
         let cause: DownloadFailure
         switch action {
@@ -209,6 +211,9 @@ extension Downloader {
         }
         if notReached { return cause.isConnectionFailure ? .notReached(cause) : .abandoned }
         if connected { return .reached }
+        // Connected, and nothing came back for the idle timeout: a silent host, as unreachable
+        // as a refusing one for whoever waits on it.
+        if case .network(.timeout, _) = cause { return .notReached(cause) }
         // Failures thrown before any request (the cache's `cacheOnly`, a bad URL) say nothing.
         guard case .network(let reason, _) = cause, reason != .notCached, reason != .deadline else { return .abandoned }
         return .reached

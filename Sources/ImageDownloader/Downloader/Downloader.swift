@@ -70,6 +70,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var queueWake: (at: UInt64, task: Task<Void, Never>)?
     /// The running attempts' idle deadlines, and the one timer for the earliest (Downloader+Watchdog).
     var watched: [FetchID: (attempt: Int, at: UInt64)] = [:]
+    /// Attempts still waiting for their response head: when each lends its running slot if no
+    /// head has come by then (`DownloadQueue.stall`; the same timer as `watched`).
+    var awaitingHead: [FetchID: (attempt: Int, at: UInt64)] = [:]
     var watchdog: (at: UInt64, task: Task<Void, Never>)?
     /// Fetches whose bodies are in and whose tokens are being processed (decoded, written), with
     /// their bodies' sizes: they gave their queue slots back, and new fetches wait while there

@@ -1,6 +1,7 @@
 /// Which hosts are down, as a value. A host whose attempts failed to reach it `failuresInARow`
-/// times in a row (never reaching a connection: refused, unreachable, the connect timeout; not a
-/// name that does not resolve, which fails fast and is rarely back in a moment) is down. Its
+/// times in a row (never reaching a connection: refused, unreachable, the connect timeout; or
+/// connected and answered nothing for the idle timeout, a silent host; not a name that does not
+/// resolve, which fails fast and is rarely back in a moment) is down. Its
 /// downloads then wait, taking no slot (the queue holds the host: `Change.hold`), instead of each
 /// spending a connect timeout and a slot (with the defaults, six such attempts held every slot
 /// and every other host's downloads waited), while one attempt at a time probes it, 1, 2, 4… s
@@ -198,7 +199,7 @@ public struct HostHealth<ID: Hashable & Sendable>: Sendable {
     private static func refusal(host: String, _ down: Down, remainingNs: UInt64?) -> DownloadFailure {
         let reason: String
         if case .network(_, let detail) = down.last.last { reason = detail } else { reason = down.last.description }
-        let count = "\(down.count) connection attempt\(down.count == 1 ? "" : "s") in a row failed (the last: \(reason))"
+        let count = "\(down.count) attempt\(down.count == 1 ? "" : "s") in a row could not connect or got no answer (the last: \(reason))"
         let when =
             remainingNs.map { "not tried again for \(max(1, ($0 + 999_999_999) / 1_000_000_000)) s" }
             ?? "one attempt is trying whether it is back"

@@ -30,6 +30,11 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var order: ExecutionOrder
     public private(set) var suspended: Bool
     public private(set) var running: Set<ID> = []
+    /// Running operations that lend their running slot: an attempt that has waited long for its
+    /// answer (a host that accepts connections and says nothing) does not hold every other
+    /// host's downloads in the queue. At most `maxConcurrent` lend at once; each keeps its
+    /// host's slot, so a silent host starts no more than its own limit.
+    public private(set) var stalled: Set<ID> = []
 
     private struct Waiting: Sendable {
         var priority: DownloadPriority
@@ -123,7 +128,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     /// When the queue should be woken (`tick`) because a host's interval ends and it has an
     /// operation waiting that could then start; nil when nothing waits on time.
     public var nextWakeUp: UInt64? {
-        guard !suspended, running.count < maxConcurrent else { return nil }
+        guard !suspended, running.count - stalled.count < maxConcurrent else { return nil }
         return timed.min?.at
     }
 
@@ -176,6 +181,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
             return []
         }
         guard running.remove(id) != nil, let host = runningEntries.removeValue(forKey: id)?.host else { return [] }
+        stalled.remove(id)
         hosts[host]?.runningCount -= 1
         offer(host)
         forgetIfIdle(host)
@@ -189,8 +195,24 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         advance(now)
         guard let entry = runningEntries.removeValue(forKey: id) else { return [] }
         running.remove(id)
+        stalled.remove(id)
         parked[id] = entry
         return startAsMany()
+    }
+
+    /// A running operation has waited long for an answer: its running slot goes to another
+    /// operation (its host's slot stays taken), unless `maxConcurrent` already lend theirs.
+    /// Returns what starts in it.
+    public mutating func stall(_ id: ID, now: UInt64 = 0) -> [ID] {
+        advance(now)
+        guard running.contains(id), stalled.count < maxConcurrent, stalled.insert(id).inserted else { return [] }
+        return startAsMany()
+    }
+
+    /// The stalled operation is answered (or its attempt ended): it counts as running again
+    /// (for a moment more may run than `maxConcurrent`; nothing new starts until they are fewer).
+    public mutating func unstall(_ id: ID) {
+        stalled.remove(id)
     }
 
     /// A parked operation waits again, at `priority` (nil: the one it had) and where its first
@@ -281,6 +303,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         runningEntries = [:]
         parked = [:]
         running = []
+        stalled = []
         ready = Heap()
         timed = Heap()
         return all
@@ -373,7 +396,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
             offer(first.host)
             forgetIfIdle(first.host)
         }
-        while !suspended, running.count < maxConcurrent, let next = popNext() {
+        while !suspended, running.count - stalled.count < maxConcurrent, let next = popNext() {
             started.append(next)
         }
         return started
