@@ -134,8 +134,17 @@ def enums(all_options):
     return found
 
 
+def py_literal(value):
+    """A choice as Python source: a string, or True / False (an enum may mix them: `verify`)."""
+    return repr(value) if isinstance(value, bool) else json.dumps(value)
+
+
+def ts_literal(value):
+    return json.dumps(value) if isinstance(value, bool) else "'" + value + "'"
+
+
 def py_tuple(values):
-    items = ", ".join(json.dumps(v) for v in values)
+    items = ", ".join(py_literal(v) for v in values)
     return f"({items},)" if len(values) == 1 else f"({items})"
 
 
@@ -196,11 +205,12 @@ def python_source(wire, out, client, settings, rules):
              "from ._option_rules import Relation, Rule", "",
              'PathLike = Union[str, "os.PathLike[str]"]']
     for name, choices in kinds.items():
-        lines.append(f"{name} = Literal[{', '.join(json.dumps(c) for c in choices)}]")
+        lines.append(f"{name} = Literal[{', '.join(py_literal(c) for c in choices)}]")
     lines.append("")
     for name, choices in kinds.items():
         const = plural(snake(name).upper())
-        lines.append(f"{const}: Tuple[str, ...] = {py_tuple(choices)}")
+        kind = "str" if all(isinstance(c, str) for c in choices) else "Union[bool, str]"
+        lines.append(f"{const}: Tuple[{kind}, ...] = {py_tuple(choices)}")
 
     def typed_dict(name, base, doc, fields, python_name):
         block = ["", "", f"class {name}({base}, total=False):", f'    """{doc}"""', ""]
@@ -297,7 +307,7 @@ def dts_block(wire, out, client, settings):
     kinds = enums(wire + out + settings)
     lines = [DTS_BEGIN.rstrip("\n")]
     for name, choices in kinds.items():
-        lines.append(f"export type {name} = {' | '.join(chr(39) + c + chr(39) for c in choices)};")
+        lines.append(f"export type {name} = {' | '.join(ts_literal(c) for c in choices)};")
     lines += ["", "/** `download()`'s options (protocol/SPEC.md, `download`): each optional. */", "export interface DownloadOptions {"]
     for o in sorted(wire + client + out, key=_order):
         lines += js_doc(o.description)

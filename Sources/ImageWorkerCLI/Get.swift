@@ -41,7 +41,10 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "Keep a file that exists already instead of downloading it again.")
     var skipExisting = false
 
-    @Flag(help: "Save originals without checking they are images (default: refuse what is not one).")
+    @Option(help: "Originals: header (the default: refuse what is not an image), full (decode every pixel too, without writing them: refuse a truncated or corrupt image) or none.")
+    var verify: String?
+
+    @Flag(help: "Save originals without checking they are images (--verify none).")
     var noVerify = false
 
     @Option(name: [.short, .customLong("output")], help: "Directory to write into (created when missing).")
@@ -133,6 +136,8 @@ struct Get: AsyncParsableCommand {
         if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
         if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
+        if let verify, GetOptions.Verification(rawValue: verify) == nil { throw ValidationError("--verify must be header, full or none, not \(verify)") }
+        if noVerify && verify != nil && verify != "none" { throw ValidationError("--no-verify and --verify \(verify!) contradict each other") }
         if continueRun && overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
         if let nameTemplate, let problem = OutputSpec.nameProblem(GetOptions.fillIndex(nameTemplate, index: 0)) {
             throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
@@ -257,7 +262,7 @@ struct Get: AsyncParsableCommand {
         options.manifest = manifest
         options.resume = continueRun
         options.skipExisting = skipExisting || continueRun
-        options.verify = !noVerify
+        options.verify = noVerify ? .none : verify.flatMap(GetOptions.Verification.init(rawValue:)) ?? .header
         options.progressLines = !json && !noProgress && isatty(STDERR_FILENO) != 1
         options.progressInterval = .milliseconds(Int64(progressInterval * 1000))
         return options

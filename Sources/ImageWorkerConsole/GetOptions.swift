@@ -96,8 +96,16 @@ public struct GetOptions: Sendable {
     public var nameTemplate: String?
     /// Keep files that exist (`output.skipExisting`).
     public var skipExisting = false
-    /// Originals are checked to be images (`output.verify`).
-    public var verify = true
+    /// How originals are checked before they are saved (`output.verify`).
+    public enum Verification: String, Sendable {
+        /// Their header: what is not an image is refused.
+        case header
+        /// Every pixel decoded (nothing more written): a truncated or corrupt image is refused.
+        case full
+        case none
+    }
+
+    public var verify = Verification.header
     /// JSON Lines of every URL's result, appended as each ends.
     public var manifest: String?
     /// With `manifest`: fetch only what it does not show as done.
@@ -160,7 +168,7 @@ public struct GetOptions: Sendable {
         var output: JSONObject = ["delivery": "file", "dir": .string(directory), "format": .string(format)]
         if overwrite { output["overwrite"] = true }
         if skipExisting { output["skipExisting"] = true }  // with overwrite: refused by `get`'s checks (OptionRule)
-        if verify && format == "original" { output["verify"] = true }
+        if format == "original", verify != .none { output["verify"] = verify == .full ? "full" : true }
         if manifest != nil { output["sha256"] = true }
         if let name = entry.name {
             output["name"] = .string(name)

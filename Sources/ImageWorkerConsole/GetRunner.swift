@@ -129,6 +129,7 @@ public enum GetRunner {
         initial.total = total
         initial.quiet = options.quietEvents
         if manifest != nil { initial.recordFormat = options.format }
+        if options.format == "original", options.verify != .full { initial.originalCheck = options.verify }
         let reader = EventReader(
             fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,
             lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest

@@ -92,6 +92,9 @@ public struct GetSession: Sendable {
     public var interrupted = false
     /// Requests the worker refused because the run was being interrupted: never started.
     public private(set) var unsent = 0
+    /// Originals saved without every pixel decoded: how they were checked (`header`, `none`);
+    /// nil when each was decoded (`--verify full`, or a decoded format).
+    public var originalCheck: GetOptions.Verification?
     private var endedBytes: Int64 = 0
     private var timings: [Timing] = []
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
@@ -313,6 +316,21 @@ public struct GetSession: Sendable {
     /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`; interrupted:
     /// `interrupted: 3 downloaded, 1 failed, 200 not done, 1.2 MB in 0.8 s`.
     public func summary(seconds: Double) -> String {
+        summaryCounts(seconds: seconds) + unverifiedNote
+    }
+
+    /// How many originals were saved without a full decode: a truncated or corrupt image
+    /// passes a header check.
+    private var unverifiedNote: String {
+        guard let check = originalCheck, check != .full, succeeded > 0 else { return "" }
+        let what = succeeded == 1 ? "1 original" : "\(succeeded) originals"
+        switch check {
+        case .none: return "; \(what) saved unchecked (--verify full decodes every pixel)"
+        case .header, .full: return "; \(what) checked by header only (--verify full decodes every pixel)"
+        }
+    }
+
+    private func summaryCounts(seconds: Double) -> String {
         if interrupted {
             var text = "interrupted: \(succeeded) downloaded"
             if kept > 0 { text += ", \(kept) kept" }

@@ -326,6 +326,74 @@ import TestSupport
         #expect(mute.requests < 30 + 12, "the silent host was asked \(mute.requests) times: its retries stacked")
     }
 
+    /// Originals that pass a header check and cannot be decoded (cut short, no scan, a bad CRC,
+    /// 12-bit, a 60000 x 60000 header): saved as "ok" by default, and the summary says how many
+    /// were checked by header only; `--verify full` decodes every pixel and refuses them, saving
+    /// the good ones. The manifest tells the original's SHA-256 and size from the delivered ones.
+    @Test func verifyFullDecodesEveryPixel() async throws {
+        let corpora = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/corpora")
+        guard FileManager.default.fileExists(atPath: corpora.appendingPathComponent("pngsuite").path) else {
+            Issue.record("../shared/corpora is not beside the repository")
+            return
+        }
+        func read(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: corpora.appendingPathComponent(path))) }
+        let photo = try read("jpeg/testorig.jpg")
+        let sos = try #require((0..<photo.count - 1).first { photo[$0] == 0xFF && photo[$0 + 1] == 0xDA })
+        // A PNG whose header says 60000 x 60000 (its IHDR's CRC right): no decode may allocate it.
+        var huge: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        func chunk(_ type: String, _ data: [UInt8]) {
+            let body = Array(type.utf8) + data
+            huge += withUnsafeBytes(of: UInt32(data.count).bigEndian, Array.init) + body
+            huge += withUnsafeBytes(of: CRC32.of(body).bigEndian, Array.init)
+        }
+        chunk("IHDR", withUnsafeBytes(of: UInt32(60_000).bigEndian, Array.init) + withUnsafeBytes(of: UInt32(60_000).bigEndian, Array.init) + [8, 2, 0, 0, 0])
+        chunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])
+        chunk("IEND", [])
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let bad: [String: [UInt8]] = [
+            "cut.jpg": Array(photo.prefix(4000)), "nosos.jpg": Array(photo.prefix(sos)) + [0xFF, 0xD9],
+            "crc.png": try read("pngsuite/xcsn0g01.png"), "twelve.jpg": try read("jpeg/testorig12.jpg"), "huge.png": huge,
+        ]
+        for (name, bytes) in bad { server.setFile(name, bytes) }
+        server.setFile("good.jpg", photo)
+        let urls = bad.keys.sorted().map { server.url("/files/\($0)") } + [server.url("/files/good.jpg")]
+        let out = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: out) }
+
+        let header = try await Self.run(["get", "-o", out.appendingPathComponent("header").path] + urls)
+        #expect(header.status == 0, "\(header)")
+        #expect(header.stderr.contains("6 downloaded") && header.stderr.contains("6 originals checked by header only (--verify full decodes every pixel)"), "\(header.stderr)")
+
+        let manifest = out.appendingPathComponent("full.jsonl")
+        let full = try await Self.run(["get", "-o", out.appendingPathComponent("full").path, "--verify", "full", "--manifest", manifest.path] + urls)
+        #expect(full.status == 1, "\(full)")
+        let failed = full.lines.filter { $0.hasPrefix("failed") }
+        #expect(failed.count == 5, "\(full.stdout)")
+        for name in bad.keys { #expect(failed.contains { $0.contains("/files/\(name):") }, "\(name): \(full.stdout)") }
+        #expect(failed.contains { $0.contains("huge.png") && $0.contains("LimitExceeded") } && failed.contains { $0.contains("twelve.jpg") && $0.contains("UnsupportedFormat") })
+        #expect(!full.stderr.contains("checked by header only"), "\(full.stderr)")
+        let saved = try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("full").path)
+        #expect(saved == ["good.jpg"], "\(saved)")
+        let records = try Self.manifest(manifest)
+        let good = try #require(records.first { $0["outcome"] == "ok" })
+        #expect(good["sourceSha256"] == good["sha256"] && good["sourceWidth"] == 227 && good["sourceHeight"] == 149, "\(good)")
+        let bad1 = try await Self.run(["get", "--verify", "pixels", server.url("/files/good.jpg")])
+        #expect(bad1.status != 0 && bad1.stderr.contains("--verify must be header, full or none"), "\(bad1.stderr)")
+
+        // A thumbnail: its own SHA-256 and size, and the original's beside them.
+        let thumbs = out.appendingPathComponent("thumbs.jsonl")
+        let thumb = try await Self.run(
+            ["get", "-o", out.appendingPathComponent("thumbs").path, "--format", "webp", "--max-pixel-size", "100", "--manifest", thumbs.path,
+             server.url("/files/good.jpg")])
+        #expect(thumb.status == 0, "\(thumb)")
+        let record = try #require(try Self.manifest(thumbs).first)
+        let written = try Data(contentsOf: URL(fileURLWithPath: try #require(record["path"]?.stringValue)))
+        #expect(record["sha256"] == .string(SHA256Hex.of(Array(written))) && record["sourceSha256"] == .string(SHA256Hex.of(photo)), "\(record)")
+        #expect(record["width"] == 100 && record["sourceWidth"] == 227 && record["sourceHeight"] == 149 && record["bytes"] == .int(Int64(photo.count)), "\(record)")
+    }
+
     /// The manifest's records, each checked against protocol/schema/manifest-record.schema.json.
     static func manifest(_ url: URL) throws -> [JSONValue] {
         let records = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }

@@ -25,7 +25,7 @@ def main() -> int:
         if outcome.ok and outcome.image is not None:
             print(f"ok      {outcome.url} -> {outcome.image.path}")
         else:
-            print(f"failed  {outcome.url}: {outcome.error}")
+            print(f"failed  {outcome.url}: {type(outcome.error).__name__}: {outcome.error}")
     return 0 if all(o.ok for o in outcomes) else 1
 
 

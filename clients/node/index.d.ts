@@ -125,6 +125,11 @@ export interface ImageResult extends Delivered {
   status: number;
   /** The delivered bytes' SHA-256 (hex), when asked (`sha256`, a `{sha256}` name, a manifest). */
   sha256?: string;
+  /** The SHA-256 of the bytes received (the original), with `sha256`: a thumbnail's `sha256` is the thumbnail's. */
+  sourceSha256?: string;
+  /** The original's size as stored (before scaling and orientation): decoded formats, and originals with `verify`. */
+  sourceWidth?: number;
+  sourceHeight?: number;
   /** The source is an animation (GIF, WebP, AVIF sequence); the image is its first frame. */
   animated?: true;
   /** An animated source's frames. */
@@ -216,6 +221,7 @@ export declare function parseEvent(method: string, params: unknown, url?: string
 export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
 export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
 export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
+export type Verify = false | true | 'header' | 'full';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type ExecutionOrder = 'fifo' | 'lifo';
 
@@ -275,8 +281,12 @@ export interface DownloadOptions {
   overwrite?: boolean;
   /** A target file that exists already is kept and reported (skipped: true); nothing is fetched. */
   skipExisting?: boolean;
-  /** Original: refuse bytes that are not an image (UnsupportedFormat), report the header's width and height. */
-  verify?: boolean;
+  /**
+   * Original: check the bytes are an image before they are saved: true or header reads the header (UnsupportedFormat,
+   * BadImageData; the event adds width and height), full also decodes every pixel without writing them (a truncated
+   * body, a corrupt scan, a bad CRC, a size over the pixel limit fail); false saves whatever came.
+   */
+  verify?: Verify;
   /** Report the delivered bytes' SHA-256 in the completed event. */
   sha256?: boolean;
   /** Decoded formats: scale down so the longest side is at most this. */
@@ -455,6 +465,10 @@ export interface ManifestRecord {
   width?: number;
   height?: number;
   sha256?: string;
+  /** The original's SHA-256 and stored size (a thumbnail's `sha256`, `width` and `height` are the thumbnail's). */
+  sourceSha256?: string;
+  sourceWidth?: number;
+  sourceHeight?: number;
   error?: { name: string; message: string; code?: number; attempts?: number };
   ms?: number;
 }

@@ -112,6 +112,10 @@ enum OutputDelivery {
                 let header = try verified(resource.body)
                 result["width"] = JSONValue(header.width)
                 result["height"] = JSONValue(header.height)
+                if spec.verifyPixels {
+                    try await SourceFacts.decodeEveryPixel(
+                        resource, token: token, priority: priority, source: source, spec: spec, slots: slots, settings: settings)
+                }
             }
             let mime = source?.mimeType ?? resource.response.mimeType
             result["mimeType"] = JSONValue(mime)
@@ -163,6 +167,9 @@ enum OutputDelivery {
             }
         case .delivered(let fields, _):
             for (key, value) in fields { result[key] = value }
+        }
+        if spec.format.needsDecoding || spec.verify || spec.sha256 {
+            for (key, value) in SourceFacts.fields(resource.body, source: source, spec: spec, delivered: result) { result[key] = value }
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
@@ -469,12 +476,7 @@ enum OutputDelivery {
     static func verified(_ body: ByteBuffer) throws(DeliveryFailure) -> ImageHeader {
         // A header sits in the first bytes; a JPEG's frame header may follow large metadata
         // (EXIF, an ICC profile): then the whole body is read.
-        let start = 16 * 1024
-        var result = ImageHeader.read(Array(body.readableBytesView.prefix(start)))
-        if case .failure(.badHeader) = result, body.readableBytes > start {
-            result = ImageHeader.read(Array(body.readableBytesView))
-        }
-        switch result {
+        switch SourceFacts.header(body) {
         case .success(let header): return header
         case .failure(.notAnImage(let start)):
             throw .unsupportedFormat("the body is not an image of a known format (\(start))")

@@ -77,6 +77,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var skipExisting = false
     /// `original`: refuse bytes that are not an image, and report the header's format and size.
     public var verify = false
+    /// `original` with `verify: "full"`: decode every pixel too (nothing more is written).
+    public var verifyPixels = false
     /// Report the delivered bytes' SHA-256 (`sha256`); implied by a `{sha256}` name.
     public var sha256 = false
 
@@ -201,7 +203,12 @@ struct DownloadParams {
         let nameTemplate = try p.string("nameTemplate")
         spec.overwrite = try p.bool("overwrite") ?? false
         spec.skipExisting = try p.bool("skipExisting") ?? false
-        spec.verify = try p.bool("verify") ?? false
+        // true or "header": the header; "full": every pixel too; false: nothing.
+        switch try p.boolOrOneOf("verify", ["header", "full"]) {
+        case .string("full")?: (spec.verify, spec.verifyPixels) = (true, true)
+        case .string?, .bool(true)?: spec.verify = true
+        default: spec.verify = false
+        }
         spec.sha256 = try p.bool("sha256") ?? false
         // Both a name and a template, or both a path and a dir, are refused by `OptionRule` (in `init`).
         if let name {

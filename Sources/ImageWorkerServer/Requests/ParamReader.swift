@@ -93,6 +93,18 @@ struct ParamReader {
         return s
     }
 
+    /// `true`, `false` or one of `choices` (`output.verify`); nil when absent.
+    func boolOrOneOf(_ key: String, _ choices: [String]) throws(RPCError) -> JSONValue? {
+        guard let value = object[key], value != .null else { return nil }
+        switch value {
+        case .bool: return value
+        case .string(let s) where choices.contains(s): return value
+        default:
+            let listed = (["true", "false"] + choices.map { "\"\($0)\"" }).joined(separator: ", ")
+            throw .invalidParams("\"\(key)\" must be one of \(listed), not \(value.typeName == "string" ? "\"\(value.stringValue ?? "")\"" : value.typeName)")
+        }
+    }
+
     func typeError(_ key: String, _ expected: String, _ value: JSONValue) -> RPCError {
         .invalidParams("\"\(key)\" must be \(expected), not \(value.typeName)")
     }

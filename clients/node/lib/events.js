@@ -19,7 +19,7 @@ export const WORKER_NOTIFICATION_FIELDS = {
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
 export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
   'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'shared', 'sha256', 'skipped',
-  'fromCache', 'revalidated', 'metrics'];
+  'fromCache', 'revalidated', 'metrics', 'sourceSha256', 'sourceWidth', 'sourceHeight'];
 
 const EVENT_TYPES = {
   'download/started': 'started',

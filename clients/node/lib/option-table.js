@@ -4,6 +4,7 @@
 export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
 export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
 export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
+export const VERIFIES = [false, true, 'header', 'full'];
 export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
 export const EXECUTION_ORDERS = ['fifo', 'lifo'];
 
@@ -30,7 +31,7 @@ export const DOWNLOAD_OPTIONS = {
   nameTemplate: { wire: 'nameTemplate', kind: 'string', output: true },
   overwrite: { wire: 'overwrite', kind: 'bool', output: true },
   skipExisting: { wire: 'skipExisting', kind: 'bool', output: true },
-  verify: { wire: 'verify', kind: 'bool', output: true },
+  verify: { wire: 'verify', kind: 'enum', output: true, choices: VERIFIES },
   sha256: { wire: 'sha256', kind: 'bool', output: true },
   maxPixelSize: { wire: 'maxPixelSize', kind: 'int', min: 1, max: 1_000_000, output: true },
   maxPixelCount: { wire: 'maxPixelCount', kind: 'int', min: 1, max: 1_000_000_000_000, output: true },

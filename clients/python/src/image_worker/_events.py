@@ -173,6 +173,13 @@ class Image(_Pixels):
     buffer: Optional[memoryview] = field(default=None, repr=False, compare=False)
     #: the delivered bytes' SHA-256 (hex), when asked (``sha256=True``, a ``{sha256}`` name, a manifest)
     sha256: Optional[str] = None
+    #: the SHA-256 of the bytes received (the original), with ``sha256=True``: a thumbnail's
+    #: ``sha256`` is the thumbnail's
+    source_sha256: Optional[str] = None
+    #: the original's size as stored (before scaling and orientation): decoded formats, and
+    #: originals with ``verify``; ``width`` and ``height`` are what was delivered
+    source_width: Optional[int] = None
+    source_height: Optional[int] = None
     #: ``skip_existing`` found the file: kept as it was, nothing fetched (``status`` is 0)
     skipped: bool = False
     #: the worker's HTTP cache (``--cache-dir``) answered: without a request, or after a 304
@@ -190,7 +197,7 @@ class Image(_Pixels):
         "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
         "uri": "uri", "data": "data", "shared": "buffer", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
         "frameCount": "frame_count", "loopCount": "loop_count", "fromCache": "from_cache", "revalidated": "revalidated",
-        "metrics": "metrics",
+        "metrics": "metrics", "sourceSha256": "source_sha256", "sourceWidth": "source_width", "sourceHeight": "source_height",
     }
 
     @staticmethod
@@ -209,6 +216,7 @@ class Image(_Pixels):
             loop_count=_int(p.get("loopCount")), pixel_format=_str(p.get("pixelFormat")),
             stride=_int(p.get("stride")), path=path, uri=_str(p.get("uri")),
             data=base64.b64decode(data) if data is not None else None, buffer=buffer, sha256=_str(p.get("sha256")),
+            source_sha256=_str(p.get("sourceSha256")), source_width=_int(p.get("sourceWidth")), source_height=_int(p.get("sourceHeight")),
             skipped=p.get("skipped") is True, from_cache=p.get("fromCache") is True, revalidated=p.get("revalidated") is True,
             metrics=Metrics.from_wire(p.get("metrics")), raw=dict(p))
 

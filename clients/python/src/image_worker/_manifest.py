@@ -77,7 +77,9 @@ def record(index: int, url: str, name: Optional[str], image: Optional[Image], er
         written = image.source_format if format == "original" else format
         if written is not None:
             r["format"] = written
-        for field, value in (("width", image.width), ("height", image.height), ("sha256", image.sha256)):
+        for field, value in (("width", image.width), ("height", image.height), ("sha256", image.sha256),
+                             ("sourceSha256", image.source_sha256), ("sourceWidth", image.source_width),
+                             ("sourceHeight", image.source_height)):
             if value is not None:
                 r[field] = value
     else:

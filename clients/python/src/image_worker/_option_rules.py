@@ -4,7 +4,7 @@ and a :class:`Relation` per rule between options, with how a relation is checked
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Rule:
     kind: str
     minimum: Optional[float] = None
     maximum: Optional[float] = None
-    choices: Tuple[str, ...] = ()
+    choices: Tuple[Union[bool, str], ...] = ()
     #: in ``output`` rather than at the top of the params
     output: bool = False
 

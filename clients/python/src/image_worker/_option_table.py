@@ -14,12 +14,14 @@ PathLike = Union[str, "os.PathLike[str]"]
 Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
 CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
 Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
+Verify = Literal[False, True, "header", "full"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
 
 PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
 CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnly")
 FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
+VERIFIES: Tuple[Union[bool, str], ...] = (False, True, "header", "full")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
@@ -69,8 +71,11 @@ class ManyOptions(TypedDict, total=False):
     overwrite: bool
     #: a target file that exists already is kept and reported (skipped: true); nothing is fetched
     skip_existing: bool
-    #: original: refuse bytes that are not an image (UnsupportedFormat), report the header's width and height
-    verify: bool
+    #: original: check the bytes are an image before they are saved: true or header reads the header
+    #: (UnsupportedFormat, BadImageData; the event adds width and height), full also decodes every pixel without
+    #: writing them (a truncated body, a corrupt scan, a bad CRC, a size over the pixel limit fail); false saves
+    #: whatever came
+    verify: Verify
     #: report the delivered bytes' SHA-256 in the completed event
     sha256: bool
     #: decoded formats: scale down so the longest side is at most this
@@ -202,7 +207,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "name_template": Rule("nameTemplate", "string", output=True),
     "overwrite": Rule("overwrite", "bool", output=True),
     "skip_existing": Rule("skipExisting", "bool", output=True),
-    "verify": Rule("verify", "bool", output=True),
+    "verify": Rule("verify", "enum", choices=VERIFIES, output=True),
     "sha256": Rule("sha256", "bool", output=True),
     "max_pixel_size": Rule("maxPixelSize", "int", 1, 1_000_000, output=True),
     "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),

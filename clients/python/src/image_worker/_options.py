@@ -71,8 +71,9 @@ def check(option: str, value: Any, rule: Rule) -> Any:
             raise invalid(option, f"must be{_bounds(rule)}, not {value!r}")
         return value
     if rule.kind == "enum":
-        if value not in rule.choices:
-            raise invalid(option, f"must be one of {', '.join(rule.choices)}, not {value!r}")
+        # (By type too: 1 == True, but 1 is not the choice True.)
+        if not any(type(value) is type(c) and value == c for c in rule.choices):
+            raise invalid(option, f"must be one of {', '.join(map(str, rule.choices))}, not {value!r}")
         return value
     if rule.kind == "string":
         if not isinstance(value, str) or not value or any(c in value for c in "\r\n\0"):
