@@ -368,3 +368,22 @@ test('close() with a hung download takes the grace (2 s by default), not the tim
   assert.ok(Date.now() - started < 3000);
   await assert.rejects(again.done, Cancelled);
 }));
+
+test('verify: \'full\' refuses an original cut short; a thumbnail names the original\'s digest and size', () => withSetup(async (server, dir) => {
+  const { createHash } = await import('node:crypto');
+  const photo = readFileSync(join(SAMPLES, 'testorig.jpg'));
+  server.files.set('cut.jpg', photo.subarray(0, 4000));
+  const worker = await spawnWorker({ binary });
+  try {
+    const kept = await worker.download(server.url('/files/cut.jpg'), { dir: join(dir, 'a'), verify: true }).done;
+    assert.ok(kept.path && kept.sourceWidth === 227 && kept.sourceHeight === 149);
+    await assert.rejects(worker.download(server.url('/files/cut.jpg'), { dir: join(dir, 'b'), verify: 'full' }).done, BadImageData);
+    assert.throws(() => worker.download(server.url('/files/cut.jpg'), { verify: 1 }), /verify must be one of/);
+    const thumb = await worker.download(server.url('/files/testorig.jpg'), { dir: join(dir, 't'), format: 'webp', maxPixelSize: 100, sha256: true }).done;
+    assert.equal(thumb.sha256, createHash('sha256').update(readFileSync(thumb.path)).digest('hex'));
+    assert.equal(thumb.sourceSha256, createHash('sha256').update(photo).digest('hex'));
+    assert.deepEqual([thumb.width, thumb.sourceWidth, thumb.sourceHeight, thumb.byteLength], [100, 227, 149, photo.length]);
+  } finally {
+    await worker.close();
+  }
+}));

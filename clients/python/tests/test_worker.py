@@ -331,3 +331,25 @@ def test_closing_with_a_hung_download_takes_the_grace_not_the_timeout(binary: st
     with pytest.raises(ValueError, match="grace"):
         worker.close(grace=-1)
     worker.close()
+
+
+def test_verify_full_and_the_originals_facts(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """``verify="full"`` refuses an original whose header is right and whose scan is cut short
+    (``verify=True`` saves it); a thumbnail's result names the original's digest and size."""
+    import hashlib
+    photo = server.files["testorig.jpg"]
+    server.files["cut.jpg"] = photo[:4000]
+    with Worker(binary) as worker:
+        kept = worker.download(server.url("/files/cut.jpg"), dir=str(tmp_path / "a"), verify=True).result(30)
+        assert kept.path is not None and (kept.source_width, kept.source_height) == (227, 149)
+        with pytest.raises(BadImageData):
+            worker.download(server.url("/files/cut.jpg"), dir=str(tmp_path / "b"), verify="full").result(30)
+        assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+        with pytest.raises(RequestError, match="verify"):
+            worker.download(server.url("/files/cut.jpg"), verify=1)  # type: ignore[arg-type]
+        thumb = worker.download(server.url("/files/testorig.jpg"), dir=str(tmp_path / "t"), format="webp", max_pixel_size=100,
+                                sha256=True).result(30)
+        assert thumb.path is not None
+        assert thumb.sha256 == hashlib.sha256(Path(thumb.path).read_bytes()).hexdigest()
+        assert thumb.source_sha256 == hashlib.sha256(photo).hexdigest() and thumb.byte_length == len(photo)
+        assert (thumb.width, thumb.source_width, thumb.source_height) == (100, 227, 149)
