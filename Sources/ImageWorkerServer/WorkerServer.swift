@@ -29,6 +29,8 @@ public final class WorkerServer: Sendable {
 
     public let options: WorkerOptions
     public let writer: WireWriter
+    /// Where protocol messages go (watched for a reader that goes away).
+    private let wireFD: Int32
     public let downloader: Downloader<JSONObject, DeliveryFailure>
     /// The shared HTTP client, when the worker made its own loader.
     let httpClients: HTTPClients?
@@ -58,6 +60,7 @@ public final class WorkerServer: Sendable {
     public init(options: WorkerOptions, wireFD: Int32, logger: Logger, httpLoader: (any ResourceLoader)? = nil) {
         self.options = options
         self.logger = logger
+        self.wireFD = wireFD
         let (lifecycle, continuation) = AsyncStream<LifecycleEvent>.makeStream()
         self.lifecycle = lifecycle
         self.lifecycleContinuation = continuation
@@ -132,6 +135,11 @@ public final class WorkerServer: Sendable {
     /// Serves until stdin ends, `exit` arrives, a termination is requested or the reader goes
     /// away. Returns the exit status.
     public func run(input: InputReader) async -> Int32 {
+        // A reader that goes away is noticed at once, not at the next write (a silent download
+        // writes nothing for its whole timeouts).
+        let continuation = lifecycleContinuation
+        let watch = ReaderWatch(fd: wireFD) { continuation.yield(.clientGone) }
+        defer { watch.cancel() }
         let code = await withTaskGroup(of: Int32?.self) { group -> Int32 in
             group.addTask { await self.serve(input) }
             group.addTask {

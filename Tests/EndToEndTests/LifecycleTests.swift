@@ -122,6 +122,38 @@ import TestSupport
         #expect(worker.events("quick").last?["params"]?["outcome"] == "success")
     }
 
+    /// A reader that goes away while the worker has nothing to write (one download whose host
+    /// never answers): the worker stops at once, not when a write would find the pipe closed
+    /// (after the download's timeouts: 45 s with the defaults).
+    @Test func aReaderThatGoesAwayStopsASilentWorker() async throws {
+        let mute = try await RawHTTPServer.start { _, _ in RawHTTPServer.Answer([UInt8]()) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: WorkerProcess.binaryPath)
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try ChildExit.run(process)
+        let request = JSONWriter.encode(
+            ["jsonrpc": "2.0", "id": 1, "method": "download", "params": ["token": "a", "url": .string(mute.url("/a.jpg"))]])
+        input.fileHandleForWriting.write(Data(request + [UInt8(ascii: "\n")]))
+        // The request's answer, then the download under way; then the reader leaves (stdin stays open).
+        let answer = output.fileHandleForReading.availableData
+        #expect(String(decoding: answer, as: UTF8.self).contains("\"result\""))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while mute.connections == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(mute.connections >= 1, "the download did start")
+        let left = ContinuousClock.now
+        try output.fileHandleForReading.close()
+        let status = try await ChildExit.wait(for: process, terminatingAfter: .seconds(60))
+        let took = ContinuousClock.now - left
+        try? input.fileHandleForWriting.close()
+        await mute.shutdown()
+        #expect(status == 0)
+        #expect(took < .seconds(5), "the worker went on for \(took) after its reader left")
+    }
+
     /// `shutdown {}` gives what runs 2 s, not 5, before cancelling it.
     @Test func shutdownWaitsTwoSecondsByDefault() async throws {
         let server = try await E2E.startServer()
