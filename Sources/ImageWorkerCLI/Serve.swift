@@ -17,8 +17,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "At the end of stdin: drain (finish in-flight downloads) or cancel them.")
     var onEOF: String = "drain"
 
-    @Option(help: "With --on-eof drain: cancel what has not finished this many milliseconds after stdin's end (default: wait for every download, as a shell pipe needs).")
-    var eofGraceMs: Int64?
+    @Option(help: "With --on-eof drain: after stdin's end, downloads finish while they move; once nothing has moved (no answer, no bytes, no decode) for this many milliseconds, what is left is cancelled (default 2000; none: wait for every download).")
+    var eofGraceMs: String = "2000"
 
     @Option(help: "Allow file:// URLs below this directory (refused otherwise).")
     var fileRoot: String?
@@ -54,7 +54,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
         guard EOFPolicy(rawValue: onEOF) != nil else { throw ValidationError("--on-eof must be drain or cancel") }
-        if let g = eofGraceMs, !(0...86_400_000).contains(g) { throw ValidationError("--eof-grace-ms must be 0 to 86400000") }
+        if eofGraceMs != "none", !(Int64(eofGraceMs).map { (0...86_400_000).contains($0) } ?? false) {
+            throw ValidationError("--eof-grace-ms must be 0 to 86400000, or none")
+        }
         if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
         if let p = proxy, !p.isEmpty {
             do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
@@ -94,7 +96,7 @@ struct Serve: AsyncParsableCommand {
 
         var options = WorkerOptions()
         options.onEOF = EOFPolicy(rawValue: onEOF)!
-        options.eofGraceMs = eofGraceMs
+        options.eofGraceMs = Int64(eofGraceMs)  // (none: nil)
         options.fileRoot = fileRoot
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
         if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }

@@ -13,8 +13,9 @@ public enum EOFPolicy: String, Sendable, CaseIterable {
 public struct WorkerOptions: Sendable {
     public var configuration: DownloaderConfiguration
     public var onEOF: EOFPolicy = .drain
-    /// With `drain`: what has not finished this long after stdin's end is cancelled (nil: wait
-    /// until every download ends, as a shell pipe needs).
+    /// With `drain`: after stdin's end, once nothing has moved for this long (no head, no body
+    /// bytes, no decode), what is left is cancelled (nil: wait until every download ends, as
+    /// `get` does; the protocol worker's default is 2000).
     public var eofGraceMs: Int64?
     /// `file://` URLs are served only below this directory; refused when nil.
     public var fileRoot: String?

@@ -122,6 +122,39 @@ import TestSupport
         #expect(worker.events("quick").last?["params"]?["outcome"] == "success")
     }
 
+    /// stdin closed with one download whose host never answers and one that keeps arriving
+    /// (a chunk every 0.7 s, 4 s in all): by default the moving one finishes, and once nothing
+    /// has moved for 2 s the silent one is cancelled (it held the exit for its timeouts, 45 s).
+    @Test func eofFinishesWhatMovesAndCancelsWhatIsSilent() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let mute = try await RawHTTPServer.start { _, _ in RawHTTPServer.Answer([UInt8]()) }
+        let worker = try WorkerProcess()
+        worker.request(1, "download", ["url": .string(mute.url("/a.jpg")), "token": "silent"])
+        worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=1000&delayMs=700")), "token": "moving"])
+        try await worker.waitFor("moving responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "moving" }
+        let closed = ContinuousClock.now
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+        let took = ContinuousClock.now - closed
+        await mute.shutdown()
+        #expect(worker.events("moving").last?["params"]?["outcome"] == "success")
+        #expect(worker.events("silent").last?["params"]?["outcome"] == "cancelled")
+        #expect(took > .seconds(3) && took < .seconds(10), "\(took)")
+    }
+
+    /// With `--eof-grace-ms none`, stdin's end waits for every download, however quiet.
+    @Test func eofGraceNoneWaitsForEverything() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let worker = try WorkerProcess(arguments: ["--eof-grace-ms", "none"])
+        worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=3000&delayMs=2600")), "token": "slow"])
+        try await worker.waitFor("slow responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "slow" }
+        worker.closeStdin()
+        #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(worker.events("slow").last?["params"]?["outcome"] == "success")
+    }
+
     /// A reader that goes away while the worker has nothing to write (one download whose host
     /// never answers): the worker stops at once, not when a write would find the pipe closed
     /// (after the download's timeouts: 45 s with the defaults).

@@ -143,6 +143,7 @@ extension Downloader {
 
     private func processed(_ id: FetchID, _ token: DownloadToken, _ result: Result<Delivered, Failure>) {
         processing[token] = nil
+        lastActivity = clock()
         switch fetches[id]?.machine.tokenProcessed(token) ?? .dropResult {
         case .dropResult:
             if case .success(let value) = result { discarded?(value) }

@@ -68,6 +68,7 @@ extension Downloader {
     private func attemptBegan(_ id: FetchID, _ number: Int) {
         guard !Task.isCancelled, let fetch = fetches[id] else { return }
         let now = clock()
+        lastActivity = now
         guard fetch.machine.attemptBegan(number, now: now) else { return }
         fetch.runs().metrics.attemptBeganAt = now
         watch(id, number, from: now, timeoutMs: fetch.timeoutMs ?? configuration.timeoutMs)
@@ -78,6 +79,7 @@ extension Downloader {
         let length = head.header("Content-Length").flatMap { Int64($0) ?? Int64($0.trimmingCharacters(in: .whitespaces)) }
         let now = clock()
         let io = fetch.runs()
+        lastActivity = now
         io.metrics.headAt = now
         io.metrics.head = (head.httpVersion, head.connection, head.redirects, head.cache)
         answered(id)
@@ -107,8 +109,10 @@ extension Downloader {
 
     private func chunkReceived(_ id: FetchID, _ number: Int, _ chunk: ByteBuffer) throws {
         guard let fetch = fetches[id] else { throw CancellationError() }
+        let now = clock()
+        lastActivity = now
         let action = fetch.machine.bodyReceived(
-            number, chunk, maxBodyBytes: configuration.maxBodyBytes, now: clock(), throttle: ProgressThrottle(configuration))
+            number, chunk, maxBodyBytes: configuration.maxBodyBytes, now: now, throttle: ProgressThrottle(configuration))
         let offset: Int64
         switch action {
         case .stale: throw CancellationError()
@@ -129,6 +133,7 @@ extension Downloader {
     private func attemptEnded(_ id: FetchID, _ number: Int, _ error: (any Error)?) {
         guard let fetch = fetches[id] else { return }
         let now = clock()
+        lastActivity = now
         let notReached = error as? HostNotReached
         let action = fetch.machine.attemptEnded(
             number, error: notReached?.underlying ?? error, retryPolicy: RetryPolicy(configuration), jitter: Double.random(in: 0..<1),

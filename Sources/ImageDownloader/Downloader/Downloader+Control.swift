@@ -121,6 +121,15 @@ extension Downloader {
             cancelled: tokens.cancelled, blockedURLs: failedURLs.count, hostsDown: hostHealth.downHosts, liveTokens: live, configuration: configuration, totals: totals)
     }
 
+    /// How long nothing has moved, in nanoseconds: no response head, no body bytes, no attempt
+    /// or token ended, no fetch started; 0 while a token is being decoded or written (work that
+    /// sends nothing for a while), or when no token is live.
+    public var quietForNs: UInt64 {
+        guard !tokens.isEmpty, delivering.isEmpty, processing.isEmpty else { return 0 }
+        let now = clock()
+        return now > lastActivity ? now - lastActivity : 0
+    }
+
     /// Returns once no token is live.
     public func waitUntilIdle() async {
         if tokens.isEmpty { return }

@@ -73,6 +73,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Attempts still waiting for their response head: when each lends its running slot if no
     /// head has come by then (`DownloadQueue.stall`; the same timer as `watched`).
     var awaitingHead: [FetchID: (attempt: Int, at: UInt64)] = [:]
+    /// When anything last moved (`quietForNs`): a head, body bytes, an attempt's start or end.
+    var lastActivity: UInt64 = 0
     var watchdog: (at: UInt64, task: Task<Void, Never>)?
     /// Fetches whose bodies are in and whose tokens are being processed (decoded, written), with
     /// their bodies' sizes: they gave their queue slots back, and new fetches wait while there

@@ -19,8 +19,9 @@ struct ServerLifecycle: Sendable, Equatable {
 
     /// Why the worker stops.
     enum StopCause: Sendable, Equatable {
-        /// stdin ended: in-flight work is cancelled (`--on-eof cancel`) or finishes (`drain`),
-        /// within `grace` when there is one (then what is left is cancelled).
+        /// stdin ended: in-flight work is cancelled (`--on-eof cancel`) or finishes (`drain`)
+        /// while it moves: once nothing has moved for `grace` (when there is one), what is left
+        /// is cancelled.
         case inputEnded(cancelInFlight: Bool, grace: Duration? = nil)
         /// SIGTERM, SIGINT or `requestTermination()`.
         case terminated
@@ -36,6 +37,9 @@ struct ServerLifecycle: Sendable, Equatable {
         var cancelInFlight: Bool
         var idleWait: Duration?
         var flushWait: Duration?
+        /// While in-flight work finishes (no `idleWait`): what is left once nothing has moved
+        /// (no head, no body bytes, no decode) for this long is cancelled.
+        var quietLimit: Duration? = nil
         var exitCode: Int32
         var reason: String
     }
@@ -97,7 +101,7 @@ struct ServerLifecycle: Sendable, Equatable {
         switch cause {
         case .inputEnded(let cancel, let grace):
             plan = StopPlan(
-                cancelInFlight: cancel, idleWait: cancel ? nil : grace, flushWait: nil, exitCode: 0,
+                cancelInFlight: cancel, idleWait: nil, flushWait: nil, quietLimit: cancel ? nil : grace, exitCode: 0,
                 reason: cancel ? "stdin closed: cancelling what is in flight" : "stdin closed: finishing what is in flight")
         case .terminated:
             plan = StopPlan(cancelInFlight: true, idleWait: .milliseconds(500), flushWait: .milliseconds(500), exitCode: 0, reason: "termination requested")

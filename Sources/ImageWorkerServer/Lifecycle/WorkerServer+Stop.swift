@@ -24,15 +24,28 @@ extension WorkerServer {
         if plan.cancelInFlight { await downloader.cancelAll() } else { await downloader.resumeToDrain() }
         if let limit = plan.idleWait {
             await withTimeLimit(limit) { await self.downloader.waitUntilIdle() }
-            // A drain with a bound (stdin's end with `--eof-grace-ms`): what has not finished is
-            // cancelled, and still gets its terminal event.
-            if !plan.cancelInFlight, await downloader.liveTokenCount > 0 {
-                logger.info("cancelling what did not finish in time", metadata: ["waitedMs": "\(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)"])
-                await downloader.cancelAll()
-                await withTimeLimit(.seconds(1)) { await self.downloader.waitUntilIdle() }
-            }
+        } else if let quiet = plan.quietLimit {
+            await drainWhileMoving(quietLimit: quiet)
         } else {
             await downloader.waitUntilIdle()
+        }
+    }
+
+    /// Lets in-flight work finish while it moves; once nothing has moved for `quietLimit` (a
+    /// download whose host never answers, after stdin's end), what is left is cancelled, and
+    /// still gets its terminal event. A list's downloads that keep arriving all finish.
+    private func drainWhileMoving(quietLimit: Duration) async {
+        let limitNs = UInt64(quietLimit.components.seconds) * 1_000_000_000 + UInt64(quietLimit.components.attoseconds / 1_000_000_000)
+        while await downloader.liveTokenCount > 0 {
+            let quietNs = await downloader.quietForNs
+            if quietNs >= limitNs {
+                logger.info("nothing moved after stdin's end: cancelling what is left", metadata: ["quietMs": "\(quietNs / 1_000_000)"])
+                await downloader.cancelAll()
+                await downloader.waitUntilIdle()
+                return
+            }
+            // Until the quiet spell could reach the limit (at least 50 ms: no busy loop).
+            await withTimeLimit(.nanoseconds(Int64(max(limitNs - quietNs, 50_000_000)))) { await self.downloader.waitUntilIdle() }
         }
     }
 
