@@ -54,6 +54,19 @@ import Testing
         }
     }
 
+    /// stdin's end with a grace drains while work moves (`quietLimit`), not for a fixed time; with
+    /// `--on-eof cancel` the grace means nothing.
+    @Test func stdinsEndWithAGraceDrainsWhileWorkMoves() {
+        var draining = ServerLifecycle()
+        let plan = draining.stop(.inputEnded(cancelInFlight: false, grace: .seconds(2)))
+        #expect(plan?.quietLimit == .seconds(2) && plan?.idleWait == nil && plan?.cancelInFlight == false)
+        var cancelling = ServerLifecycle()
+        let cancelled = cancelling.stop(.inputEnded(cancelInFlight: true, grace: .seconds(2)))
+        #expect(cancelled?.quietLimit == nil && cancelled?.cancelInFlight == true)
+        // A signal during that drain still cuts it short.
+        #expect(draining.stop(.terminated)?.cancelInFlight == true)
+    }
+
     /// One stop at a time: a later cause plans nothing, except that SIGTERM or a vanished reader
     /// cuts short a stop that lets work finish or waits without bound (Ctrl-C during `get`'s
     /// drain at stdin's end must cancel).

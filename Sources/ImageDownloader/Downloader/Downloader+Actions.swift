@@ -4,6 +4,7 @@ import Foundation
 /// queue, each token's processing, the failed-URL list, and each token's one ending.
 extension Downloader {
     func startFetches(_ ids: [FetchID]) {
+        if !ids.isEmpty { lastActivity = clock() }
         for id in ids {
             guard let start = fetches[id]?.machine.start() else { continue }
             for token in start.started { started(token) }

@@ -218,7 +218,7 @@ extension Downloader {
         if connected { return .reached }
         // Connected, and nothing came back for the idle timeout: a silent host, as unreachable
         // as a refusing one for whoever waits on it.
-        if case .network(.timeout, _) = cause { return .notReached(cause) }
+        if cause.isIdleTimeout { return .notReached(cause) }
         // Failures thrown before any request (the cache's `cacheOnly`, a bad URL) say nothing.
         guard case .network(let reason, _) = cause, reason != .notCached, reason != .deadline else { return .abandoned }
         return .reached

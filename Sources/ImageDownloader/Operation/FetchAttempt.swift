@@ -198,7 +198,7 @@ struct FetchAttempt: Sendable, Equatable {
         case .ended:
             return .failed(.network(.io, "the attempt had already ended"))
         case .timedOut(let ms):
-            return .failed(.network(.timeout, "no data for \(ms) ms"))
+            return .failed(.network(.timeout, DownloadFailure.idleTimeoutPrefix + "\(ms) ms"))
         case .launched, .awaitingHead, .receiving:
             break
         }

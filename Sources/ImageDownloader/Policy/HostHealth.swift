@@ -208,6 +208,15 @@ public struct HostHealth<ID: Hashable & Sendable>: Sendable {
 }
 
 extension DownloadFailure {
+    /// The start of the idle watchdog's failure ("no data for 15000 ms").
+    static let idleTimeoutPrefix = "no data for "
+
+    /// The attempt's idle timeout ended it (not a connect or a proxy's handshake timeout).
+    var isIdleTimeout: Bool {
+        guard case .network(.timeout, let detail) = last else { return false }
+        return detail.hasPrefix(Self.idleTimeoutPrefix)
+    }
+
     /// A failure that says the host could not be reached at all, when its request never reached
     /// a connection: refused, unreachable, a timeout while connecting. (Not `dns`: a name that
     /// does not resolve fails each attempt at once, holding no slot for long, and is mostly gone

@@ -12,7 +12,7 @@ enum SourceFacts {
     /// `original`'s `sha256` is the same bytes' and is not computed twice).
     static func fields(_ body: ByteBuffer, source: ImageFormat?, spec: OutputSpec, delivered: JSONObject) -> JSONObject {
         var fields: JSONObject = [:]
-        if source != nil, case .success(let header) = header(body) {
+        if spec.format.needsDecoding || spec.verify, source != nil, case .success(let header) = header(body) {
             fields["sourceWidth"] = JSONValue(header.width)
             fields["sourceHeight"] = JSONValue(header.height)
         }

@@ -36,8 +36,13 @@ extension WorkerServer {
     /// still gets its terminal event. A list's downloads that keep arriving all finish.
     private func drainWhileMoving(quietLimit: Duration) async {
         let limitNs = UInt64(quietLimit.components.seconds) * 1_000_000_000 + UInt64(quietLimit.components.attoseconds / 1_000_000_000)
+        // The drain's start counts as movement: a download asked a moment before stdin's end has
+        // its grace, whether or not its attempt has begun.
+        let began = ContinuousClock.now
         while await downloader.liveTokenCount > 0 {
-            let quietNs = await downloader.quietForNs
+            let sinceStart = ContinuousClock.now - began
+            let sinceStartNs = UInt64(sinceStart.components.seconds) * 1_000_000_000 + UInt64(sinceStart.components.attoseconds / 1_000_000_000)
+            let quietNs = min(await downloader.quietForNs, sinceStartNs)
             if quietNs >= limitNs {
                 logger.info("nothing moved after stdin's end: cancelling what is left", metadata: ["quietMs": "\(quietNs / 1_000_000)"])
                 await downloader.cancelAll()
