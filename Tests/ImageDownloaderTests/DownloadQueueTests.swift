@@ -13,6 +13,28 @@ import TestSupport
         #expect(q.runningCount == 2 && q.waitingCount == 1)
     }
 
+    /// A running operation that waits long for an answer lends its running slot, not its
+    /// host's: another host's operation starts, its own host's do not; at most `maxConcurrent`
+    /// lend at once; the answer takes the slot back (nothing new starts until fewer run).
+    @Test func aStalledOperationLendsItsRunningSlotNotItsHosts() {
+        var q = DownloadQueue<Int>(maxConcurrent: 2, maxConcurrentPerHost: 2)
+        #expect(q.enqueue(1, priority: .normal, host: "mute") == [1])
+        #expect(q.enqueue(2, priority: .normal, host: "mute") == [2])
+        #expect(q.enqueue(3, priority: .normal, host: "mute") == [])
+        for i in 10..<14 { #expect(q.enqueue(i, priority: .normal, host: "good") == []) }
+        #expect(q.stall(1) == [10], "another host's download, not the mute host's third")
+        #expect(q.stall(2) == [11])
+        #expect(q.stall(10) == [], "no more than maxConcurrent lend at once")
+        #expect(q.stall(1) == [], "once")
+        #expect(q.runningCount == 4 && q.stalled == [1, 2])
+        q.unstall(1)  // answered: counts again, 3 of 2 running
+        #expect(q.remove(10) == [], "still one over the limit")
+        #expect(q.remove(11) == [12])
+        #expect(q.remove(2) == [], "a stalled one that ends frees nothing twice: it lent its slot already")
+        #expect(q.remove(1) == [3], "the mute host's slot is free again; its URL came first")
+        #expect(q.stalled.isEmpty)
+    }
+
     @Test func higherPriorityStartsFirstThenArrivalOrder() {
         var q = DownloadQueue<Int>(maxConcurrent: 1)
         _ = q.enqueue(0, priority: .normal)  // running
