@@ -212,8 +212,9 @@ import TestSupport
     }
 
     @Test func aHostBackWithinTheWaitLosesNothing() async throws {
-        // (10 s: probes at 1, 3 and 7 s; the server is up long before the first on any machine.)
-        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 10_000) { "/files/back?n=\($0)" }
+        // (30 s: probes at 1, 3, 7, 15 s…; the server is up long before the first on any machine,
+        // and a loaded CI machine, where this test once took 19 s, still has room.)
+        let (h, refusing) = try await tenToARefusingPort(hostDownMs: 30_000) { "/files/back?n=\($0)" }
         defer { Task { await h.shutdown() } }
         let (port, base) = (refusing.port, refusing.baseURL)
         try await h.until("the host is down") { await h.downloader.status().hostsDown == [base] }
@@ -226,7 +227,10 @@ import TestSupport
         defer { Task { await revived.shutdown() } }
         revived.setFile("back", bytes(700))
         for i in 0..<3 { #expect(message(try await h.outcome(.int(Int64(i)))).contains("connection refused")) }
-        for i in 3..<10 { #expect(try await h.outcome(.int(Int64(i))).value == 700, "waited, then fetched") }
+        for i in 3..<10 {
+            let outcome = try await h.outcome(.int(Int64(i)))
+            #expect(outcome.value == 700, "waited, then fetched: \(message(outcome))")
+        }
         #expect(revived.hits("/files/back") == 7)
         #expect(await h.downloader.status().hostsDown.isEmpty)
     }
