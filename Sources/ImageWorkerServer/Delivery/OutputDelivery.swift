@@ -64,6 +64,9 @@ enum OutputDelivery {
         var written: FrameDelivery.Placed?
         // Shared memory had no room for it: inline instead.
         var sharedFull = false
+        // The stored size, read once for `verify` and `sourceWidth` (the decode budget's look,
+        // `bitmapCost`, reads no further than 64 KiB).
+        let header = spec.format.needsDecoding || spec.verify ? SourceFacts.header(resource.body) : nil
         if spec.format.needsDecoding {
             let cost = bitmapCost(resource.body, source: source)
             let finished: Finished
@@ -108,10 +111,10 @@ enum OutputDelivery {
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
-            if spec.verify {
-                let header = try verified(resource.body)
-                result["width"] = JSONValue(header.width)
-                result["height"] = JSONValue(header.height)
+            if let header {
+                let stored = try verified(header)
+                result["width"] = JSONValue(stored.width)
+                result["height"] = JSONValue(stored.height)
                 if spec.verifyPixels {
                     try await SourceFacts.decodeEveryPixel(
                         resource, token: token, priority: priority, source: source, spec: spec, slots: slots, settings: settings)
@@ -168,8 +171,10 @@ enum OutputDelivery {
         case .delivered(let fields, _):
             for (key, value) in fields { result[key] = value }
         }
-        if spec.format.needsDecoding || spec.verify || spec.sha256 {
-            for (key, value) in SourceFacts.fields(resource.body, source: source, spec: spec, delivered: result) { result[key] = value }
+        if header != nil || spec.sha256 {
+            for (key, value) in SourceFacts.fields(resource.body, header: header, source: source, spec: spec, delivered: result) {
+                result[key] = value
+            }
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
@@ -473,10 +478,8 @@ enum OutputDelivery {
 
     /// `original` bytes checked by their header (`output.verify`): the format and the stored size,
     /// or the token's failure when they are not an image (nothing is written).
-    static func verified(_ body: ByteBuffer) throws(DeliveryFailure) -> ImageHeader {
-        // A header sits in the first bytes; a JPEG's frame header may follow large metadata
-        // (EXIF, an ICC profile): then the whole body is read.
-        switch SourceFacts.header(body) {
+    static func verified(_ header: Result<ImageHeader, ImageHeader.Failure>) throws(DeliveryFailure) -> ImageHeader {
+        switch header {
         case .success(let header): return header
         case .failure(.notAnImage(let start)):
             throw .unsupportedFormat("the body is not an image of a known format (\(start))")

@@ -8,13 +8,16 @@ import NIOCore
 /// the bytes received (`sourceSha256`, with `output.sha256`: `sha256` is the delivered bytes').
 /// And `verify: "full"`: an original decoded to its last pixel before it is saved as it came.
 enum SourceFacts {
-    /// The original's fields for a success event; `delivered`: the event's fields so far (an
-    /// `original`'s `sha256` is the same bytes' and is not computed twice).
-    static func fields(_ body: ByteBuffer, source: ImageFormat?, spec: OutputSpec, delivered: JSONObject) -> JSONObject {
+    /// The original's fields for a success event; `header`: the body's, when it was read (decoded
+    /// formats and verified originals); `delivered`: the event's fields so far (an `original`'s
+    /// `sha256` is the same bytes' and is not computed twice).
+    static func fields(
+        _ body: ByteBuffer, header: Result<ImageHeader, ImageHeader.Failure>?, source: ImageFormat?, spec: OutputSpec, delivered: JSONObject
+    ) -> JSONObject {
         var fields: JSONObject = [:]
-        if spec.format.needsDecoding || spec.verify, source != nil, case .success(let header) = header(body) {
-            fields["sourceWidth"] = JSONValue(header.width)
-            fields["sourceHeight"] = JSONValue(header.height)
+        if source != nil, case .success(let stored)? = header {
+            fields["sourceWidth"] = JSONValue(stored.width)
+            fields["sourceHeight"] = JSONValue(stored.height)
         }
         if spec.sha256 {
             if !spec.format.needsDecoding, let same = delivered["sha256"] {
@@ -27,8 +30,8 @@ enum SourceFacts {
         return fields
     }
 
-    /// The stored size from the header: the first 16 KiB, or the whole body when a JPEG's frame
-    /// header follows large metadata (EXIF, an ICC profile).
+    /// The stored size from the header, read once per token: the first 16 KiB, or the whole body
+    /// when a JPEG's frame header follows large metadata (EXIF, an ICC profile).
     static func header(_ body: ByteBuffer) -> Result<ImageHeader, ImageHeader.Failure> {
         let start = 16 * 1024
         var result = ImageHeader.read(Array(body.readableBytesView.prefix(start)))
@@ -49,8 +52,10 @@ enum SourceFacts {
         var whole = spec
         whole.format = .rgba
         (whole.maxPixelSize, whole.maxPixelCount) = (nil, nil)
-        guard let slot = await slots.acquire(token: token, priority: priority, cost: OutputDelivery.bitmapCost(resource.body, source: source))
-        else { throw .output("cancelled before its decode", path: nil) }
+        let cost = OutputDelivery.bitmapCost(resource.body, source: source)
+        guard let slot = await slots.acquire(token: token, priority: priority, cost: cost) else {
+            throw .output("cancelled before its decode", path: nil)
+        }
         defer { slots.release(slot) }
         let decode = OutputDelivery.decodeWork(resource, source: source, spec: whole, settings: settings)
         let outcome = await BlockingWork.run { () -> Result<Void, DecodeError> in
