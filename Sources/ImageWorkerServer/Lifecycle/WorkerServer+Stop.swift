@@ -35,22 +35,19 @@ extension WorkerServer {
     /// download whose host never answers, after stdin's end), what is left is cancelled, and
     /// still gets its terminal event. A list's downloads that keep arriving all finish.
     private func drainWhileMoving(quietLimit: Duration) async {
-        let limitNs = UInt64(quietLimit.components.seconds) * 1_000_000_000 + UInt64(quietLimit.components.attoseconds / 1_000_000_000)
         // The drain's start counts as movement: a download asked a moment before stdin's end has
         // its grace, whether or not its attempt has begun.
         let began = ContinuousClock.now
         while await downloader.liveTokenCount > 0 {
-            let sinceStart = ContinuousClock.now - began
-            let sinceStartNs = UInt64(sinceStart.components.seconds) * 1_000_000_000 + UInt64(sinceStart.components.attoseconds / 1_000_000_000)
-            let quietNs = min(await downloader.quietForNs, sinceStartNs)
-            if quietNs >= limitNs {
-                logger.info("nothing moved after stdin's end: cancelling what is left", metadata: ["quietMs": "\(quietNs / 1_000_000)"])
+            let quiet = min(Duration.nanoseconds(Int64(clamping: await downloader.quietForNs)), ContinuousClock.now - began)
+            if quiet >= quietLimit {
+                logger.info("nothing moved after stdin's end: cancelling what is left", metadata: ["quiet": "\(quiet)"])
                 await downloader.cancelAll()
                 await downloader.waitUntilIdle()
                 return
             }
             // Until the quiet spell could reach the limit (at least 50 ms: no busy loop).
-            await withTimeLimit(.nanoseconds(Int64(max(limitNs - quietNs, 50_000_000)))) { await self.downloader.waitUntilIdle() }
+            await withTimeLimit(max(quietLimit - quiet, .milliseconds(50))) { await self.downloader.waitUntilIdle() }
         }
     }
 
