@@ -90,8 +90,6 @@ public struct GetSession: Sendable {
     /// The run was interrupted (Ctrl-C, SIGTERM): requests refused from then on are not
     /// failures, only not done, and the summary says so.
     public var interrupted = false
-    /// Requests the worker refused because the run was being interrupted: never started.
-    public private(set) var unsent = 0
     /// Originals saved without every pixel decoded: how they were checked (`header`, `none`);
     /// nil when each was decoded (`--verify full`, or a decoded format).
     public var originalCheck: GetOptions.Verification?
@@ -165,9 +163,8 @@ public struct GetSession: Sendable {
             guard let n = id.integerValue.map(Int.init), let item = live[n] else { return [] }
             if interrupted {
                 // Sent as the run was being stopped: not a failure, and not recorded (a
-                // `--continue` fetches it).
+                // `--continue` fetches it); the summary counts it not done.
                 live[n] = nil
-                unsent += 1
                 return [.redraw]
             }
             var outputs = end(n, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
@@ -331,22 +328,20 @@ public struct GetSession: Sendable {
     }
 
     private func summaryCounts(seconds: Double) -> String {
-        if interrupted {
-            var text = "interrupted: \(succeeded) downloaded"
-            if kept > 0 { text += ", \(kept) kept" }
-            if failed > 0 { text += ", \(failed) failed" }
-            let notDone = count - succeeded - kept - failed
-            if notDone > 0 { text += ", \(notDone) not done" }
-            return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"
-        }
-        var text = "\(succeeded) downloaded"
+        var text = (interrupted ? "interrupted: " : "") + "\(succeeded) downloaded"
         if kept > 0 { text += ", \(kept) kept" }
         if failed > 0 { text += ", \(failed) failed" }
-        if cancelled > 0 {
-            text += ", \(cancelled) cancelled" + (cancelledWaiting > 0 ? " (\(cancelledWaiting) before they started)" : "")
+        if interrupted {
+            // Cancelled, refused as the run stopped, or never sent: all of them not done.
+            let notDone = count - succeeded - kept - failed
+            if notDone > 0 { text += ", \(notDone) not done" }
+        } else {
+            if cancelled > 0 {
+                text += ", \(cancelled) cancelled" + (cancelledWaiting > 0 ? " (\(cancelledWaiting) before they started)" : "")
+            }
+            let pending = count - succeeded - kept - failed - cancelled
+            if pending > 0 { text += ", \(pending) unfinished" }
         }
-        let pending = count - succeeded - kept - failed - cancelled
-        if pending > 0 { text += ", \(pending) unfinished" }
         return text + ", \(ByteCount.format(receivedBytes)) in \(String(format: "%.1f", seconds)) s"
     }
 }
