@@ -105,6 +105,16 @@ import TestSupport
         #expect(worker.events("d").last?["params"]?["outcome"] == "success")
     }
 
+    /// Closes stdin once `token`'s response has come: the worker's exit status, and how long it
+    /// took from the close.
+    func closeStdinOnceResponded(_ worker: WorkerProcess, _ token: JSONValue, exitWithin: Duration) async throws -> (status: Int32, took: Duration) {
+        try await worker.waitFor("\(token) responded") { $0["method"] == "download/response" && $0["params"]?["token"] == token }
+        let closed = ContinuousClock.now
+        worker.closeStdin()
+        let status = try await worker.waitForExit(timeout: exitWithin)
+        return (status, ContinuousClock.now - closed)
+    }
+
     /// A stalled download (half its bytes, then nothing) and stdin closed: with `--eof-grace-ms`
     /// it is cancelled once the grace has passed (its idle timeout is 15 s, three attempts).
     @Test func eofGraceCancelsWhatDidNotFinish() async throws {
@@ -113,11 +123,9 @@ import TestSupport
         let worker = try WorkerProcess(arguments: ["--eof-grace-ms", "300"])
         worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?stallAfter=2000")), "token": "stalled"])
         worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg")), "token": "quick"])
-        try await worker.waitFor("stalled responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "stalled" }
-        let closed = ContinuousClock.now
-        worker.closeStdin()
-        #expect(try await worker.waitForExit(timeout: .seconds(10)) == 0)
-        #expect(ContinuousClock.now - closed < .seconds(5))
+        let (status, took) = try await closeStdinOnceResponded(worker, "stalled", exitWithin: .seconds(10))
+        #expect(status == 0)
+        #expect(took < .seconds(5))
         #expect(worker.events("stalled").last?["params"]?["outcome"] == "cancelled")
         #expect(worker.events("quick").last?["params"]?["outcome"] == "success")
     }
@@ -132,12 +140,9 @@ import TestSupport
         let worker = try WorkerProcess()
         worker.request(1, "download", ["url": .string(mute.url("/a.jpg")), "token": "silent"])
         worker.request(2, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=1000&delayMs=700")), "token": "moving"])
-        try await worker.waitFor("moving responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "moving" }
-        let closed = ContinuousClock.now
-        worker.closeStdin()
-        #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
-        let took = ContinuousClock.now - closed
+        let (status, took) = try await closeStdinOnceResponded(worker, "moving", exitWithin: .seconds(30))
         await mute.shutdown()
+        #expect(status == 0)
         #expect(worker.events("moving").last?["params"]?["outcome"] == "success")
         #expect(worker.events("silent").last?["params"]?["outcome"] == "cancelled")
         // (The moving one's success says it was not cut short; its chunks' timing under load is
@@ -151,9 +156,7 @@ import TestSupport
         defer { Task { await server.shutdown() } }
         let worker = try WorkerProcess(arguments: ["--eof-grace-ms", "none"])
         worker.request(1, "download", ["url": .string(server.url("/files/testorig.jpg?chunk=3000&delayMs=2600")), "token": "slow"])
-        try await worker.waitFor("slow responded") { $0["method"] == "download/response" && $0["params"]?["token"] == "slow" }
-        worker.closeStdin()
-        #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(try await closeStdinOnceResponded(worker, "slow", exitWithin: .seconds(30)).status == 0)
         #expect(worker.events("slow").last?["params"]?["outcome"] == "success")
     }
 
