@@ -19,6 +19,7 @@ let package = Package(
         // Tests only: a TLS + HTTP/2 loopback server with a certificate made at run time.
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
@@ -90,6 +91,8 @@ let package = Package(
                 "InputValidation",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                // A fetched body is a ByteBuffer.
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // `image-worker get`: the worker in process, driven for a person (progress bars, result lines).
@@ -121,6 +124,8 @@ let package = Package(
             dependencies: [
                 "ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -135,6 +140,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -155,7 +161,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageDownloaderTests",
-            dependencies: ["ImageDownloader", "TestSupport", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "ImageDownloader", "InputValidation", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ImageDecodingTests",

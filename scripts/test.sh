@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/system-packages.sh build test
 # The option tables of the worker and both clients are what protocol/schema gives.
 python3 scripts/generate-options.py --check
+# Each module imports what Package.swift declares for it and ARCHITECTURE.md draws.
+python3 scripts/check-imports.py
 # Locks are NIOLockedValueBox (LockedState in the server), never Synchronization.Mutex: on Linux
 # that hands a contended lock to a sleeping thread (Sources/ImageWorkerServer/LockedState.swift).
 if grep -rnE '\bMutex *[(<]' Sources; then

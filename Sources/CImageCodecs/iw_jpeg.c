@@ -513,7 +513,6 @@ uint32_t iw_jpeg_image_height(const iw_jpeg *d) { return d->cinfo.image_height; 
 uint32_t iw_jpeg_width(const iw_jpeg *d) { return d->cinfo.output_width; }
 uint32_t iw_jpeg_height(const iw_jpeg *d) { return d->cinfo.output_height; }
 int iw_jpeg_channels(const iw_jpeg *d) { return d->channels; }
-int iw_jpeg_is_progressive(const iw_jpeg *d) { return d->multi; }
 int iw_jpeg_orientation(const iw_jpeg *d) { return d->orientation; }
 const uint8_t *iw_jpeg_pixels(const iw_jpeg *d) { return d->final_pending || d->final_elsewhere ? NULL : d->pixels; }
 uint32_t iw_jpeg_rows(const iw_jpeg *d) { return d->multi ? (d->last_target ? d->cinfo.output_height : 0) : d->cinfo.output_scanline; }

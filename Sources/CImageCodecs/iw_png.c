@@ -271,7 +271,6 @@ int iw_png_error_kind(const iw_png *d) { return d->failure.kind; }
 const char *iw_png_error(const iw_png *d) { return d->failure.text; }
 uint32_t iw_png_width(const iw_png *d) { return d->width; }
 uint32_t iw_png_height(const iw_png *d) { return d->height; }
-int iw_png_is_interlaced(const iw_png *d) { return d->interlaced; }
 const uint8_t *iw_png_pixels(const iw_png *d) { return d->pixels; }
 uint32_t iw_png_rows(const iw_png *d) { return d->interlaced ? (d->passes_done ? d->height : 0) : d->rows_done; }
 int iw_png_passes(const iw_png *d) { return d->passes_done; }

@@ -1,24 +1,7 @@
 internal import CImageCodecs
 
-/// libpng's simplified API: the reference decode the PNG decoder is tested against, and PNG
-/// encoding (partial images, `png` output).
+/// PNG encoding with libpng's simplified write API (partial images, `png` output).
 extension ImageDecoders {
-    /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches
-    /// (but for 16-bit interlaced files, whose rows libpng 1.6.39 misplaces there).
-    public static func decodePNGWithSimplifiedAPI(_ data: [UInt8], maxPixels: UInt64 = 0) throws(DecodeError) -> DecodedImage {
-        let result: Result<DecodedImage, DecodeError> = data.withUnsafeBufferPointer { buffer in
-            var image = iw_image()
-            guard iw_png_decode_simplified(buffer.baseAddress, buffer.count, maxPixels, &image) == 0 else { return .failure(error(image)) }
-            defer { iw_free(image.pixels) }
-            let count = Int(image.width) * Int(image.height) * 4
-            return .success(
-                DecodedImage(
-                    width: Int(image.width), height: Int(image.height), layout: .rgba,
-                    pixels: Array(UnsafeBufferPointer(start: image.pixels, count: count)), format: .png))
-        }
-        return try result.get()
-    }
-
     /// PNG bytes of an image (libpng's simplified write API); `fast` compresses less, for
     /// transient images such as partial ones.
     public static func encodePNG(_ image: DecodedImage, fast: Bool = false) throws(DecodeError) -> [UInt8] {

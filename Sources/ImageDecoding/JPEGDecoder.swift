@@ -52,7 +52,6 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     public var filledRows: Int { Int(iw_jpeg_rows(handle)) }
     public var completedPasses: Int { Int(iw_jpeg_scans(handle)) }
     public var orientation: Int { Int(iw_jpeg_orientation(handle)) }
-    public var isProgressive: Bool { iw_jpeg_is_progressive(handle) != 0 }
     public var wantsPartialFrames = true {
         didSet { iw_jpeg_want_partial_frames(handle, wantsPartialFrames ? 1 : 0) }
     }

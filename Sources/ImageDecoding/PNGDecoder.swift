@@ -95,7 +95,6 @@ public final class PNGDecoder: IncrementalImageDecoder {
     public var completedPasses: Int { Int(iw_png_passes(handle)) }
     /// Ignored: rows and passes cost nothing more than their decoding.
     public var wantsPartialFrames = true
-    public var isInterlaced: Bool { iw_png_is_interlaced(handle) != 0 }
 
     public func currentImage() -> DecodedImage? {
         if let resampler {

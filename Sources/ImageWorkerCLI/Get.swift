@@ -148,9 +148,7 @@ struct Get: AsyncParsableCommand {
         }
         try Self.check("--jobs", jobs, OptionTable.Configure.maxConcurrentDownloads)
         try Self.check("--per-host", perHost, OptionTable.Configure.maxConcurrentPerHost)
-        if let p = proxy, !p.isEmpty {
-            do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
-        }
+        if let p = proxy, let problem = WorkerOptions.proxyProblem(p) { throw ValidationError("--proxy: \(problem)") }
         if let r = perHostRate, !(r > 0 && r <= OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound) {
             throw ValidationError("--per-host-rate must be above 0 and at most \(Int(OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound))")
         }

@@ -58,9 +58,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--eof-grace-ms must be 0 to 86400000, or none")
         }
         if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
-        if let p = proxy, !p.isEmpty {
-            do { _ = try ProxySettings.Proxy.parse(p) } catch { throw ValidationError("--proxy: \(error.reason)") }
-        }
+        if let p = proxy, let problem = WorkerOptions.proxyProblem(p) { throw ValidationError("--proxy: \(problem)") }
         if let d = cacheDir { try Serve.makeCacheDirectory(d) }
         if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
@@ -100,11 +98,8 @@ struct Serve: AsyncParsableCommand {
         options.fileRoot = fileRoot
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
         if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
-        if let p = proxy {
-            // (Checked in validate().)
-            options.configuration.proxies.useForBoth(p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p))
-        }
-        if let n = noProxy { options.configuration.proxies.setNoProxy(n) }
+        if let p = proxy { options.useProxy(p) }  // (checked in validate())
+        if let n = noProxy { options.useNoProxy(n) }
         options.cacheDirectory = cacheDir
         if let t = timeoutMs { options.configuration.timeoutMs = t }
         if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }

@@ -54,7 +54,8 @@ public struct GetOptions: Sendable {
     public var input: GetInput
     /// Where the files go (created when missing).
     public var directory: String
-    /// `original` (the bytes as downloaded), `png`, `rgba`, `rgb` or `gray`.
+    /// `output.format`: `original` (the bytes as downloaded) or one of the decoded formats of
+    /// `OutputSpec.Format`.
     public var format = "original"
     public var progressive = false
     public var priority = "normal"

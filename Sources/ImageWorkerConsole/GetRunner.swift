@@ -1,5 +1,4 @@
 import Foundation
-import ImageDownloader
 import ImageWorkerProtocol
 import ImageWorkerServer
 import Logging
@@ -103,11 +102,8 @@ public enum GetRunner {
         workerOptions.configuration.maxConcurrentDownloads = options.concurrency
         workerOptions.configuration.maxConcurrentPerHost = options.perHost
         workerOptions.configuration.maxRequestsPerSecondPerHost = options.perHostRate
-        if let p = options.proxy {
-            // (Checked by the command.)
-            workerOptions.configuration.proxies.useForBoth(p.isEmpty ? nil : try? ProxySettings.Proxy.parse(p))
-        }
-        if let n = options.noProxy { workerOptions.configuration.proxies.setNoProxy(n) }
+        if let p = options.proxy { workerOptions.useProxy(p) }  // (checked by the command)
+        if let n = options.noProxy { workerOptions.useNoProxy(n) }
         workerOptions.cacheDirectory = options.cacheDirectory
         if let t = options.timeoutMs { workerOptions.configuration.timeoutMs = t }
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }

@@ -128,7 +128,6 @@ public struct GetSession: Sendable {
     /// The downloads were asked for their `completed` event alone (`GetOptions.quietEvents`).
     public var quiet = false
 
-    public var allEnded: Bool { live.isEmpty && ended == count }
     public var receivedBytes: Int64 { live.values.reduce(endedBytes) { $0 + $1.receivedBytes } }
     /// Every URL downloaded or kept.
     public var allDone: Bool { succeeded + kept == count && live.isEmpty }

@@ -40,7 +40,6 @@ public struct ManifestIndex: Sendable {
     private let entries: [Entry]
     /// Records read, and those that show their URL as done.
     public let records: Int
-    public var doneCount: Int { entries.count }
 
     /// Reads `path` through. Lines that do not parse (one cut by a kill) are left out.
     public init(path: String) throws {

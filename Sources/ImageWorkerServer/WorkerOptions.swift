@@ -34,4 +34,23 @@ public struct WorkerOptions: Sendable {
         configuration = DownloaderConfiguration(userAgent: "image-worker/\(WorkerServer.version)")
         (configuration.proxies, proxyProblems) = ProxySettings.fromEnvironment(environment)
     }
+
+    /// What is wrong with a `--proxy` value (`scheme://[user:password@]host[:port]`), or nil when
+    /// it can be used; the empty text means no proxy.
+    public static func proxyProblem(_ text: String) -> String? {
+        guard !text.isEmpty else { return nil }
+        do { _ = try ProxySettings.Proxy.parse(text) } catch { return error.reason }
+        return nil
+    }
+
+    /// Every URL goes through `text`'s proxy (the empty text: none), whatever the environment said;
+    /// a value `proxyProblem` refuses is ignored.
+    public mutating func useProxy(_ text: String) {
+        configuration.proxies.useForBoth(text.isEmpty ? nil : try? ProxySettings.Proxy.parse(text))
+    }
+
+    /// The hosts that bypass the proxy, as `no_proxy` lists them.
+    public mutating func useNoProxy(_ text: String) {
+        configuration.proxies.setNoProxy(text)
+    }
 }

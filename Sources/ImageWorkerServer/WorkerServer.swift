@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import ImageDownloader
 import ImageWorkerProtocol
 import Logging

@@ -1,3 +1,4 @@
+import CImageCodecs
 import Foundation
 import ImageDecoding
 import TestSupport
@@ -145,5 +146,22 @@ enum Corpora {
         ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").contains {
             FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)")
         } ?? false
+    }
+}
+
+extension Corpora {
+    struct ReferenceDecodeFailed: Error {}
+
+    /// libpng's simplified API on a whole buffer, to RGBA: the reference the PNG decoder matches
+    /// (but for 16-bit interlaced files, whose rows libpng 1.6.39 misplaces there).
+    static func decodePNGWithSimplifiedAPI(_ data: [UInt8]) throws -> DecodedImage {
+        var image = iw_image()
+        let status = data.withUnsafeBufferPointer { iw_png_decode_simplified($0.baseAddress, $0.count, 0, &image) }
+        guard status == 0 else { throw ReferenceDecodeFailed() }
+        defer { iw_free(image.pixels) }
+        let count = Int(image.width) * Int(image.height) * 4
+        return DecodedImage(
+            width: Int(image.width), height: Int(image.height), layout: .rgba,
+            pixels: Array(UnsafeBufferPointer(start: image.pixels, count: count)), format: .png)
     }
 }

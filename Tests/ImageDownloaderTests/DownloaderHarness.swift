@@ -101,7 +101,7 @@ final class DownloaderHarness: Sendable {
         var request = DownloadRequest(token: token, url: url, priority: priority)
         adjust(&request)
         try await downloader.reserve(token, url: url, priority: priority)
-        await downloader.start(request) { resource in resource.byteCount }
+        await downloader.start(request) { resource, _ in resource.byteCount }
     }
 
     /// Waits for the token's terminal event (a liveness guard, not a timing assertion).

@@ -442,7 +442,7 @@ import TestSupport
         await #expect(throws: Never.self) { try await h.downloader.reserve(.string("1"), url: "http://x/", priority: .normal) }
         // Cancelled while reserved: the terminal event comes when it starts, and the token frees.
         #expect(await h.downloader.cancel(t))
-        await h.downloader.start(DownloadRequest(token: t, url: "http://x/")) { $0.byteCount }
+        await h.downloader.start(DownloadRequest(token: t, url: "http://x/")) { resource, _ in resource.byteCount }
         #expect(try await h.outcome(t).isCancelled)
         await #expect(throws: Never.self) { try await h.downloader.reserve(t, url: "http://x/", priority: .normal) }
     }

@@ -13,7 +13,7 @@ import TestSupport
     /// body's size.
     func startGated(_ h: DownloaderHarness, _ name: String, _ gate: PassGate) async throws {
         try await h.downloader.reserve(.string(name), url: h.server.url("/files/\(name)"), priority: .normal)
-        await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource in
+        await h.downloader.start(DownloadRequest(token: .string(name), url: h.server.url("/files/\(name)"))) { resource, _ in
             await gate.pass()  // processing until the test lets it end
             return resource.byteCount
         }
@@ -172,7 +172,7 @@ import TestSupport
         h.server.setFile("late", bytes(33))
         let gate = PassGate()
         try await h.downloader.reserve(.string("late"), url: h.server.url("/files/late"), priority: .normal)
-        await h.downloader.start(DownloadRequest(token: .string("late"), url: h.server.url("/files/late"))) { resource in
+        await h.downloader.start(DownloadRequest(token: .string("late"), url: h.server.url("/files/late"))) { resource, _ in
             await gate.pass()
             return resource.byteCount
         }

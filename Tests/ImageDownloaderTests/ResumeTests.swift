@@ -27,7 +27,7 @@ import TestSupport
     /// Starts a download whose processor answers the body's hash.
     func start(_ h: DownloaderHarness, _ token: DownloadToken, _ url: String) async throws {
         try await h.downloader.reserve(token, url: url, priority: .normal)
-        await h.downloader.start(DownloadRequest(token: token, url: url)) { resource in
+        await h.downloader.start(DownloadRequest(token: token, url: url)) { resource, _ in
             resource.body.withUnsafeReadableBytes { ResumeTests.fnv($0) }
         }
     }

@@ -49,7 +49,6 @@ uint32_t iw_jpeg_image_height(const iw_jpeg *d);
 uint32_t iw_jpeg_width(const iw_jpeg *d);         /* as output (after scaling) */
 uint32_t iw_jpeg_height(const iw_jpeg *d);
 int iw_jpeg_channels(const iw_jpeg *d);
-int iw_jpeg_is_progressive(const iw_jpeg *d);
 /* EXIF orientation 1..8 from an APP1 segment seen before the image data, 1 when absent. */
 int iw_jpeg_orientation(const iw_jpeg *d);
 

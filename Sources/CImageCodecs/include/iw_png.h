@@ -30,7 +30,6 @@ int iw_png_error_kind(const iw_png *d);
 const char *iw_png_error(const iw_png *d);
 uint32_t iw_png_width(const iw_png *d);
 uint32_t iw_png_height(const iw_png *d);
-int iw_png_is_interlaced(const iw_png *d);
 /* RGBA, stride width * 4; NULL before the first IW_PIXELS. */
 const uint8_t *iw_png_pixels(const iw_png *d);
 /* Non-interlaced: rows complete from the top. Interlaced: the height once a pass is complete. */

@@ -20,12 +20,11 @@ import NIOCore
 /// `Downloader+Watchdog.swift` watches the attempts' idle deadlines.
 public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Turns a fetched body into what a token asked for; its `Failure` (the caller's type: the
-    /// downloader knows nothing of decoding or writing) fails that token alone.
-    public typealias Processor = @Sendable (FetchedResource) async throws(Failure) -> Delivered
-    /// A processor that is told which token it works for (`ProcessingTicket`), so that one closure
-    /// may serve every token that asked for the same output: a queued download then holds a
-    /// pointer to it rather than a closure of its own.
-    public typealias TicketProcessor = @Sendable (FetchedResource, ProcessingTicket) async throws(Failure) -> Delivered
+    /// downloader knows nothing of decoding or writing) fails that token alone. It is told which
+    /// token it works for (`ProcessingTicket`), so that one closure may serve every token that
+    /// asked for the same output: a queued download then holds a pointer to it rather than a
+    /// closure of its own.
+    public typealias Processor = @Sendable (FetchedResource, ProcessingTicket) async throws(Failure) -> Delivered
     public typealias EventSink = @Sendable (DownloadEvent<Delivered, Failure>) -> Void
     public typealias BodyObserver = @Sendable (BodyNotice) -> Void
     public typealias Status = DownloaderStatus
@@ -118,11 +117,6 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// Begins the download of a reserved token. `processor` turns the fetched body into what the
     /// token asked for; its failure fails that token alone.
     public func start(_ request: DownloadRequest, processor: @escaping Processor) {
-        start(request, ticketProcessor: { resource, _ throws(Failure) in try await processor(resource) })
-    }
-
-    /// `start`, with a processor that is told which token it works for.
-    public func start(_ request: DownloadRequest, ticketProcessor processor: @escaping TicketProcessor) {
         let token = request.token
         guard let record = tokens[token], case .reserved(let wasCancelled) = record.place else {
             logger.error("start of a token that was not reserved", metadata: ["token": "\(token)"])
@@ -212,7 +206,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// (`FetchOperation.join`), and a first streaming token the body so far.
     private func join(
         _ token: DownloadToken, fetch id: FetchID, priority: DownloadPriority, limits: FetchOperation.TokenLimits, streamsBody: Bool,
-        processor: @escaping TicketProcessor
+        processor: @escaping Processor
     ) {
         tokens.attach(token, to: id, processor: processor, now: clock())
         guard let fetch = fetches[id] else { return }

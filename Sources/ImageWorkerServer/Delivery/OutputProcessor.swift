@@ -6,7 +6,7 @@ extension WorkerServer {
     /// download that asked for it.
     final class OutputProcessor: Sendable {
         let spec: OutputSpec
-        let processor: Downloader<JSONObject, DeliveryFailure>.TicketProcessor
+        let processor: Downloader<JSONObject, DeliveryFailure>.Processor
 
         /// The processor holds the server weakly: the server keeps the latest of these.
         init(_ spec: OutputSpec, server: WorkerServer) {

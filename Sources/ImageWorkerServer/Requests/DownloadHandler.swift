@@ -51,7 +51,7 @@ extension WorkerServer {
                         return
                     }
                 }
-                await self.downloader.start(downloadRequest, ticketProcessor: output.processor)
+                await self.downloader.start(downloadRequest, processor: output.processor)
             })
     }
 
