@@ -15,9 +15,13 @@ rules between them (`x-rules`) are written:
 
 Standard library only. The rules' vocabulary (download params' `x-rules`): `exclusive: [a, b]`
 (not both set), `option` + `formats` (only with one of these output formats), `option` +
-`decoded` (only with a decoded output format); `names`: the option an error names, when not the
-rule's own. An option is set when present, and a boolean when
-true. Each language checks them on the wire params it built, naming options its own way.
+`decoded` (only with a decoded output format), `option` + `with` (only when one of these is set;
+with `equals`, when the option has that value), `option` + `when` + `in` (only when that option's
+value, `output.delivery`'s "none" when absent, is one of these); `names`: the option an error
+names, when not the rule's own. An option is set when present, and a boolean when true. Each
+language checks them on the wire params it built, naming options its own way.
+`x-client-defaults` (what the clients fill in, in order, when not given) and `x-client-bulk` (how
+far ahead a bulk job sends) go to the clients' tables only.
 """
 import json
 import os
@@ -116,12 +120,19 @@ def options():
     client = [Option(k, v, common, output=True) for k, v in CLIENT_ONLY.items()]  # inline sets output.delivery
     settings = [Option(k, v, common) for k, v in configure["properties"].items() if k != "_meta"]
     by_wire = {o.wire: o for o in wire + out}
+    by_wire["output.delivery"] = None  # (the clients' `inline`)
     rules = download["x-rules"]
     for rule in rules:
-        for name in rule.get("exclusive", []) + ([rule["option"]] if "option" in rule else []):
+        for name in (rule.get("exclusive", []) + ([rule["option"]] if "option" in rule else []) + rule.get("with", [])
+                     + ([rule["when"]] if "when" in rule else [])):
             if name not in by_wire:
                 raise SystemExit(f"generate-options: x-rules names {name}, which is not an option")
-    return wire, out, client, settings, rules
+    defaults = download["x-client-defaults"]
+    for default in defaults:
+        for name in [default["set"]] + ([default["when"]] if "when" in default else []) + default.get("whenAny", []):
+            if name not in by_wire:
+                raise SystemExit(f"generate-options: x-client-defaults names {name}, which is not an option")
+    return wire, out, client, settings, rules, defaults, download["x-client-bulk"]
 
 
 def enums(all_options):
@@ -195,13 +206,13 @@ def _order(o):
     return (o.output, o.name != "inline", o.kind != "path")
 
 
-def python_source(wire, out, client, settings, rules):
+def python_source(wire, out, client, settings, rules, defaults, bulk):
     download = sorted(wire + client + out, key=_order)
     kinds = enums(wire + out + settings)
     lines = [f'"""{HEADER}\n\nThe options of ``download`` and ``configure``: their types for the type checker (``TypedDict``s of',
              '``Literal``s) and the tables ``_options.py`` checks them by."""', "",
              "from __future__ import annotations", "", "import os",
-             "from typing import Dict, Literal, Mapping, Tuple, TypedDict, Union", "",
+             "from typing import Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union", "",
              "from ._option_rules import Relation, Rule", "",
              'PathLike = Union[str, "os.PathLike[str]"]']
     for name, choices in kinds.items():
@@ -251,7 +262,15 @@ def python_source(wire, out, client, settings, rules):
               "RELATIONS: Tuple[Relation, ...] = ("]
     for r in rules:
         lines.append(f"    {python_relation(r)},")
-    lines += [")", ""]
+    lines += [")", "", "#: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:",
+              "#: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.",
+              "CLIENT_DEFAULTS: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...] = ("]
+    for d in defaults:
+        lines.append(f"    ({json.dumps(d['set'])}, {json.dumps(d['to'])}, {json.dumps(d.get('when')).replace('null', 'None')}, "
+                     f"{py_tuple(d.get('whenAny', []))}, {bool(d.get('whenDecoded'))}),")
+    lines += [")", "", "#: Downloads a bulk job keeps sent ahead of their turn (the schema's ``x-client-bulk``):",
+              "#: max(concurrency * TIMES, concurrency + PLUS).",
+              f"BULK_QUEUE_DEPTH_TIMES = {bulk['timesConcurrency']}", f"BULK_QUEUE_DEPTH_PLUS = {bulk['plusConcurrency']}", ""]
     return "\n".join(lines)
 
 
@@ -263,6 +282,11 @@ def python_relation(r):
         return f'Relation("exclusive", {json.dumps(a)}, {json.dumps(b)}{why})'
     if "formats" in r:
         return f'Relation("formats", {json.dumps(r["option"])}, formats={py_tuple(r["formats"])}{names})'
+    if "with" in r:
+        equals = f", equals={json.dumps(r['equals'])}" if "equals" in r else ""
+        return f'Relation("with", {json.dumps(r["option"])}, others={py_tuple(r["with"])}{equals}{names})'
+    if "when" in r:
+        return f'Relation("when", {json.dumps(r["option"])}, {json.dumps(r["when"])}, formats={py_tuple(r["in"])}{names})'
     return f'Relation("decoded", {json.dumps(r["option"])}{names})'
 
 
@@ -279,7 +303,7 @@ def js(value):
     return "{ " + ", ".join(f"{k}: {js(v)}" for k, v in value.items()) + " }"
 
 
-def node_source(wire, out, client, settings, rules):
+def node_source(wire, out, client, settings, rules, defaults, bulk):
     kinds = enums(wire + out + settings)
     lines = [f"// {HEADER}", "// The tables lib/requests.js checks the `download` options by.", ""]
     for name, choices in kinds.items():
@@ -299,7 +323,15 @@ def node_source(wire, out, client, settings, rules):
     lines += ["};", "", "/** The rules between options (the schema's `x-rules`), on the wire names. */", "export const RELATIONS = ["]
     for r in rules:
         lines.append(f"  {js(r)},")
-    lines += ["];", ""]
+    lines += ["];", "", "/** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */",
+              "export const CLIENT_DEFAULTS = ["]
+    for d in defaults:
+        lines.append(f"  {js({k: v for k, v in d.items() if k != 'why'})},")
+    lines += ["];", "",
+              "/** Downloads a bulk job keeps sent ahead of their turn (the schema's `x-client-bulk`). */",
+              "export function bulkQueueDepth(concurrency) {",
+              f"  return Math.max(concurrency * {bulk['timesConcurrency']}, concurrency + {bulk['plusConcurrency']});",
+              "}", ""]
     return "\n".join(lines)
 
 
@@ -325,6 +357,9 @@ def dts_block(wire, out, client, settings):
 
 
 def swift_source(wire, out, settings, rules):
+    def strings(values):
+        return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
     def ranges(group, items):
         block = [f"    public enum {group} {{"]
         for o in items:
@@ -344,7 +379,12 @@ def swift_source(wire, out, settings, rules):
             why = f", why: {json.dumps(r['why'])}" if "why" in r else ""
             lines.append(f"        .exclusive({json.dumps(a)}, {json.dumps(b)}{why}),")
         elif "formats" in r:
-            lines.append(f"        .formats({json.dumps(r['option'])}, [{', '.join(json.dumps(f) for f in r['formats'])}]),")
+            lines.append(f"        .formats({json.dumps(r['option'])}, {strings(r['formats'])}),")
+        elif "with" in r:
+            equals = f", equals: {json.dumps(r['equals'])}" if "equals" in r else ""
+            lines.append(f"        .with({json.dumps(r['option'])}{equals}, {strings(r['with'])}),")
+        elif "when" in r:
+            lines.append(f"        .when({json.dumps(r['option'])}, {json.dumps(r['when'])}, in: {strings(r['in'])}),")
         else:
             lines.append(f"        .decoded({json.dumps(r['option'])}),")
     lines += ["    ]", "}", ""]
@@ -390,12 +430,12 @@ def main():
     check = sys.argv[1:] == ["--check"]
     if sys.argv[1:] not in ([], ["--check"]):
         raise SystemExit(__doc__)
-    wire, out, client, settings, rules = options()
+    wire, out, client, settings, rules, defaults, bulk = options()
     with open(DTS, encoding="utf-8") as f:
         dts = f.read()
     wanted = {
-        PYTHON_OUT: python_source(wire, out, client, settings, rules),
-        NODE_OUT: node_source(wire, out, client, settings, rules),
+        PYTHON_OUT: python_source(wire, out, client, settings, rules, defaults, bulk),
+        NODE_OUT: node_source(wire, out, client, settings, rules, defaults, bulk),
         DTS: with_dts(dts, dts_block(wire, out, client, settings)),
         SWIFT_OUT: swift_source(wire, out, settings, rules),
         MANIFEST_OUT: manifest_source(),

@@ -139,7 +139,7 @@ struct Get: AsyncParsableCommand {
         if let verify, GetOptions.Verification(rawValue: verify) == nil { throw ValidationError("--verify must be header, full or none, not \(verify)") }
         if noVerify && verify != nil && verify != "none" { throw ValidationError("--no-verify and --verify \(verify!) contradict each other") }
         if continueRun && overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
-        if let nameTemplate, let problem = OutputSpec.nameProblem(GetOptions.fillIndex(nameTemplate, index: 0)) {
+        if let nameTemplate, let problem = OutputSpec.nameProblem(nameTemplate, index: 0) {
             throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
         }
         let priorities = DownloadPriority.allCases.map(\.name)

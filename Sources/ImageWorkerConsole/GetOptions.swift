@@ -133,37 +133,6 @@ public struct GetOptions: Sendable {
     /// The token of the URL at `index`: `"1"`, `"2"`, … in input order.
     public static func token(_ index: Int) -> String { String(index + 1) }
 
-    /// `template` with `{index}` (and `{index:N}`, zero-padded to N digits) replaced by `index`;
-    /// `{{`, `}}` and every other placeholder left for the worker.
-    public static func fillIndex(_ template: String, index: Int) -> String {
-        var out = ""
-        var rest = Substring(template)
-        while let c = rest.first {
-            if rest.hasPrefix("{{") || rest.hasPrefix("}}") {
-                out += rest.prefix(2)
-                rest = rest.dropFirst(2)
-                continue
-            }
-            if c == "{", let close = rest.firstIndex(of: "}") {
-                let name = rest[rest.index(after: rest.startIndex)..<close]
-                if name == "index" {
-                    out += String(index)
-                    rest = rest[rest.index(after: close)...]
-                    continue
-                }
-                if name.hasPrefix("index:"), let width = Int(name.dropFirst(6)), (1...20).contains(width) {
-                    let digits = String(index)
-                    out += String(repeating: "0", count: max(0, width - digits.count)) + digits
-                    rest = rest[rest.index(after: close)...]
-                    continue
-                }
-            }
-            out.append(c)
-            rest = rest.dropFirst()
-        }
-        return out
-    }
-
     /// The `download` request for one entry.
     public func downloadRequest(_ entry: GetEntry) -> JSONValue {
         var output: JSONObject = ["delivery": "file", "dir": .string(directory), "format": .string(format)]
@@ -174,7 +143,8 @@ public struct GetOptions: Sendable {
         if let name = entry.name {
             output["name"] = .string(name)
         } else if let nameTemplate {
-            output["nameTemplate"] = .string(GetOptions.fillIndex(nameTemplate, index: entry.index))
+            output["nameTemplate"] = .string(nameTemplate)
+            output["index"] = JSONValue(entry.index)  // {index}, {index:N}
         }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
         if applyOrientation { output["applyOrientation"] = true }

@@ -212,10 +212,10 @@ import Testing
             GetEntry(url: "http://h/a.jpg", index: 2), GetEntry(url: "http://h/b.jpg", index: 3, name: "b name.jpg"),
             GetEntry(url: "http://h/c.jpg", index: 4),
         ])
-        #expect(GetOptions.fillIndex("p{index}.{ext}", index: 7) == "p7.{ext}")
-        #expect(GetOptions.fillIndex("p{index:3}-{index:1}", index: 42) == "p042-42")
-        #expect(GetOptions.fillIndex("{{index}}{index}", index: 1) == "{{index}}1", "an escaped brace stays for the worker")
-        #expect(GetOptions.fillIndex("{name}{index:x}", index: 1) == "{name}{index:x}", "not ours: the worker refuses it")
+        var options = GetOptions(urls: [], directory: "/tmp")
+        options.nameTemplate = "p{index:3}.{ext}"
+        let output = options.downloadRequest(GetEntry(url: "http://h/a.jpg", index: 42))["params"]?["output"]
+        #expect(output?["nameTemplate"] == "p{index:3}.{ext}" && output?["index"] == 42, "the worker fills {index} from output.index")
     }
 
     @Test func theManifestShowsWhatIsDone() throws {

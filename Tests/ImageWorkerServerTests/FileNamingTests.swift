@@ -50,10 +50,24 @@ import Testing
         #expect(try FileNameTemplate.fixed("{not a placeholder}.png").render(values) == "{not a placeholder}.png")
     }
 
+    /// `{index}` and `{index:N}` take `output.index`, the entry's position in a list, zero-padded
+    /// to N digits (never cut); escaped braces stay braces.
+    @Test func indexPlaceholdersTakeTheEntrysPosition() throws {
+        let values = FileNameTemplate.Values(token: "t", name: "photo", ext: "jpg", host: "h", sha256: nil)
+        #expect(try FileNameTemplate(parsing: "p{index}.{ext}", index: 7).render(values) == "p7.jpg")
+        #expect(try FileNameTemplate(parsing: "p{index:3}-{index:1}", index: 42).render(values) == "p042-42")
+        #expect(try FileNameTemplate(parsing: "{index:2}", index: 12345).render(values) == "12345")
+        #expect(try FileNameTemplate(parsing: "{{index}}{index}", index: 1).render(values) == "{index}1")
+        #expect(try FileNameTemplate(parsing: "{index:9}/{name}.{ext}", index: 0).render(values) == "000000000/photo.jpg")
+    }
+
     @Test func malformedTemplatesAreRefusedWithTheReason() {
         #expect(rejected("{nope}.png")?.contains("unknown placeholder {nope}") == true)
-        #expect(rejected("{index}.png")?.contains("bulk helpers") == true, "{index} belongs to the clients")
-        #expect(rejected("{index:5}.png")?.contains("bulk helpers") == true)
+        #expect(rejected("{index}.png")?.contains("needs output.index") == true, "{index} without the entry's position")
+        #expect(rejected("{index:5}.png")?.contains("needs output.index") == true)
+        #expect(rejected("{index:0}.png")?.contains("width from 1 to 20") == true)
+        #expect(rejected("{index:21}.png")?.contains("width from 1 to 20") == true)
+        #expect(rejected("{index:x}.png")?.contains("width from 1 to 20") == true)
         #expect(rejected("{sha256:0}")?.contains("1 to 64") == true)
         #expect(rejected("{sha256:65}")?.contains("1 to 64") == true)
         #expect(rejected("{name") != nil)

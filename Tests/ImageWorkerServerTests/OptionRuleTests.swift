@@ -42,6 +42,20 @@ struct OptionRuleTests {
             (["output": ["format": "original", "partialMaxPixelSize": 8]], ["output": ["format": "png", "partialMaxPixelSize": 8]],
              "output.partialMaxPixelSize needs a decoded"),
             (["progressive": true], ["progressive": true, "output": ["format": "png"]], "progressive needs a decoded output.format (png, jpeg, webp, rgba, rgb, gray)"),
+            (["output": ["delivery": "file", "path": "/tmp/a", "name": "a"]], ["output": ["delivery": "file", "dir": "/tmp", "name": "a"]],
+             "output.name goes with output.dir"),
+            (["output": ["delivery": "file", "path": "/tmp/a", "nameTemplate": "{name}"]],
+             ["output": ["delivery": "file", "dir": "/tmp", "nameTemplate": "{name}"]], "output.nameTemplate goes with output.dir"),
+            (["output": ["delivery": "file", "dir": "/tmp", "index": 3]],
+             ["output": ["delivery": "file", "dir": "/tmp", "nameTemplate": "{index}.png", "index": 3]], "output.index goes with output.nameTemplate"),
+            (["output": ["skipExisting": true]], ["output": ["delivery": "file", "path": "/tmp/a", "skipExisting": true]],
+             "output.skipExisting goes with output.dir or output.path"),
+            (["output": ["delivery": "file"]], ["output": ["delivery": "file", "dir": "/tmp"]], "output.delivery \"file\" needs output.dir or output.path"),
+            (["output": ["delivery": "inline", "path": "/tmp/a"]], ["output": ["delivery": "file", "path": "/tmp/a"]],
+             "output.path goes with output.delivery \"file\""),
+            (["output": ["dir": "/tmp"]], ["output": ["delivery": "file", "dir": "/tmp"]], "output.dir goes with output.delivery \"file\""),
+            (["output": ["delivery": "shared", "format": "rgba", "overwrite": true]], ["output": ["delivery": "file", "dir": "/tmp", "overwrite": true]],
+             "output.overwrite goes with output.delivery \"file\""),
         ]
         #expect(cases.count == OptionTable.rules.count, "a case per rule of the schema")
         for (refused, allowed, says) in cases {

@@ -275,8 +275,16 @@ export interface DownloadOptions {
   format?: Format;
   /** With dir: the file's name (a relative path; '/' makes subdirectories), used as given. */
   name?: string;
-  /** With dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}; {{ and }} for braces. */
+  /**
+   * With dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}, {index}, {index:N}; {{ and
+   * }} for braces.
+   */
   nameTemplate?: string;
+  /**
+   * With nameTemplate: the entry's position in a list (from 0), for {index} and {index:N} (zero-padded to N digits,
+   * 1-20); the clients' bulk helpers and get send it.
+   */
+  index?: number;
   /** Replace a file of the same name (default: name-1.ext, name-2.ext, ...). */
   overwrite?: boolean;
   /** A target file that exists already is kept and reported (skipped: true); nothing is fetched. */
@@ -478,6 +486,7 @@ export declare function downloadMany(
   urls: Iterable<BulkEntry> | AsyncIterable<BulkEntry>,
   options?: DownloadManyOptions & { binary?: string; args?: string[]; env?: Record<string, string | undefined> },
 ): AsyncGenerator<BulkOutcome, void, undefined>;
+/** @deprecated The worker fills `{index}` from the `index` option (downloadMany sends each entry's). */
 export declare function fillIndex(template: string, index: number): string;
 export declare function readManifest(path: string): ManifestRecord[];
 export declare function manifestRecord(outcome: {

@@ -4,7 +4,8 @@ import ImageDownloader
 import ImageWorkerProtocol
 
 /// A `file` token's name inside its `dir`: `output.name` (fixed), `output.nameTemplate`
-/// (`{token}`, `{name}`, `{ext}`, `{host}`, `{sha256}`, `{sha256:N}`; `{{` and `}}` for braces), or,
+/// (`{token}`, `{name}`, `{ext}`, `{host}`, `{sha256}`, `{sha256:N}`, `{index}` and `{index:N}`
+/// from `output.index`, filled as the template is read; `{{` and `}}` for braces), or,
 /// with neither, the URL's name (`{name}.{ext}`). A relative path: `/` makes subdirectories; no
 /// component is empty, `.` or `..`, and every value put in is a safe name (letters and digits of
 /// any script, `.`, `-`, `_`, never starting with a dot), so no URL or token can lead outside `dir`.
@@ -18,7 +19,7 @@ struct FileNameTemplate: Sendable, Equatable {
 
     let parts: [Part]
 
-    static let placeholders = ["token", "name", "ext", "host", "sha256", "sha256:N"]
+    static let placeholders = ["token", "name", "ext", "host", "sha256", "sha256:N", "index", "index:N"]
 
     /// The default: the URL's name and the extension of what is written.
     static let urlName = FileNameTemplate(parts: [.name, .literal("."), .ext])
@@ -32,8 +33,8 @@ struct FileNameTemplate: Sendable, Equatable {
         return template
     }
 
-    /// Parses `output.nameTemplate`.
-    init(parsing text: String, field: String = "output.nameTemplate") throws(RPCError) {
+    /// Parses `output.nameTemplate`, with `index` (`output.index`) for `{index}` and `{index:N}`.
+    init(parsing text: String, index: Int64? = nil, field: String = "output.nameTemplate") throws(RPCError) {
         var parts: [Part] = []
         var literal = ""
         var rest = Substring(text)
@@ -71,9 +72,18 @@ struct FileNameTemplate: Sendable, Equatable {
                 }
                 parts.append(.sha256(digits: n))
             case _ where name == "index" || name.hasPrefix("index:"):
-                throw .invalidParams(
-                    "\(field): {\(name)} is the URL's position in a list, filled in by the clients' bulk helpers and `get`; "
-                        + "the worker takes {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}")
+                var width = 1
+                if name != "index" {
+                    guard let n = Int(name.dropFirst("index:".count)), (1...20).contains(n) else {
+                        throw .invalidParams("\(field): {\(name)} needs a width from 1 to 20, as in {index:5}")
+                    }
+                    width = n
+                }
+                guard let index else {
+                    throw .invalidParams("\(field): {\(name)} needs output.index, the entry's position in a list (from 0)")
+                }
+                let digits = String(index)
+                literal += String(repeating: "0", count: max(0, width - digits.count)) + digits
             default:
                 throw .invalidParams(
                     "\(field): unknown placeholder {\(name)}; known: " + FileNameTemplate.placeholders.map { "{\($0)}" }.joined(separator: ", "))

@@ -115,9 +115,10 @@ public struct OutputSpec: Sendable, Equatable {
     public init() {}
 
     /// Why `output.nameTemplate` (or, `fixed`, `output.name`) would be refused; nil when it is fine.
-    public static func nameProblem(_ text: String, fixed: Bool = false) -> String? {
+    /// `index`: the template's `output.index`.
+    public static func nameProblem(_ text: String, fixed: Bool = false, index: Int64? = nil) -> String? {
         do {
-            _ = fixed ? try FileNameTemplate.fixed(text) : try FileNameTemplate(parsing: text)
+            _ = fixed ? try FileNameTemplate.fixed(text) : try FileNameTemplate(parsing: text, index: index)
             return nil
         } catch {
             return error.message
@@ -182,7 +183,7 @@ struct DownloadParams {
         let p = try ParamReader(
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
-                "delivery", "format", "path", "dir", "name", "nameTemplate", "overwrite", "skipExisting", "verify", "sha256",
+                "delivery", "format", "path", "dir", "name", "nameTemplate", "index", "overwrite", "skipExisting", "verify", "sha256",
                 "maxPixelSize", "maxPixelCount", "applyOrientation", "partialIntervalMs", "partialMaxPixelSize", "quality",
                 "lossless", "chromaSubsampling",
             ])
@@ -201,6 +202,7 @@ struct DownloadParams {
         let dir = try p.string("dir")
         let name = try p.string("name")
         let nameTemplate = try p.string("nameTemplate")
+        let index = try p.integer("index", in: OptionTable.Output.index)
         spec.overwrite = try p.bool("overwrite") ?? false
         spec.skipExisting = try p.bool("skipExisting") ?? false
         // true or "header": the header; "full": every pixel too; false: nothing.
@@ -214,7 +216,7 @@ struct DownloadParams {
         if let name {
             spec.fileName = try FileNameTemplate.fixed(name)
         } else if let nameTemplate {
-            spec.fileName = try FileNameTemplate(parsing: nameTemplate)
+            spec.fileName = try FileNameTemplate(parsing: nameTemplate, index: index)
         }
         spec.maxPixelSize = try p.integer("maxPixelSize", in: OptionTable.Output.maxPixelSize).map { Int($0) }
         spec.maxPixelCount = try p.integer("maxPixelCount", in: OptionTable.Output.maxPixelCount).map { Int($0) }
@@ -226,24 +228,14 @@ struct DownloadParams {
         if let s = try p.oneOf("chromaSubsampling", ChromaSubsampling.allCases.map(\.rawValue)) {
             spec.chromaSubsampling = ChromaSubsampling(rawValue: s)
         }
-        switch spec.delivery {
-        case .file:
-            if let path {
-                guard !path.isEmpty, !path.hasSuffix("/") else { throw .invalidParams("output.path must name a file") }
-                spec.target = .path(path)
-            } else if let dir {
-                guard !dir.isEmpty else { throw .invalidParams("output.dir must not be empty") }
-                spec.target = .directory(dir)
-            } else {
-                throw .invalidParams("output with delivery \"file\" needs \"path\" or \"dir\"")
-            }
-        case .none, .inline, .shared:
-            if path != nil || dir != nil || spec.fileName != nil || spec.overwrite || spec.skipExisting {
-                throw .invalidParams("output.path, dir, name, nameTemplate, overwrite and skipExisting go with delivery \"file\"")
-            }
-        }
-        if case .path? = spec.target, spec.fileName != nil {
-            throw .invalidParams("output.name and output.nameTemplate go with output.dir, not output.path")
+        // Which of path, dir, name, nameTemplate, overwrite and skipExisting go together, and with
+        // which delivery, is `OptionRule`'s (checked in `init`).
+        if let path {
+            guard !path.isEmpty, !path.hasSuffix("/") else { throw .invalidParams("output.path must name a file") }
+            spec.target = .path(path)
+        } else if let dir {
+            guard !dir.isEmpty else { throw .invalidParams("output.dir must not be empty") }
+            spec.target = .directory(dir)
         }
         if spec.skipExisting, spec.fileName?.needsDigest == true {
             throw .invalidParams("output.skipExisting needs a name known before the download: {sha256} depends on the bytes")

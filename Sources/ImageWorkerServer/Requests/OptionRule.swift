@@ -10,6 +10,10 @@ public enum OptionRule: Sendable, Equatable {
     case formats(String, [String])
     /// Only with a decoded output format (not `original`).
     case decoded(String)
+    /// Only when one of these is set; with `equals`, only when the option has that value.
+    case with(String, equals: String? = nil, [String])
+    /// Only when `other`'s value (`output.delivery`'s `none` when absent) is one of these.
+    case when(String, String, in: [String])
 
     /// Throws invalid params for the first rule of `rules` that `params` breaks.
     static func check(_ params: JSONObject, _ rules: [OptionRule] = OptionTable.rules) throws(RPCError) {
@@ -40,6 +44,16 @@ public enum OptionRule: Sendable, Equatable {
             guard Self.isSet(option, in: params), Self.format(params) == OutputSpec.Format.original.rawValue else { return nil }
             let decoded = OutputSpec.Format.allCases.filter(\.needsDecoding).map(\.rawValue)
             return "\(name(option)) needs a decoded \(name("output.format")) (\(decoded.joined(separator: ", ")))"
+        case .with(let option, let equals, let others):
+            guard Self.isSet(option, in: params), others.allSatisfy({ !Self.isSet($0, in: params) }) else { return nil }
+            if let equals {
+                guard Self.value(option, in: params)?.stringValue == equals else { return nil }
+                return "\(name(option)) \"\(equals)\" needs " + others.map(name).joined(separator: " or ")
+            }
+            return "\(name(option)) goes with " + others.map(name).joined(separator: " or ")
+        case .when(let option, let other, let values):
+            guard Self.isSet(option, in: params), !values.contains(Self.text(other, in: params)) else { return nil }
+            return "\(name(option)) goes with \(name(other)) " + values.map { "\"\($0)\"" }.joined(separator: " or ")
         }
     }
 
@@ -55,7 +69,15 @@ public enum OptionRule: Sendable, Equatable {
         }
     }
 
-    static func format(_ params: JSONObject) -> String {
-        value("output.format", in: params)?.stringValue ?? OutputSpec.Format.original.rawValue
+    static func format(_ params: JSONObject) -> String { text("output.format", in: params) }
+
+    /// A choice's value, or its default when absent (`output.format`: `original`; `output.delivery`: `none`).
+    static func text(_ path: String, in params: JSONObject) -> String {
+        if let value = value(path, in: params)?.stringValue { return value }
+        switch path {
+        case "output.format": return OutputSpec.Format.original.rawValue
+        case "output.delivery": return OutputSpec.Delivery.none.rawValue
+        default: return ""
+        }
     }
 }

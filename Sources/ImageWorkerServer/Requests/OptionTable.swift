@@ -10,6 +10,7 @@ public enum OptionTable {
         public static let retryDelayMs: ClosedRange<Int64> = 0...600_000
     }
     public enum Output {
+        public static let index: ClosedRange<Int64> = 0...9_007_199_254_740_991
         public static let maxPixelSize: ClosedRange<Int64> = 1...1_000_000
         public static let maxPixelCount: ClosedRange<Int64> = 1...1_000_000_000_000
         public static let partialIntervalMs: ClosedRange<Int64> = 0...3_600_000
@@ -56,5 +57,13 @@ public enum OptionTable {
         .decoded("output.applyOrientation"),
         .decoded("output.partialMaxPixelSize"),
         .decoded("progressive"),
+        .with("output.name", ["output.dir"]),
+        .with("output.nameTemplate", ["output.dir"]),
+        .with("output.index", ["output.nameTemplate"]),
+        .with("output.skipExisting", ["output.dir", "output.path"]),
+        .with("output.delivery", equals: "file", ["output.dir", "output.path"]),
+        .when("output.path", "output.delivery", in: ["file"]),
+        .when("output.dir", "output.delivery", in: ["file"]),
+        .when("output.overwrite", "output.delivery", in: ["file"]),
     ]
 }

@@ -1,6 +1,7 @@
 // downloadMany: many URLs as an async iterator of outcomes, in order of completion, with a
 // concurrency bound, an AbortSignal and an optional manifest (lib/manifest.js).
-import { ManifestFile, fillIndex, manifestRecord } from './manifest.js';
+import { ManifestFile, manifestRecord } from './manifest.js';
+import { bulkQueueDepth } from './option-table.js';
 import { ImageWorkerError } from './errors.js';
 
 /** `[index, url, name]` for each input: a URL, `{ url, name }` or `[url, name]`. */
@@ -27,7 +28,7 @@ function entryOptions(each, index, name) {
     delete mine.nameTemplate;
     mine.name = name;
   } else if (typeof mine.nameTemplate === 'string') {
-    mine.nameTemplate = fillIndex(mine.nameTemplate, index);
+    mine.index = index;  // the worker fills {index} and {index:N}
   }
   return mine;
 }
@@ -49,9 +50,9 @@ export async function* runBulk(worker, urls, options = {}) {
   const each = bulkOptions(downloadOptions, { manifest, resume });
   const format = each.format ?? (each.progressive ? 'png' : 'original');
   const file = manifest != null ? new ManifestFile(manifest, resume) : null;
-  // Downloads sent ahead of their turn (half as many left the worker waiting for the client
-  // between small files on loopback: BENCHMARKS.md); a million-URL input is not read at once.
-  const window = Math.max(concurrency * 4, concurrency + 32);
+  // Downloads sent ahead of their turn (the schema's x-client-bulk): the worker never waits for
+  // the client, and a million-URL input is not read at once.
+  const window = bulkQueueDepth(concurrency);
   // Refilled in bursts (once this many have ended), which `send` writes to the worker at once.
   const burst = Math.max(8, concurrency);
   const inflight = new Map();

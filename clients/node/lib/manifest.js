@@ -6,7 +6,12 @@ import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, re
 import { dirname, resolve } from 'node:path';
 import { Cancelled, DownloadError } from './errors.js';
 
-/** `template` with `{index}` (`{index:N}`: zero-padded to N digits) replaced; `{{`, `}}` and the worker's placeholders kept. */
+/**
+ * `template` with `{index}` (`{index:N}`: zero-padded to N digits) replaced; `{{`, `}}` and the
+ * worker's placeholders kept.
+ * @deprecated The worker fills `{index}` from the `index` option (downloadMany sends each entry's);
+ * kept for code that names files itself.
+ */
 export function fillIndex(template, index) {
   return template.replace(/\{\{|\}\}|\{index(?::(\d+))?\}/g, (match, width) => {
     if (match === '{{' || match === '}}') return match;

@@ -29,6 +29,7 @@ export const DOWNLOAD_OPTIONS = {
   format: { wire: 'format', kind: 'enum', output: true, choices: FORMATS },
   name: { wire: 'name', kind: 'string', output: true },
   nameTemplate: { wire: 'nameTemplate', kind: 'string', output: true },
+  index: { wire: 'index', kind: 'int', min: 0, max: 9_007_199_254_740_991, output: true },
   overwrite: { wire: 'overwrite', kind: 'bool', output: true },
   skipExisting: { wire: 'skipExisting', kind: 'bool', output: true },
   verify: { wire: 'verify', kind: 'enum', output: true, choices: VERIFIES },
@@ -57,4 +58,24 @@ export const RELATIONS = [
   { option: 'output.applyOrientation', decoded: true },
   { option: 'output.partialMaxPixelSize', decoded: true },
   { option: 'progressive', decoded: true, names: 'output.format' },
+  { option: 'output.name', with: ['output.dir'] },
+  { option: 'output.nameTemplate', with: ['output.dir'] },
+  { option: 'output.index', with: ['output.nameTemplate'] },
+  { option: 'output.skipExisting', with: ['output.dir', 'output.path'] },
+  { option: 'output.delivery', equals: 'file', with: ['output.dir', 'output.path'] },
+  { option: 'output.path', when: 'output.delivery', in: ['file'] },
+  { option: 'output.dir', when: 'output.delivery', in: ['file'] },
+  { option: 'output.overwrite', when: 'output.delivery', in: ['file'] },
 ];
+
+/** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */
+export const CLIENT_DEFAULTS = [
+  { set: 'output.format', to: 'png', when: 'progressive' },
+  { set: 'output.delivery', to: 'file', whenAny: ['output.dir', 'output.path'] },
+  { set: 'output.delivery', to: 'shared', whenDecoded: true },
+];
+
+/** Downloads a bulk job keeps sent ahead of their turn (the schema's `x-client-bulk`). */
+export function bulkQueueDepth(concurrency) {
+  return Math.max(concurrency * 4, concurrency + 32);
+}

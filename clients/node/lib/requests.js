@@ -1,7 +1,7 @@
 // The `download` request's params from the client's options, checked by the tables that
 // scripts/generate-options.py writes from protocol/schema (lib/option-table.js): the ranges,
 // choices and rules between options the worker checks too.
-import { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, DOWNLOAD_OPTIONS, FORMATS, PRIORITIES, RELATIONS } from './option-table.js';
+import { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, CLIENT_DEFAULTS, DOWNLOAD_OPTIONS, FORMATS, PRIORITIES, RELATIONS } from './option-table.js';
 
 export { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, FORMATS, PRIORITIES };
 export const PROTOCOL_VERSION = '1';
@@ -80,6 +80,21 @@ const isSet = (params, path) => {
 /** The option a wire path stands for (`output.` for the output object's): the same names here. */
 const optionName = (path) => path.replace(/^output\./, '');
 
+/** What a choice is when absent. */
+const ABSENT = { 'output.format': 'original', 'output.delivery': 'none' };
+
+/** Fills in what the schema's `x-client-defaults` give, in order, each only when not given. */
+function applyDefaults(params) {
+  for (const { set, to, when, whenAny = [], whenDecoded } of CLIENT_DEFAULTS) {
+    if (wireValue(params, set) != null) continue;
+    if ((when && isSet(params, when)) || whenAny.some((path) => isSet(params, path))
+      || (whenDecoded && DECODED.includes(params.output?.format ?? 'original'))) {
+      if (set.startsWith('output.')) (params.output ??= {})[set.slice('output.'.length)] = to;
+      else params[set] = to;
+    }
+  }
+}
+
 /** Throws a TypeError for the first of the schema's rules between options that `params` break. */
 function checkRelations(params) {
   const format = params.output?.format ?? 'original';
@@ -88,6 +103,18 @@ function checkRelations(params) {
       const [a, b] = rule.exclusive;
       if (isSet(params, a) && isSet(params, b)) {
         throw new TypeError(`${optionName(a)} and ${optionName(b)} exclude each other${rule.why ? `: ${rule.why}` : ''}`);
+      }
+    } else if ('with' in rule) {
+      if (!isSet(params, rule.option) || rule.with.some((path) => isSet(params, path))) continue;
+      const others = rule.with.map(optionName).join(' or ');
+      if (rule.equals === undefined) throw new TypeError(`${optionName(rule.option)} goes with ${others}`);
+      if (wireValue(params, rule.option) === rule.equals) {
+        throw new TypeError(`${optionName(rule.option)} '${rule.equals}' needs ${others}`);
+      }
+    } else if ('when' in rule) {
+      const value = wireValue(params, rule.when) ?? ABSENT[rule.when];
+      if (isSet(params, rule.option) && !rule.in.includes(value)) {
+        throw new TypeError(`${optionName(rule.option)} goes with ${optionName(rule.when)} ${rule.in.map((v) => `'${v}'`).join(' or ')}`);
       }
     } else if (isSet(params, rule.option)) {
       if (rule.formats && !rule.formats.includes(format)) {
@@ -113,24 +140,17 @@ export function downloadParams(url, token, options = {}) {
     if (value === undefined || value === null) continue;
     (rule.output ? output : params)[rule.wire] = checked(name, value, rule);
   }
-  const { dir, path, name, nameTemplate, skipExisting } = output;
   if (output.delivery) {
-    if (dir != null || path != null) throw new TypeError('inline delivers the bytes in the event: no dir or path with it');
+    if (output.dir != null || output.path != null) throw new TypeError('inline delivers the bytes in the event: no dir or path with it');
     output.delivery = 'inline';
   } else if (output.delivery === false) {
     delete output.delivery;
   }
-  if ((name != null || nameTemplate != null) && dir == null) throw new TypeError(`${name != null ? 'name' : 'nameTemplate'} goes with dir`);
-  if (skipExisting && dir == null && path == null) throw new TypeError('skipExisting goes with dir or path');
   for (const flag of ['progressive', 'quiet']) if (params[flag] === false) delete params[flag];
-  if (params.progressive && output.format == null) output.format = 'png';
-  if (output.delivery == null) {
-    if (dir != null || path != null) output.delivery = 'file';
-    // A decoded image with no file asked for: its bytes through shared memory (a Buffer in
-    // `image.data`), or inline when small; never base64 of megabytes of pixels.
-    else if ((output.format ?? 'original') !== 'original') output.delivery = 'shared';
-  }
   if (Object.keys(output).length) params.output = output;
+  // What is not given: progressive means PNG; dir or path a file; a decoded image with no file
+  // asked for comes through shared memory (a Buffer in `image.data`), or inline when small.
+  applyDefaults(params);
   checkRelations(params);
   return params;
 }

@@ -106,6 +106,12 @@ test('each error code rejects with its own class', () => withSetup(async (server
   // The schema's rules between options are checked before sending (lib/option-table.js).
   assert.throws(() => worker.download('u', { progressive: true, format: 'original' }), /progressive needs a decoded format/);
   assert.throws(() => worker.download('u', { dir: 'a', overwrite: true, skipExisting: true }), /exclude each other/);
+  // The schema's x-rules between options, as the worker checks them.
+  assert.throws(() => worker.download('u', { name: 'a.png' }), /name goes with dir/);
+  assert.throws(() => worker.download('u', { path: 'a.png', nameTemplate: '{name}' }), /nameTemplate goes with dir/);
+  assert.throws(() => worker.download('u', { dir: 'a', index: 3 }), /index goes with nameTemplate/);
+  assert.throws(() => worker.download('u', { skipExisting: true }), /skipExisting goes with dir or path/);
+  assert.throws(() => worker.download('u', { overwrite: true }), /overwrite goes with delivery 'file'/);
   assert.throws(() => worker.download('u', { format: 'png', maxPixelSize: 0 }), /maxPixelSize must be an integer in 1…1,000,000/);
   assert.equal((await worker.download(server.url('/files/testorig.jpg')).done).byteLength, 5770);
   await worker.close();

@@ -16,7 +16,8 @@ import pytest
 
 from image_worker import (AsyncWorker, Cancelled, InvalidDownloadStatusCode, NetworkError, UnsupportedFormat, Worker,
                           WorkerExited, download_many, iter_downloads)
-from image_worker._manifest import fill_index
+from image_worker._bulk import entry_options
+from image_worker._options import download_params
 from loopback import LoopbackServer
 from protocol_files import Schemas
 
@@ -31,10 +32,11 @@ def read_manifest(path: Path) -> List[Dict[str, Any]]:
     return records
 
 
-def test_index_placeholders() -> None:
-    assert fill_index("p{index:3}.{ext}", 7) == "p007.{ext}"
-    assert fill_index("{index}-{name}", 12) == "12-{name}"
-    assert fill_index("{{index}}{index}", 1) == "{{index}}1"
+def test_index_placeholders_go_to_the_worker_with_the_entrys_index() -> None:
+    params = download_params("http://h/a.jpg", 1, entry_options({"dir": "/tmp", "name_template": "p{index:3}.{ext}"}, 7, None))
+    assert params["output"]["nameTemplate"] == "p{index:3}.{ext}" and params["output"]["index"] == 7
+    named = download_params("http://h/a.jpg", 1, entry_options({"dir": "/tmp", "name_template": "p{index}"}, 7, "mine.png"))
+    assert named["output"] == {"dir": "/tmp", "name": "mine.png", "delivery": "file"}
 
 
 def test_names_manifest_and_a_rerun_that_fetches_nothing(binary: str, server: LoopbackServer, tmp_path: Path) -> None:

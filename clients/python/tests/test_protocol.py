@@ -203,7 +203,7 @@ def test_requests_the_client_builds_are_valid() -> None:
         headers={"X-A": "b"}, timeout_ms=5000, deadline_ms=9000, max_retries=0, retry_delay_ms=10,
         credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, cache_policy="preferCache", max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
-        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64, name_template="{token}.{ext}", verify=True,
+        overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64, name_template="{token}-{index:3}.{ext}", index=7, verify=True,
         sha256=True))
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}
     assert not SCHEMAS.problems(request, "requests/download.schema.json")
@@ -293,6 +293,11 @@ def test_the_clients_option_checks_are_the_schemas() -> None:
     ({"max_pixel_size": 256}, "max_pixel_size"),
     ({"inline": "yes"}, "inline"),
     ({"partial_interval_ms": -1}, "partial_interval_ms"),
+    ({"name": "a.png"}, "name"),
+    ({"path": "a.png", "name_template": "{name}"}, "name_template"),
+    ({"dir": "a", "index": 3}, "index"),
+    ({"skip_existing": True}, "skip_existing"),
+    ({"overwrite": True}, "overwrite"),
 ])
 def test_bad_download_options_name_themselves(options: Dict[str, Any], option: str) -> None:
     with pytest.raises(RequestError) as caught:

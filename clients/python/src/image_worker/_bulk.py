@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 from . import _shared
 from ._errors import ImageWorkerError
 from ._events import Event, Image, Progress, Started
-from ._manifest import ManifestFile, fill_index, image_from_record, record
+from ._manifest import ManifestFile, image_from_record, record
+from ._option_table import BULK_QUEUE_DEPTH_PLUS, BULK_QUEUE_DEPTH_TIMES
 from ._options import SETTING_RULES, DownloadOptions, ManyOptions, Settings, Token, check, download_params, invalid
 
 if TYPE_CHECKING:
@@ -147,21 +148,21 @@ def bulk_options(dir: Optional[str], options: ManyOptions, manifest: Any, resume
 
 
 def entry_options(each: Mapping[str, Any], index: int, name: Optional[str]) -> Dict[str, Any]:
-    """One entry's options: its own ``name``, or the template with ``{index}`` filled."""
+    """One entry's options: its own ``name``, or the template with its ``index`` (the worker
+    fills ``{index}`` and ``{index:N}``)."""
     mine = dict(each)
     if name is not None:
         mine.pop("name_template", None)
         mine["name"] = name
     elif isinstance(mine.get("name_template"), str):
-        mine["name_template"] = fill_index(mine["name_template"], index)
+        mine["index"] = index
     return mine
 
 
 def window(concurrency: int) -> int:
-    """Downloads sent ahead of their turn: enough that the worker never waits for the client,
-    few enough that a million-URL input is not a million queued tokens. (Half as many left the
-    worker waiting for the client between small files on loopback: BENCHMARKS.md.)"""
-    return max(concurrency * 4, concurrency + 32)
+    """Downloads sent ahead of their turn (the schema's ``x-client-bulk``): enough that the worker
+    never waits for the client, few enough that a million-URL input is not a million queued tokens."""
+    return max(concurrency * BULK_QUEUE_DEPTH_TIMES, concurrency + BULK_QUEUE_DEPTH_PLUS)
 
 
 def _human_bytes(n: int) -> str:

@@ -33,12 +33,6 @@ def fill_placeholder(template: str, placeholder: str, value: int) -> str:
     return pattern.sub(replace, template)
 
 
-def fill_index(template: str, index: int) -> str:
-    """``template`` with ``{index}`` (``{index:N}``: zero-padded to N digits) replaced by ``index``;
-    ``{{``, ``}}`` and the worker's placeholders left as they are."""
-    return fill_placeholder(template, "index", index)
-
-
 def redacted(url: str) -> str:
     """``url`` without its user information (``user:password@``), as the worker shows URLs: a
     manifest is shared, logged, uploaded; the password stays in the caller's list."""

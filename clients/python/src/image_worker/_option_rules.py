@@ -4,7 +4,7 @@ and a :class:`Relation` per rule between options, with how a relation is checked
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,9 @@ class Rule:
 class Relation:
     """A rule between options, on their wire paths (``output.`` for the output object's):
     ``exclusive`` (``option`` and ``other`` not both set), ``formats`` (``option`` only with one
-    of these output formats), ``decoded`` (``option`` only with a decoded output format);
+    of these output formats), ``decoded`` (``option`` only with a decoded output format),
+    ``with`` (``option`` only when one of ``others`` is set; with ``equals``, only when ``option``
+    has that value), ``when`` (``option`` only when ``other``'s value is one of ``formats``);
     ``names``: the option an error names, when not the rule's own. An option is set when
     present, and a boolean when true."""
 
@@ -35,6 +37,8 @@ class Relation:
     why: Optional[str] = None
     formats: Tuple[str, ...] = ()
     names: Optional[str] = None
+    others: Tuple[str, ...] = ()
+    equals: Optional[str] = None
 
     def problem(self, params: Mapping[str, Any], name: Callable[[str], str],
                 decoded: Tuple[str, ...]) -> Optional[Tuple[str, str]]:
@@ -48,6 +52,20 @@ class Relation:
                 return None
             why = f": {self.why}" if self.why else ""
             return name(self.other), f"{name(self.option)} and {name(self.other)} exclude each other{why}"
+        if self.kind == "with":
+            if any(_is_set(params, other) for other in self.others):
+                return None
+            if self.equals is not None:
+                if _value(params, self.option) != self.equals:
+                    return None
+                return name(self.option), f"{name(self.option)} {self.equals!r} needs {' or '.join(map(name, self.others))}"
+            return name(self.option), f"{name(self.option)} goes with {' or '.join(map(name, self.others))}"
+        if self.kind == "when":
+            assert self.other is not None
+            value = _value(params, self.other) or _ABSENT.get(self.other)
+            if value in self.formats:
+                return None
+            return name(self.option), f"{name(self.option)} goes with {name(self.other)} {' or '.join(map(repr, self.formats))}"
         format = _value(params, "output.format") or "original"
         named = name(self.names or self.option)
         subject = f"{name(self.option)} " if self.names else ""  # the error names the option already
@@ -56,6 +74,26 @@ class Relation:
         if self.kind == "decoded" and format not in decoded:
             return named, f"{subject}needs a decoded format ({', '.join(decoded)})"
         return None
+
+
+#: What a choice is when absent.
+_ABSENT = {"output.format": "original", "output.delivery": "none"}
+
+
+def apply_defaults(params: Dict[str, Any], defaults: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...],
+                   decoded: Tuple[str, ...]) -> None:
+    """Fills in ``params`` (the wire's) what the schema's ``x-client-defaults`` give, in order,
+    each only when not given: ``(path, value, when this is set, when any of these is set, when
+    the format is decoded)``."""
+    for path, value, when, when_any, when_decoded in defaults:
+        if _value(params, path) is not None:
+            continue
+        if (when is not None and _is_set(params, when)) or any(_is_set(params, p) for p in when_any) \
+                or (when_decoded and (_value(params, "output.format") or "original") in decoded):
+            if path.startswith("output."):
+                params.setdefault("output", {})[path[len("output."):]] = value
+            else:
+                params[path] = value
 
 
 def _value(params: Mapping[str, Any], path: str) -> Any:

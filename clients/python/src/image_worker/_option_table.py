@@ -6,7 +6,7 @@ The options of ``download`` and ``configure``: their types for the type checker 
 from __future__ import annotations
 
 import os
-from typing import Dict, Literal, Mapping, Tuple, TypedDict, Union
+from typing import Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union
 
 from ._option_rules import Relation, Rule
 
@@ -65,8 +65,12 @@ class ManyOptions(TypedDict, total=False):
     #: original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG,
     #: WebP, GIF and AVIF are decoded)
     format: Format
-    #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}; {{ and }} for braces
+    #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}, {index}, {index:N}; {{
+    #: and }} for braces
     name_template: str
+    #: with nameTemplate: the entry's position in a list (from 0), for {index} and {index:N} (zero-padded to N
+    #: digits, 1-20); the clients' bulk helpers and get send it
+    index: int
     #: replace a file of the same name (default: name-1.ext, name-2.ext, ...)
     overwrite: bool
     #: a target file that exists already is kept and reported (skipped: true); nothing is fetched
@@ -205,6 +209,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "format": Rule("format", "enum", choices=FORMATS, output=True),
     "name": Rule("name", "string", output=True),
     "name_template": Rule("nameTemplate", "string", output=True),
+    "index": Rule("index", "int", 0, 9_007_199_254_740_991, output=True),
     "overwrite": Rule("overwrite", "bool", output=True),
     "skip_existing": Rule("skipExisting", "bool", output=True),
     "verify": Rule("verify", "enum", choices=VERIFIES, output=True),
@@ -269,4 +274,25 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("decoded", "output.applyOrientation"),
     Relation("decoded", "output.partialMaxPixelSize"),
     Relation("decoded", "progressive", names="output.format"),
+    Relation("with", "output.name", others=("output.dir",)),
+    Relation("with", "output.nameTemplate", others=("output.dir",)),
+    Relation("with", "output.index", others=("output.nameTemplate",)),
+    Relation("with", "output.skipExisting", others=("output.dir", "output.path")),
+    Relation("with", "output.delivery", others=("output.dir", "output.path"), equals="file"),
+    Relation("when", "output.path", "output.delivery", formats=("file",)),
+    Relation("when", "output.dir", "output.delivery", formats=("file",)),
+    Relation("when", "output.overwrite", "output.delivery", formats=("file",)),
 )
+
+#: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:
+#: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.
+CLIENT_DEFAULTS: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...] = (
+    ("output.format", "png", "progressive", (), False),
+    ("output.delivery", "file", None, ("output.dir", "output.path"), False),
+    ("output.delivery", "shared", None, (), True),
+)
+
+#: Downloads a bulk job keeps sent ahead of their turn (the schema's ``x-client-bulk``):
+#: max(concurrency * TIMES, concurrency + PLUS).
+BULK_QUEUE_DEPTH_TIMES = 4
+BULK_QUEUE_DEPTH_PLUS = 32

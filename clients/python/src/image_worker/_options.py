@@ -11,10 +11,11 @@ import re
 from typing import Any, Dict, List, Mapping, Sequence, Union, cast
 
 from ._errors import RequestError
-from ._option_rules import Rule, is_set
+from ._option_rules import Rule, apply_defaults, is_set
 from ._option_table import (
     CACHE_POLICIES,
     CHROMA_SUBSAMPLINGS,
+    CLIENT_DEFAULTS,
     DOWNLOAD_RULES,
     EXECUTION_ORDERS,
     FORMATS,
@@ -136,22 +137,13 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
         if "dir" in given or "path" in given:
             raise invalid("inline", "inline=True delivers the bytes in the event: no dir or path with it")
         output["delivery"] = "inline"
-    elif "dir" in given or "path" in given:
-        output["delivery"] = "file"
-    elif output.get("format", "original") != "original" or params.get("progressive"):
-        # A decoded image with no file asked for: its bytes through shared memory (to_numpy() maps
-        # them), or inline when small; never base64 of megabytes of pixels.
-        output["delivery"] = "shared"
-    if ("name" in given or "name_template" in given) and "dir" not in given:
-        raise invalid("name" if "name" in given else "name_template", "goes with dir")
-    if options.get("skip_existing") and not ("dir" in given or "path" in given):
-        raise invalid("skip_existing", "goes with dir or path")
     for flag in ("progressive", "quiet"):
         if not params.get(flag, True):
             del params[flag]
-    if params.get("progressive") and "format" not in output:
-        output["format"] = "png"
     params["output"] = output
+    # What is not given: progressive means PNG; dir or path a file; a decoded image with no file
+    # asked for comes through shared memory (to_numpy() maps it), or inline when small.
+    apply_defaults(params, CLIENT_DEFAULTS, _DECODED)
     # The schema's rules between options, as the worker checks them: those of the options set
     # (a bulk job checks every URL's params), in the table's order.
     set_paths = [key for key, value in params.items() if is_set(value)]

@@ -30,7 +30,7 @@ from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Sequenc
 from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
-from ._manifest import ManifestFile, fill_index, fill_placeholder, record
+from ._manifest import ManifestFile, fill_placeholder, record
 from ._options import ManyOptions, download_params
 
 #: Files go to ``dir/SHARD/INDEX.ext``: two actors (or nodes) never write the same name, and no
@@ -158,7 +158,7 @@ class ShardRunner:
             return deliver
 
         template = options.get("name_template")
-        # {shard} is this shard's for every line; entry_options fills each line's {index}.
+        # {shard} is this shard's for every line; the worker fills each line's {index} from its index.
         in_shard = {**options, "name_template": fill_placeholder(template, "shard", shard)} if isinstance(template, str) else options
         for line in lines:
             index, url, name = line
@@ -236,7 +236,7 @@ def iter_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], *, d
                                         manifest, resume)
     each.pop("dir", None)
     download_params("", "check", {**each, "dir": dir,
-                                  "name_template": fill_index(fill_placeholder(name_template, "shard", 0), 0)})
+                                  "name_template": fill_placeholder(name_template, "shard", 0), "index": 0})
     if not ray.is_initialized():
         ray.init()
     own = not isinstance(actors, Sequence)
