@@ -29,21 +29,21 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var minStartIntervalPerHostNs: UInt64
     public private(set) var order: ExecutionOrder
     public private(set) var suspended: Bool
-    public private(set) var running: Set<ID> = []
+    public internal(set) var running: Set<ID> = []
     /// Running operations that lend their running slot: an attempt that has waited long for its
     /// answer (a host that accepts connections and says nothing) does not hold every other
     /// host's downloads in the queue. At most `maxConcurrent` lend at once; each keeps its
     /// host's slot, so a silent host starts no more than its own limit.
-    public private(set) var stalled: Set<ID> = []
+    public internal(set) var stalled: Set<ID> = []
 
-    private struct Waiting: Sendable {
+    struct Waiting: Sendable {
         var priority: DownloadPriority
         var sequence: UInt64
         var host: String
     }
 
     /// One host's waiting operations (per priority, sorted by arrival) and what it runs.
-    private struct Host: Sendable {
+    struct Host: Sendable {
         var lanes: [Deque<(sequence: UInt64, id: ID)>] = Array(repeating: [], count: DownloadPriority.allCases.count)
         var waitingCount = 0
         var runningCount = 0
@@ -54,14 +54,14 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
         var hold: Hold?
     }
 
-    private enum Hold: Sendable, Equatable {
+    enum Hold: Sendable, Equatable {
         case until(UInt64)
         case probing
     }
 
     /// When `host` may start its next operation: its last start plus the interval, and not
     /// before the end of a hold.
-    private func notBefore(_ host: Host) -> UInt64 {
+    func notBefore(_ host: Host) -> UInt64 {
         var at: UInt64 = 0
         if minStartIntervalPerHostNs > 0, let last = host.lastStart { at = last &+ minStartIntervalPerHostNs }
         if case .until(let until) = host.hold { at = max(at, until) }
@@ -70,7 +70,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
 
     /// A host that may start its next operation (`key`), in the ready heap. Entries go stale when
     /// the host's next operation or state changes; a stale entry is dropped when it surfaces.
-    private struct Candidate: Comparable, Sendable {
+    struct Candidate: Comparable, Sendable {
         var priority: Int
         /// Larger starts first: the negated sequence for FIFO, the sequence for LIFO.
         var rank: Int64
@@ -85,23 +85,23 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     }
 
     /// A host waiting for its interval, by the time it may start again.
-    private struct Timed: Comparable, Sendable {
+    struct Timed: Comparable, Sendable {
         var at: UInt64
         var host: String
         static func < (a: Timed, b: Timed) -> Bool { a.at < b.at }
     }
 
-    private var hosts: [String: Host] = [:]
-    private var waiting: [ID: Waiting] = [:]
+    var hosts: [String: Host] = [:]
+    var waiting: [ID: Waiting] = [:]
     /// The running operations' entries (kept for `park`).
-    private var runningEntries: [ID: Waiting] = [:]
+    var runningEntries: [ID: Waiting] = [:]
     /// Operations that gave their slot back for a while, with their place.
-    private var parked: [ID: Waiting] = [:]
-    private var ready = Heap<Candidate>()
-    private var timed = Heap<Timed>()
-    private var nextSequence: UInt64 = 0
+    var parked: [ID: Waiting] = [:]
+    var ready = Heap<Candidate>()
+    var timed = Heap<Timed>()
+    var nextSequence: UInt64 = 0
     /// The latest clock reading an event brought.
-    private var now: UInt64 = 0
+    var now: UInt64 = 0
 
     public init(
         maxConcurrent: Int = 6, maxConcurrentPerHost: Int = .max, minStartIntervalPerHostNs: UInt64 = 0,
@@ -316,126 +316,5 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
                 ? a.value.priority > b.value.priority
                 : (order == .fifo ? a.value.sequence < b.value.sequence : a.value.sequence > b.value.sequence)
         }.map(\.key)
-    }
-
-    // MARK: Hosts
-
-    private mutating func advance(_ reading: UInt64) {
-        if reading > now { now = reading }
-    }
-
-    /// The host's next operation as a heap entry, if it has one.
-    private func candidate(_ name: String) -> Candidate? {
-        guard let host = hosts[name], host.waitingCount > 0 else { return nil }
-        for p in DownloadPriority.allCases.reversed() {
-            let lane = host.lanes[p.rawValue]
-            guard let item = order == .fifo ? lane.first : lane.last else { continue }
-            let sequence = Int64(item.sequence)
-            return Candidate(priority: p.rawValue, rank: order == .fifo ? -sequence : sequence, host: name)
-        }
-        return nil
-    }
-
-    /// Puts the host's current next operation in the ready heap (or the timed one) if the host
-    /// may start it; older entries of the host go stale.
-    private mutating func offer(_ name: String) {
-        guard let host = hosts[name], host.waitingCount > 0, host.runningCount < maxConcurrentPerHost, host.hold != .probing,
-            let next = candidate(name)
-        else { return }
-        if notBefore(host) > now {
-            timed.insert(Timed(at: notBefore(host), host: name))
-        } else {
-            ready.insert(next)
-        }
-        if ready.count + timed.count > 64 + 4 * (waiting.count + hosts.count) { rebuildReady() }
-    }
-
-    private mutating func rebuildReady() {
-        ready = Heap()
-        timed = Heap()
-        for name in hosts.keys {
-            offer(name)
-            forgetIfIdle(name)
-        }
-    }
-
-    /// Forgets a host with nothing waiting or running, once its interval is over (until then it
-    /// waits in the timed heap, to be looked at again).
-    private mutating func forgetIfIdle(_ name: String) {
-        guard let host = hosts[name], host.waitingCount == 0, host.runningCount == 0 else { return }
-        if notBefore(host) > now {
-            timed.insert(Timed(at: notBefore(host), host: name))
-        } else {
-            hosts[name] = nil
-        }
-    }
-
-    /// Puts a waiting entry in its host's lane for its priority, at its arrival's place.
-    private mutating func addToLane(_ id: ID, _ entry: Waiting) {
-        var state = hosts.removeValue(forKey: entry.host) ?? Host()  // taken out so its lanes mutate in place
-        state.lanes[entry.priority.rawValue].insertSorted((entry.sequence, id))
-        state.waitingCount += 1
-        hosts[entry.host] = state
-    }
-
-    private mutating func removeFromLane(_ id: ID, _ entry: Waiting) {
-        let lane = entry.priority.rawValue
-        guard var state = hosts.removeValue(forKey: entry.host) else { preconditionFailure("queue lanes out of step") }
-        let index = state.lanes[lane].sortedIndex(of: entry.sequence)
-        precondition(index < state.lanes[lane].count && state.lanes[lane][index].id == id, "queue lanes out of step")
-        state.lanes[lane].remove(at: index)
-        state.waitingCount -= 1
-        hosts[entry.host] = state
-    }
-
-    private mutating func startAsMany() -> [ID] {
-        var started: [ID] = []
-        // Hosts whose interval has ended are ready again.
-        while let first = timed.min, first.at <= now {
-            timed.removeMin()
-            offer(first.host)
-            forgetIfIdle(first.host)
-        }
-        while !suspended, running.count - stalled.count < maxConcurrent, let next = popNext() {
-            started.append(next)
-        }
-        return started
-    }
-
-    private mutating func popNext() -> ID? {
-        while let top = ready.popMax() {
-            guard let current = hosts[top.host], current.runningCount < maxConcurrentPerHost, notBefore(current) <= now,
-                current.hold != .probing, candidate(top.host) == top
-            else { continue }  // stale
-            var host = hosts.removeValue(forKey: top.host) ?? current  // taken out so its lanes mutate in place
-            let item = order == .fifo ? host.lanes[top.priority].removeFirst() : host.lanes[top.priority].removeLast()
-            host.waitingCount -= 1
-            host.runningCount += 1
-            host.lastStart = now
-            if host.hold != nil { host.hold = .probing }  // the held host's one start
-            hosts[top.host] = host
-            running.insert(item.id)
-            runningEntries[item.id] = waiting.removeValue(forKey: item.id)
-            offer(top.host)
-            return item.id
-        }
-        return nil
-    }
-}
-
-extension Deque {
-    /// Index of the first element whose sequence is not below `sequence` (elements sorted by it).
-    fileprivate func sortedIndex<T>(of sequence: UInt64) -> Int where Element == (sequence: UInt64, id: T) {
-        var low = 0
-        var high = count
-        while low < high {
-            let mid = (low + high) / 2
-            if self[mid].sequence < sequence { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
-
-    fileprivate mutating func insertSorted<T>(_ element: (sequence: UInt64, id: T)) where Element == (sequence: UInt64, id: T) {
-        insert(element, at: sortedIndex(of: element.sequence))
     }
 }

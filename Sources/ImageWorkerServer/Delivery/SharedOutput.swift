@@ -49,42 +49,10 @@ final class SharedOutput: Sendable {
     static let maxFreeFileBytes = 16 << 20
     static let maxFreeBytes = 64 << 20
 
-    /// The bytes `free/` may hold on a file system of `size` bytes: `maxFreeBytes`, or an eighth
-    /// of the file system if that is less.
-    static func freeByteCap(fileSystemBytes size: Int) -> Int { min(maxFreeBytes, size / 8) }
-
-    /// The bytes of files not yet taken on a file system of `size` bytes: `maxBytes`, or a quarter
-    /// of the file system if that is less (one larger file is still written when none waits).
-    static func pendingByteCap(maxBytes: Int, fileSystemBytes size: Int) -> Int { min(maxBytes, size / 4) }
-
-    /// What a write leaves free in a file system of `size` bytes, at least: a quarter of it, at
-    /// most 1 GiB (a small `/dev/shm` keeps room for other programs; a large or disk-backed one
-    /// is not held to a quarter of its size).
-    static func reserveBytes(fileSystemBytes size: Int) -> Int { min(size / 4, 1 << 30) }
-
-    static func leavesRoom(_ size: Int, space: FileSystemSpace) -> Bool {
-        space.available - size >= reserveBytes(fileSystemBytes: space.size)
-    }
-
-    /// A file system's size and the bytes still available in it (`fstatvfs`).
-    struct FileSystemSpace: Sendable, Equatable {
-        var size: Int
-        var available: Int
-
-        static func of(_ fd: Int32) -> FileSystemSpace? {
-            var fileSystem = statvfs()
-            guard fstatvfs(fd, &fileSystem) == 0 else { return nil }
-            let unit = Int(clamping: fileSystem.f_frsize)
-            let size = Int(clamping: fileSystem.f_blocks).multipliedReportingOverflow(by: unit)
-            let available = Int(clamping: fileSystem.f_bavail).multipliedReportingOverflow(by: unit)
-            guard !size.overflow, !available.overflow else { return nil }
-            return FileSystemSpace(size: size.partialValue, available: available.partialValue)
-        }
-    }
     static let exitGrace: Duration = .seconds(3)
     static let prefix = "image-worker-"
 
-    fileprivate struct Folder {
+    struct Folder {
         var path: String
         var fd: Int32
         var lockFD: Int32
@@ -96,7 +64,7 @@ final class SharedOutput: Sendable {
         var freeByteCap: Int { SharedOutput.freeByteCap(fileSystemBytes: fileSystemBytes) }
     }
 
-    private struct State {
+    struct State {
         var folder: Folder?
         /// Files reserved or written and not yet seen taken: name, size, and whether its bytes are
         /// in (until then a missing file is one still being made, not one the client took).
@@ -134,7 +102,7 @@ final class SharedOutput: Sendable {
     /// The size and room of the file system of a descriptor (`FileSystemSpace.of`; a test's may
     /// tell of a small one).
     let space: @Sendable (Int32) -> FileSystemSpace?
-    private let state = LockedState(State())
+    let state = LockedState(State())
 
     /// `root`: where the folder is made (`/dev/shm` when there is one, else the temporary folder).
     init(
@@ -274,28 +242,6 @@ final class SharedOutput: Sendable {
     /// Errors that say the file system (or its quota) has no room.
     static func isNoRoom(_ code: Int32) -> Bool { code == ENOSPC || code == EDQUOT || code == EFBIG || code == ENOMEM }
 
-    /// Removes the files in `free/` (their memory may be what a write lacks); how many.
-    private func dropFree(_ folder: Folder) -> Int {
-        state.withLock { s -> Int in
-            s.free.removeAll()
-            s.freeStamp = nil
-            return Self.removeFiles(in: folder.freeFD)
-        }
-    }
-
-    /// A recycled file, renamed to `name`, opened for writing: only a regular file (no link is
-    /// followed, and a FIFO put there does not block the open); -1 otherwise.
-    private static func openRecycled(_ name: String, in folderFD: Int32) -> Int32 {
-        let fd = openat(folderFD, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return -1 }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
-            close(fd)
-            return -1
-        }
-        return fd
-    }
-
     /// A new file's name, counted against the limits, and whether it is a free file renamed to
     /// it: waits while the limits are reached (until the client takes a file); nil when the
     /// payload is to go inline (`Room.unavailable`). Throws only when the task is cancelled.
@@ -314,53 +260,6 @@ final class SharedOutput: Sendable {
     /// `reserve` without the wait.
     func tryReserve(_ size: Int, fileExtension: String) -> Room {
         tryReserveCounting(size, fileExtension: fileExtension).room
-    }
-
-    /// The worker is stopping: a payload waiting for room, or asking for it from now on, goes
-    /// inline (a reader that never takes its files, `… | image-worker > events.jsonl`, would
-    /// otherwise hold the worker forever).
-    func stopWaiting() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.stopping = true
-            return Self.changed(&s)
-        }
-        waiters.forEach { $0.resume() }
-    }
-
-    /// Room may have come: the waiters to resume.
-    private static func changed(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
-        s.generation &+= 1
-        defer { s.waiters = [] }
-        return s.waiters
-    }
-
-    /// Returns once room may have come since `generation` (a file left the folder, one was
-    /// discarded, the worker is stopping, the task was cancelled). Without inotify: after a while.
-    private func waitForRoom(since generation: UInt64) async {
-        let watched = state.withLock { $0.watch != nil }
-        guard watched else {
-            try? await Task.sleep(for: .milliseconds(20))
-            return
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { s -> Bool in
-                    // (Cancelled before it could be woken: it looks again, and leaves.)
-                    guard s.generation == generation, !s.stopping, !s.closed, !Task.isCancelled else { return true }
-                    s.waiters.append(continuation)
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            // (Every waiter looks again; the cancelled one then leaves.)
-            self.wakeWaiters()
-        }
-    }
-
-    /// Resumes every `reserve` waiting for room, to look again.
-    private func wakeWaiters() {
-        state.withLock { Self.changed(&$0) }.forEach { $0.resume() }
     }
 
     private func tryReserveCounting(_ size: Int, fileExtension: String) -> (room: Room, generation: UInt64) {
@@ -388,46 +287,6 @@ final class SharedOutput: Sendable {
                 details: ["root": root, "error": "\(reason)"])
         }
         return (room, generation)
-    }
-
-    /// The free file nearest `size`, taken off the list, when it is within half of `size` (the
-    /// pages it lacks are taken, those past `size` freed: a file far off saves little, and kept
-    /// it may suit a later image); `free/` is listed again when it changed since.
-    private func takeFree(_ s: inout State, _ folder: Folder, size: Int) -> String? {
-        var info = stat()
-        if fstat(folder.freeFD, &info) == 0 {
-            let stamp = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec, Int(info.st_size)]
-            if stamp != s.freeStamp {
-                s.freeStamp = stamp
-                s.free = Self.listFree(folder.freeFD, cap: folder.freeByteCap)
-            }
-        }
-        guard let best = s.free.indices.min(by: { abs(s.free[$0].bytes - size) < abs(s.free[$1].bytes - size) }),
-            abs(s.free[best].bytes - size) <= size / 2
-        else { return nil }
-        return s.free.remove(at: best).name
-    }
-
-    /// The regular files in `free/` the worker keeps (at most `maxFreeFiles`, each at most
-    /// `maxFreeFileBytes`, `cap` bytes in all); anything else there that is not a directory is
-    /// removed.
-    private static func listFree(_ freeFD: Int32, cap: Int) -> [(name: String, bytes: Int)] {
-        var kept: [(name: String, bytes: Int)] = []
-        var keptBytes = 0
-        for name in DirectoryListing.names(in: freeFD) {
-            var info = stat()
-            guard fstatat(freeFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
-            let bytes = Int(info.st_size)
-            if info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, kept.count < maxFreeFiles, bytes <= maxFreeFileBytes,
-                keptBytes + bytes <= cap
-            {
-                kept.append((name, bytes))
-                keptBytes += bytes
-            } else {
-                unlinkat(freeFD, name, 0)
-            }
-        }
-        return kept
     }
 
     /// Removes a file this worker wrote whose event was never sent (its token ended first).
@@ -474,119 +333,5 @@ final class SharedOutput: Sendable {
             return waiters
         }
         waiters.forEach { $0.resume() }
-    }
-
-    // MARK: The folder
-
-    private func fits(_ size: Int, _ s: State) -> Bool {
-        let maxBytes = Self.pendingByteCap(maxBytes: s.limits.maxBytes, fileSystemBytes: s.folder?.fileSystemBytes ?? Int.max)
-        return s.outstanding.isEmpty || (s.outstanding.count < s.limits.maxImages && s.bytes + size <= maxBytes)
-    }
-
-    /// Forgets the files the client took (they are gone). A file still being written may not be
-    /// there yet: it stays counted.
-    private func reap(_ s: inout State, _ folder: Folder) {
-        var info = stat()
-        s.outstanding.removeAll { file in
-            guard file.written, fstatat(folder.fd, file.name, &info, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return false }
-            s.bytes -= file.bytes
-            return true
-        }
-    }
-
-    /// Takes `name` off the files not yet taken; whether it was one.
-    private static func forget(_ name: String, in s: inout State) -> Bool {
-        guard let index = s.outstanding.firstIndex(where: { $0.name == name }) else { return false }
-        s.bytes -= s.outstanding[index].bytes
-        s.outstanding.remove(at: index)
-        return true
-    }
-
-    private func openFolder(_ s: inout State) throws(DeliveryFailure) -> Folder {
-        if let folder = s.folder { return folder }
-        if !s.swept {
-            s.swept = true
-            Self.sweepOrphans(in: root)
-        }
-        var template = Array("\(root)/\(Self.prefix)\(getpid())-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw .output("cannot make a shared-memory folder in \(root): \(String(cString: strerror(errno)))", path: nil)
-        }
-        let path = String(cString: made)
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        let lockFD = fd >= 0 ? openat(fd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) : -1
-        let subfolders = lockFD >= 0 && mkdirat(fd, Self.heldFolder, 0o700) == 0 && mkdirat(fd, Self.freeFolder, 0o700) == 0
-        let freeFD = subfolders ? openat(fd, Self.freeFolder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
-        guard fd >= 0, lockFD >= 0, freeFD >= 0, flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if freeFD >= 0 { close(freeFD) }
-            if lockFD >= 0 { close(lockFD) }
-            if fd >= 0 {
-                Self.removeSubfolders(of: fd)
-                unlinkat(fd, ".lock", 0)
-                close(fd)
-            }
-            rmdir(path)
-            throw .output("cannot use the shared-memory folder \(path): \(reason)", path: nil)
-        }
-        let folder = Folder(path: path, fd: fd, lockFD: lockFD, freeFD: freeFD, fileSystemBytes: space(fd)?.size ?? Int.max)
-        s.folder = folder
-        s.watch = FolderWatch(path: path) { [weak self] in self?.wakeWaiters() }
-        return folder
-    }
-
-    /// Removes the folders under `root` that workers of this user left when they died: a folder
-    /// whose `.lock` nobody holds (or which has none and is over a minute old). Never follows a
-    /// link; never touches another user's folder.
-    static func sweepOrphans(in root: String) {
-        let rootFD = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard rootFD >= 0 else { return }
-        defer { close(rootFD) }
-        for name in DirectoryListing.names(in: rootFD) where name.hasPrefix(prefix) {
-            var info = stat()
-            guard fstatat(rootFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid() else {
-                continue
-            }
-            let fd = openat(rootFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            defer { close(fd) }
-            let lockFD = openat(fd, ".lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-            let orphaned: Bool
-            if lockFD >= 0 {
-                orphaned = flock(lockFD, LOCK_EX | LOCK_NB) == 0
-                close(lockFD)
-            } else {
-                orphaned = errno == ENOENT && time(nil) - info.st_mtim.tv_sec > 60
-            }
-            guard orphaned else { continue }
-            removeSubfolders(of: fd)
-            removeFiles(in: fd)
-            unlinkat(rootFD, name, AT_REMOVEDIR)
-        }
-    }
-
-    /// Removes everything in a folder that is not a directory (links themselves, not their
-    /// targets); how many.
-    @discardableResult
-    private static func removeFiles(in fd: Int32) -> Int {
-        var removed = 0
-        for file in DirectoryListing.names(in: fd) {
-            var info = stat()
-            guard fstatat(fd, file, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT != S_IFDIR else { continue }
-            if unlinkat(fd, file, 0) == 0 { removed += 1 }
-        }
-        return removed
-    }
-
-    /// Removes a worker folder's `held/` and `free/` with the files in them (nothing else: no
-    /// other directory is entered, no link followed).
-    private static func removeSubfolders(of fd: Int32) {
-        for name in [heldFolder, freeFolder] {
-            let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard sub >= 0 else { continue }
-            removeFiles(in: sub)
-            close(sub)
-            unlinkat(fd, name, AT_REMOVEDIR)
-        }
     }
 }
