@@ -190,7 +190,7 @@ struct Get: AsyncParsableCommand {
             return RedactingLogHandler(handler)
         }
         // Before the worker starts its threads, which inherit it.
-        threads.apply(logger: Logger(label: "image-worker"))
+        let networkThreads = threads.apply(logger: Logger(label: "image-worker"))
         BitmapMemory.retainFreedMemory()
         // The URLs are read as they are fed, never all held: a list file is walked (here, to check
         // its names, then when counted and fed), stdin's list kept as its bytes.
@@ -224,7 +224,8 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         if let problem { throw ValidationError(problem) }
-        let options = options(input: list)
+        var options = options(input: list)
+        options.networkThreads = networkThreads
         let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
         if code != 0 { throw ExitCode(code) }
     }

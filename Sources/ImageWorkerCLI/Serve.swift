@@ -89,10 +89,11 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = Logger(label: "image-worker")
         // Before the server starts its threads, which inherit it.
-        threads.apply(logger: logger)
+        let networkThreads = threads.apply(logger: logger)
         BitmapMemory.retainFreedMemory()
 
         var options = WorkerOptions()
+        options.networkThreads = networkThreads
         options.onEOF = EOFPolicy(rawValue: onEOF)!
         options.eofGraceMs = Int64(eofGraceMs)  // (none: nil)
         options.fileRoot = fileRoot

@@ -20,9 +20,10 @@ struct ThreadOptions: ParsableArguments {
     }
 
     /// Sets the policy of the threads there are (threads made later inherit it) and the network's
-    /// thread count; says on `logger` when the kernel refused the policy.
-    func apply(logger: Logger) {
+    /// thread count, which it returns (`WorkerOptions.networkThreads`); says on `logger` when the
+    /// kernel refused the policy.
+    func apply(logger: Logger) -> Int {
         if let refused = ThreadScheduling(rawValue: scheduling)!.apply() { logger.notice("\(refused)") }
-        NetworkThreads.use(networkThreads ?? NetworkThreads.defaultCount(cpus: WorkerServer.availableCPUs))
+        return NetworkThreads.use(networkThreads ?? NetworkThreads.defaultCount(cpus: WorkerServer.availableCPUs))
     }
 }

@@ -60,6 +60,8 @@ public struct GetOptions: Sendable {
     public var progressive = false
     public var priority = "normal"
     public var concurrency = 6
+    /// The threads the process's network was given (`WorkerOptions.networkThreads`).
+    public var networkThreads = 1
     /// Downloads running at once for one host, and started per second for one host (nil: any).
     public var perHost = 6
     public var perHostRate: Double?

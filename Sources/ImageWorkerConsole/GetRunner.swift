@@ -99,6 +99,7 @@ public enum GetRunner {
         }
 
         var workerOptions = WorkerOptions()
+        workerOptions.networkThreads = options.networkThreads
         workerOptions.configuration.maxConcurrentDownloads = options.concurrency
         workerOptions.configuration.maxConcurrentPerHost = options.perHost
         workerOptions.configuration.maxRequestsPerSecondPerHost = options.perHostRate

@@ -23,6 +23,9 @@ public struct WorkerOptions: Sendable {
     public var cacheDirectory: String?
     /// Input messages longer than this are answered with -32700 and skipped.
     public var maxMessageBytes = 16 << 20
+    /// The threads the process's network was given (`NetworkThreads.use`): how HTTP requests are
+    /// sent follows it (`HTTPExchange.Route.forNetwork`).
+    public var networkThreads = 1
 
     /// What was wrong with the proxy variables of the environment (those values are not used);
     /// the worker logs it at start.

@@ -85,7 +85,7 @@ public final class WorkerServer: Sendable {
             loader = httpLoader
             self.httpClients = nil
         } else {
-            let clients = HTTPClients(logger: logger)
+            let clients = HTTPClients(logger: logger, route: .forNetwork(loops: options.networkThreads))
             loader = HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger, cache: cache)
             self.httpClients = clients
         }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import ImageDownloader
 import Logging
+import NIOCore
 import Synchronization
 import TestSupport
 
@@ -31,7 +32,8 @@ final class DownloaderHarness: Sendable {
 
     private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?, route: HTTPExchange.Route?) {
         self.server = server
-        let clients = HTTPClients(logger: Logger(label: "tests-clients"), route: route)
+        let clients = HTTPClients(
+            logger: Logger(label: "tests-clients"), route: route ?? .forNetwork(loops: NIOSingletons.groupLoopCountSuggestion))
         self.clients = clients
         // The downloader's and AsyncHTTPClient's debug lines are kept (the last few hundred) and
         // shown only when a wait runs out, so that a stall explains itself (one did: an attempt

@@ -11,13 +11,13 @@ public final class HTTPClients: Sendable {
     private let logger: Logger
     /// Which connection each request went out on (every client's connections report to it).
     public let observer = ConnectionObserver()
-    /// How requests are sent: by default, as suits the number of network threads
-    /// (`HTTPExchange.Route.forNetwork`; read here, so set that number before).
+    /// How requests are sent (`HTTPExchange.Route.forNetwork` gives the one that suits a number
+    /// of network threads); both behave the same.
     public let route: HTTPExchange.Route
 
-    public init(logger: Logger, route: HTTPExchange.Route? = nil) {
+    public init(logger: Logger, route: HTTPExchange.Route) {
         self.logger = logger
-        self.route = route ?? .forNetwork(loops: NIOSingletons.groupLoopCountSuggestion)
+        self.route = route
     }
 
     /// The client that connects directly, or through `proxy`.

@@ -20,8 +20,8 @@ public struct HTTPExchange {
         /// On one network thread the plumbing job took 0.954 × the async API's CPU (BENCHMARKS,
         /// 2026-11-29).
         case delegate
-        /// The async API (`execute(_:deadline:)`), the deadline being the request's timeout. Its
-        /// request runs on its connection's event loop, where a delegate's runs on a loop chosen
+        /// The async API (`execute(_:deadline:)`) with no deadline either (a distant one: the idle
+        /// watchdog bounds the wait for the head on both routes). Its request runs on its connection's event loop, where a delegate's runs on a loop chosen
         /// before the connection is: with several network threads most responses would hop
         /// between two loops (1.046 × the CPU with two).
         case async
@@ -38,14 +38,12 @@ public struct HTTPExchange {
         case client(HTTPClientResponse.Body.AsyncIterator)
     }
 
-    /// Sends `request` on `client` by `route` and waits for the response's head. `timeoutMs`
-    /// bounds the wait for the head on the `async` route.
-    static func send(
-        _ request: HTTPClientRequest, on client: HTTPClient, route: Route, timeoutMs: Int64, logger: Logger
-    ) async throws -> HTTPExchange {
+    /// Sends `request` on `client` by `route` and waits for the response's head, for as long as
+    /// the calling task lets it (the downloader's idle watchdog cancels a silent attempt).
+    static func send(_ request: HTTPClientRequest, on client: HTTPClient, route: Route, logger: Logger) async throws -> HTTPExchange {
         switch route {
         case .async:
-            let response = try await client.execute(request, deadline: .now() + .milliseconds(timeoutMs), logger: logger)
+            let response = try await client.execute(request, deadline: .distantFuture, logger: logger)
             return HTTPExchange(
                 head: HTTPResponseHead(version: response.version, status: response.status, headers: response.headers),
                 body: .client(response.body.makeAsyncIterator()))

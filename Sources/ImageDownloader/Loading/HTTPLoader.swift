@@ -143,8 +143,7 @@ public struct HTTPLoader: ResourceLoader {
                 outgoing.headers.replaceOrAdd(name: ConnectionObserver.header, value: tag)
                 do {
                     response = try await HTTPExchange.send(
-                        outgoing, on: clients.client(through: forwarded == nil ? proxy : nil), route: clients.route,
-                        timeoutMs: request.timeoutMs, logger: clientLogger)
+                        outgoing, on: clients.client(through: forwarded == nil ? proxy : nil), route: clients.route, logger: clientLogger)
                     break
                 } catch {
                     // Whether the request went out on a connection (its tag was seen there), and on which.

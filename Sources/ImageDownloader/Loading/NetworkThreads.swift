@@ -20,7 +20,11 @@ public enum NetworkThreads {
     /// Sets the count for this process. Call it once (NIO stops the process on a second call),
     /// first thing, before any download: NIO's shared threads are made at the first connection
     /// and keep the count they were made with.
-    public static func use(_ count: Int) {
-        NIOSingletons.groupLoopCountSuggestion = max(1, min(maximum, count))
+    /// Returns the count set.
+    @discardableResult
+    public static func use(_ count: Int) -> Int {
+        let count = max(1, min(maximum, count))
+        NIOSingletons.groupLoopCountSuggestion = count
+        return count
     }
 }
