@@ -7,6 +7,7 @@ rules between them (`x-rules`) are written:
   clients/node/lib/option-table.js                   the check tables of lib/requests.js
   clients/node/index.d.ts                            the types between its GENERATED markers
   Sources/ImageWorkerServer/Requests/OptionTable.swift  the worker's ranges, choices and rules
+  Sources/ImageWorkerCLI/GetProtocolFlags.swift      `get`'s flags that are protocol options: help, defaults, checks
   clients/python/src/image_worker/_manifest_fields.py  the manifest record's fields (Parquet's columns),
                                                      from protocol/schema/manifest-record.schema.json
 
@@ -35,6 +36,7 @@ PYTHON_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_op
 NODE_OUT = os.path.join(ROOT, "clients", "node", "lib", "option-table.js")
 DTS = os.path.join(ROOT, "clients", "node", "index.d.ts")
 SWIFT_OUT = os.path.join(ROOT, "Sources", "ImageWorkerServer", "Requests", "OptionTable.swift")
+GET_OUT = os.path.join(ROOT, "Sources", "ImageWorkerCLI", "GetProtocolFlags.swift")
 MANIFEST_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_manifest_fields.py")
 DTS_BEGIN = "// BEGIN GENERATED OPTIONS (scripts/generate-options.py from protocol/schema: do not edit)\n"
 DTS_END = "// END GENERATED OPTIONS\n"
@@ -63,6 +65,17 @@ def pascal(name):
     return name[0].upper() + name[1:]
 
 
+def default_text(value):
+    """A schema default as the docs print it: `6`, `'fifo'`, `256 MiB`, `100,000,000`."""
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1 << 20 and value % (1 << 20) == 0 and value & (value - 1) == 0:
+            return f"{value >> 20} MiB"
+        return f"{value:,}" if value >= 1_000_000 else str(value)
+    return json.dumps(value)
+
+
 def plural(name):
     return name[:-1] + "IES" if name.endswith("Y") else name + "S"
 
@@ -74,7 +87,10 @@ class Option:
         self.wire = wire
         self.name = wire.split(".")[-1]
         self.output = output
-        self.description = schema.get("description", "")
+        self.default = schema.get("default")
+        self.description = self.plain_description = schema.get("description", "")
+        if self.default is not None:
+            self.description += f" (default {default_text(self.default)})"
         ref = schema.get("$ref", "")
         if ref:
             schema = {**common["$defs"][ref.rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
@@ -369,8 +385,24 @@ def swift_source(wire, out, settings, rules):
                 block.append(f"        public static let {o.name}: ClosedRange<Double> = {swift_int(o.minimum)}...{swift_int(o.maximum)}")
         return block + ["    }"]
 
+    def defaults(group, items):
+        block = [f"        public enum {group} {{"]
+        for o in items:
+            if o.default is None:
+                continue
+            if isinstance(o.default, str):
+                block.append(f"            public static let {o.name} = {json.dumps(o.default)}")
+            elif o.kind == "number":
+                block.append(f"            public static let {o.name}: Double = {swift_int(o.default)}")
+            else:
+                block.append(f"            public static let {o.name}: Int64 = {swift_int(o.default)}")
+        return block + ["        }"]
+
     lines = [f"// {HEADER}", "", f"/// The ranges of the `download` and `configure` options, and the rules between them", "/// (`OptionRule`), as `protocol/schema` gives them.", "public enum OptionTable {"]
     lines += ranges("Download", wire) + ranges("Output", out) + ranges("Configure", settings)
+    lines += ["", "    /// The schema's defaults (what the docs, the clients' types and `get --help` print; the worker's",
+              "    /// own defaults are checked against them by `OptionDefaultsTests`).", "    public enum Defaults {"]
+    lines += defaults("Download", wire) + defaults("Output", out) + defaults("Configure", settings) + ["    }"]
     lines += ["", "    /// The schema's `x-rules`, on the wire names (`output.` for the output object's).",
               "    public static let rules: [OptionRule] = ["]
     for r in rules:
@@ -397,6 +429,95 @@ def swift_int(value):
     if value >= 1 << 20 and value & (value - 1) == 0:
         return f"(1 << {value.bit_length() - 1})"
     return int_literal(value)
+
+
+#: `image-worker get`'s flags that are options of the protocol, in the order `--help` lists them:
+#: the property (its flag: `--per-host` for `perHost`), the option (`configure`'s, or `download`'s
+#: with `output.` for the output object's), its Swift type, and whether it takes the schema's
+#: default as its own (else it is optional: not given, the worker's default applies; its help
+#: says which). Their help is the option's description; ranges and choices are `OptionTable`'s.
+GET_FLAGS = [
+    ("progressive", "download:progressive", "Bool", False),
+    ("priority", "download:priority", "String", True),
+    ("jobs", "configure:maxConcurrentDownloads", "Int", True),
+    ("perHost", "configure:maxConcurrentPerHost", "Int", True),
+    ("perHostRate", "configure:maxRequestsPerSecondPerHost", "Double", False),
+    ("hostDownAfter", "configure:hostDownAfter", "Int", False),
+    ("hostDownMs", "configure:hostDownMs", "Int64", False),
+    ("format", "download:output.format", "String", False),
+    ("quality", "download:output.quality", "Int", False),
+    ("lossless", "download:output.lossless", "Bool", False),
+    ("maxPixelSize", "download:output.maxPixelSize", "Int", False),
+    ("applyOrientation", "download:output.applyOrientation", "Bool", False),
+    ("partialMaxPixelSize", "download:output.partialMaxPixelSize", "Int", False),
+    ("nameTemplate", "download:output.nameTemplate", "String", False),
+    ("overwrite", "download:output.overwrite", "Bool", False),
+    ("skipExisting", "download:output.skipExisting", "Bool", False),
+    ("timeoutMs", "configure:timeoutMs", "Int64", False),
+    ("deadlineMs", "download:deadlineMs", "Int64", False),
+    ("cachePolicy", "download:cachePolicy", "String", False),
+    ("maxRetries", "configure:maxRetries", "Int", False),
+    ("retryDelayMs", "download:retryDelayMs", "Int64", False),
+]
+
+
+def kebab(name):
+    return "--" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()
+
+
+def as_flags(text, names):
+    """`text` (a schema description) with the options it names written as `get`'s flags:
+    `hostDownMs` as `--host-down-ms`, "with progressive" as "with --progressive", "format jpeg"
+    as "--format jpeg"."""
+    for name in names:
+        if any(c.isupper() for c in name):
+            text = re.sub(rf"\b{name}\b", kebab(name), text)
+        else:
+            text = re.sub(rf"\b(with|With) {name}\b", rf"\1 {kebab(name)}", text)
+    text = re.sub(r"\b(with|With) dir\b", r"\1 --output", text)  # (`get`'s directory)
+    return re.sub(r"\b[Ff]ormat (jpeg|webp|png)", r"--format \1", text)
+
+
+def get_source(wire, out, settings, defaults):
+    by_path = {"download:" + o.wire: o for o in wire + out}
+    by_path.update({"configure:" + o.wire: o for o in settings})
+    client_default = {d["set"]: d for d in defaults if "when" in d}
+    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerServer", "",
+             "/// `image-worker get`'s flags that are options of the protocol: each one's help is the schema's",
+             "/// description (with its default), its range and choices the worker's (`OptionTable`).",
+             "struct GetProtocolFlags: ParsableArguments {"]
+    checks = []
+    for prop, path, swift_type, takes_default in GET_FLAGS:
+        o = by_path[path]
+        group = "Configure" if path.startswith("configure:") else ("Output" if o.output else "Download")
+        text = o.plain_description if takes_default else o.description
+        wire = path.split(":", 1)[1]
+        if wire in client_default:
+            d = client_default[wire]
+            text += f"; {d['to']} with {kebab(d['when'].split('.')[-1])}"
+        if o.kind == "enum" and not all(str(c) in text for c in o.choices):
+            text += ": " + ", ".join(str(c) for c in o.choices)
+        text = as_flags(text, [p for p, _, _, _ in GET_FLAGS])
+        text = text[0].upper() + text[1:]
+        text = text if text.endswith(".") else text + "."
+        name = ", name: [.short, .long]" if prop == "jobs" else ""
+        help_text = json.dumps(text, ensure_ascii=False)
+        if swift_type == "Bool":
+            lines += [f"    @Flag(help: {help_text})", f"    var {prop} = false", ""]
+            continue
+        if takes_default:
+            value = json.dumps(o.default) if isinstance(o.default, str) else swift_int(o.default)
+            lines += [f"    @Option({name[2:] + ', ' if name else ''}help: {help_text})", f"    var {prop}: {swift_type} = {value}", ""]
+        else:
+            lines += [f"    @Option({name[2:] + ', ' if name else ''}help: {help_text})", f"    var {prop}: {swift_type}?", ""]
+        flag = kebab(prop)
+        if o.kind in ("int", "number"):
+            checks.append(f"        try Self.check({json.dumps(flag)}, {prop}, OptionTable.{group}.{o.name})")
+        elif o.kind == "enum":
+            choices = ", ".join(json.dumps(c) for c in o.choices)
+            checks.append(f"        try Self.check({json.dumps(flag)}, {prop}, oneOf: [{choices}])")
+    lines += ["    func validate() throws {", *checks, "    }", "}", ""]
+    return "\n".join(lines)
 
 
 def manifest_source():
@@ -438,6 +559,7 @@ def main():
         NODE_OUT: node_source(wire, out, client, settings, rules, defaults, bulk),
         DTS: with_dts(dts, dts_block(wire, out, client, settings)),
         SWIFT_OUT: swift_source(wire, out, settings, rules),
+        GET_OUT: get_source(wire, out, settings, defaults),
         MANIFEST_OUT: manifest_source(),
     }
     stale = []

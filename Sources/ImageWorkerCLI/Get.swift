@@ -29,17 +29,11 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("input")], help: "Read URLs from FILE (- for stdin): one per line, optionally a tab and the file name; blank and # lines skipped.")
     var input: String?
 
-    @Option(help: "Name files by this template: {index} (the URL's position, from 0; {index:5} zero-pads), {token}, {name}, {ext}, {host}, {sha256:8}.")
-    var nameTemplate: String?
-
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms.")
     var manifest: String?
 
     @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing).")
     var continueRun = false
-
-    @Flag(help: "Keep a file that exists already instead of downloading it again.")
-    var skipExisting = false
 
     @Option(help: "Originals: header (the default: refuse what is not an image), full (decode every pixel too, without writing them: refuse a truncated or corrupt image) or none.")
     var verify: String?
@@ -50,53 +44,11 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("output")], help: "Directory to write into (created when missing).")
     var output: String = "."
 
-    @Flag(help: "Write partial images while the bytes arrive (implies --format png unless a decoded format is given).")
-    var progressive = false
-
-    @Option(help: "Priority of these downloads: veryLow, low, normal, high, veryHigh.")
-    var priority: String = "normal"
-
-    @Option(name: [.short, .customLong("jobs")], help: "Downloads running at once.")
-    var jobs: Int = 6
-
-    @Option(help: "Downloads running at once for one host (default 6).")
-    var perHost: Int = 6
-
-    @Option(help: "Downloads started per second for one host at most (default: no limit).")
-    var perHostRate: Double?
-
-    @Option(help: "Connection failures in a row after which a host is down: its downloads wait while one probes it (default 3; 0: never).")
-    var hostDownAfter: Int?
-
-    @Option(help: "How long a down host's downloads wait for it before they fail, in milliseconds (default 30000).")
-    var hostDownMs: Int64?
-
     @Option(help: "Proxy: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
     var proxy: String?
 
     @Option(help: "Hosts reached directly, comma-separated (default: no_proxy).")
     var noProxy: String?
-
-    @Option(help: "original (the bytes as downloaded), or decoded to png, jpeg, webp, rgba, rgb or gray. Decodes JPEG, PNG, WebP, GIF and AVIF.")
-    var format: String?
-
-    @Option(help: "--format jpeg or webp: quality 1-100 (defaults 90 and 80; with --lossless, WebP's effort).")
-    var quality: Int?
-
-    @Flag(help: "--format webp: lossless.")
-    var lossless = false
-
-    @Option(help: "Decoded formats: scale down so the longest side is at most this many pixels.")
-    var maxPixelSize: Int?
-
-    @Flag(help: "Decoded formats: turn each image upright by its EXIF orientation (JPEG, PNG, WebP; AVIF's rotation and mirroring).")
-    var applyOrientation = false
-
-    @Option(help: "With --progressive: partial images no larger than this many pixels on their longest side (the final image keeps its size).")
-    var partialMaxPixelSize: Int?
-
-    @Flag(help: "Replace files of the same name (default: name-1.ext, name-2.ext, …).")
-    var overwrite = false
 
     @Flag(help: "NDJSON events on stdout instead of result lines; no progress bars.")
     var json = false
@@ -107,26 +59,13 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Seconds between progress lines when stderr is not a terminal (a log file); each counts the URLs ended and their bytes.")
     var progressInterval: Double = 5
 
-    @Option(help: "Idle timeout of each download in milliseconds (default 15000).")
-    var timeoutMs: Int64?
-
-    @Option(help: "Wall-clock limit of each download in milliseconds, over every attempt and retry (none by default).")
-    var deadlineMs: Int64?
-
     @Option(help: "Keep responses in an HTTP cache in this directory (RFC 9111; made when missing), shared with serve's --cache-dir.")
     var cacheDir: String?
 
-    @Option(help: "How downloads use the cache: default, reload, preferCache, cacheOnly.")
-    var cachePolicy: String?
-
-    @Option(help: "Retries after a transient failure (default 2).")
-    var maxRetries: Int?
-
-    @Option(help: "The first retry's delay in milliseconds, doubling each time (default 250).")
-    var retryDelayMs: Int64?
-
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "warning"
+
+    @OptionGroup var flags: GetProtocolFlags
 
     @OptionGroup var threads: ThreadOptions
 
@@ -138,37 +77,13 @@ struct Get: AsyncParsableCommand {
         if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
         if let verify, GetOptions.Verification(rawValue: verify) == nil { throw ValidationError("--verify must be header, full or none, not \(verify)") }
         if noVerify && verify != nil && verify != "none" { throw ValidationError("--no-verify and --verify \(verify!) contradict each other") }
-        if continueRun && overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
-        if let nameTemplate, let problem = OutputSpec.nameProblem(nameTemplate, index: 0) {
+        if continueRun && flags.overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
+        if let nameTemplate = flags.nameTemplate, let problem = OutputSpec.nameProblem(nameTemplate, index: 0) {
             throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
         }
-        let priorities = DownloadPriority.allCases.map(\.name)
-        guard priorities.contains(priority) else {
-            throw ValidationError("--priority must be one of \(priorities.joined(separator: ", "))")
-        }
-        try Self.check("--jobs", jobs, OptionTable.Configure.maxConcurrentDownloads)
-        try Self.check("--per-host", perHost, OptionTable.Configure.maxConcurrentPerHost)
         if let p = proxy, let problem = WorkerOptions.proxyProblem(p) { throw ValidationError("--proxy: \(problem)") }
-        if let r = perHostRate, !(r > 0 && r <= OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound) {
-            throw ValidationError("--per-host-rate must be above 0 and at most \(Int(OptionTable.Configure.maxRequestsPerSecondPerHost.upperBound))")
-        }
-        if let format, OutputSpec.Format(rawValue: format) == nil {
-            throw ValidationError("--format must be one of \(OutputSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        if partialMaxPixelSize != nil, !progressive {
+        if flags.partialMaxPixelSize != nil, !flags.progressive {
             throw ValidationError("--partial-max-pixel-size goes with --progressive")
-        }
-        try Self.check("--quality", quality, OptionTable.Output.quality)
-        try Self.check("--max-pixel-size", maxPixelSize, OptionTable.Output.maxPixelSize)
-        try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
-        try Self.check("--timeout-ms", timeoutMs, OptionTable.Download.timeoutMs)
-        try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
-        try Self.check("--retry-delay-ms", retryDelayMs, OptionTable.Download.retryDelayMs)
-        try Self.check("--max-retries", maxRetries, OptionTable.Configure.maxRetries)  // the worker's setting (GetRunner)
-        try Self.check("--host-down-after", hostDownAfter, OptionTable.Configure.hostDownAfter)
-        try Self.check("--host-down-ms", hostDownMs, OptionTable.Configure.hostDownMs)
-        if let c = cachePolicy, CachePolicy(rawValue: c) == nil {
-            throw ValidationError("--cache-policy must be one of \(CachePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         // The rules between options (the protocol's, which the worker checks too), on the request
         // the flags make, named by their flags.
@@ -233,34 +148,34 @@ struct Get: AsyncParsableCommand {
     /// What the flags ask of every download, the URLs read from `input`.
     func options(input: GetInput) -> GetOptions {
         var options = GetOptions(input: input, directory: output)
-        options.format = format ?? (progressive ? "png" : "original")
-        options.progressive = progressive
-        options.priority = priority
-        options.concurrency = jobs
-        options.perHost = perHost
-        options.perHostRate = perHostRate
-        options.hostDownAfter = hostDownAfter
-        options.hostDownMs = hostDownMs
+        options.format = flags.format ?? (flags.progressive ? "png" : "original")
+        options.progressive = flags.progressive
+        options.priority = flags.priority
+        options.concurrency = flags.jobs
+        options.perHost = flags.perHost
+        options.perHostRate = flags.perHostRate
+        options.hostDownAfter = flags.hostDownAfter
+        options.hostDownMs = flags.hostDownMs
         options.proxy = proxy
         options.noProxy = noProxy
         options.json = json
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
-        options.overwrite = overwrite
-        options.maxPixelSize = maxPixelSize
-        options.applyOrientation = applyOrientation
-        options.partialMaxPixelSize = partialMaxPixelSize
-        options.quality = quality
-        options.lossless = lossless
-        options.timeoutMs = timeoutMs
-        options.maxRetries = maxRetries
-        options.deadlineMs = deadlineMs
+        options.overwrite = flags.overwrite
+        options.maxPixelSize = flags.maxPixelSize
+        options.applyOrientation = flags.applyOrientation
+        options.partialMaxPixelSize = flags.partialMaxPixelSize
+        options.quality = flags.quality
+        options.lossless = flags.lossless
+        options.timeoutMs = flags.timeoutMs
+        options.maxRetries = flags.maxRetries
+        options.deadlineMs = flags.deadlineMs
         options.cacheDirectory = cacheDir
-        options.cachePolicy = cachePolicy
-        options.retryDelayMs = retryDelayMs
-        options.nameTemplate = nameTemplate
+        options.cachePolicy = flags.cachePolicy
+        options.retryDelayMs = flags.retryDelayMs
+        options.nameTemplate = flags.nameTemplate
         options.manifest = manifest
         options.resume = continueRun
-        options.skipExisting = skipExisting || continueRun
+        options.skipExisting = flags.skipExisting || continueRun
         options.verify = noVerify ? .none : verify.flatMap(GetOptions.Verification.init(rawValue:)) ?? .header
         options.progressLines = !json && !noProgress && isatty(STDERR_FILENO) != 1
         options.progressInterval = .milliseconds(Int64(progressInterval * 1000))
@@ -268,13 +183,6 @@ struct Get: AsyncParsableCommand {
     }
 
     /// A flag's value within the protocol's range for its option.
-    private static func check<Value: BinaryInteger>(_ flag: String, _ value: Value?, _ range: ClosedRange<Int64>) throws {
-        guard let value else { return }
-        guard range.contains(Int64(clamping: value)) else {
-            throw ValidationError("\(flag) must be between \(range.lowerBound) and \(range.upperBound)")
-        }
-    }
-
     /// The flag of an option's wire path: `output.skipExisting` is `--skip-existing`.
     private static func flag(_ path: String) -> String {
         let name = path.hasPrefix("output.") ? String(path.dropFirst("output.".count)) : path

@@ -53,7 +53,7 @@ public final class JSONSchemaValidator: Sendable {
 
     private static let supported: Set<String> = [
         "$schema", "$id", "$defs", "$ref", "title", "description", "type", "const", "enum", "properties", "required",
-        "additionalProperties", "items", "oneOf", "anyOf", "allOf", "not", "minimum", "maximum", "minLength", "pattern",
+        "additionalProperties", "items", "oneOf", "anyOf", "allOf", "not", "minimum", "maximum", "minLength", "pattern", "default",
     ]
 
     private func check(_ value: JSONValue, _ schema: JSONValue, document: String, path: String, into problems: inout [String]) {

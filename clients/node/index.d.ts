@@ -227,7 +227,7 @@ export type ExecutionOrder = 'fifo' | 'lifo';
 
 /** `download()`'s options (protocol/SPEC.md, `download`): each optional. */
 export interface DownloadOptions {
-  /** The order among queued downloads. */
+  /** The order among queued downloads (default 'normal'). */
   priority?: Priority;
   /** Request headers, added to the worker's own. */
   headers?: Record<string, string>;
@@ -270,14 +270,14 @@ export interface DownloadOptions {
   dir?: string;
   /**
    * Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP,
-   * GIF and AVIF are decoded).
+   * GIF and AVIF are decoded) (default 'original').
    */
   format?: Format;
   /** With dir: the file's name (a relative path; '/' makes subdirectories), used as given. */
   name?: string;
   /**
-   * With dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}, {index}, {index:N}; {{ and
-   * }} for braces.
+   * With dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N} and {index} (the entry's
+   * position in a list, output.index; {index:5} zero-pads it); {{ and }} for braces.
    */
   nameTemplate?: string;
   /**
@@ -303,7 +303,7 @@ export interface DownloadOptions {
   maxPixelCount?: number;
   /** Decoded formats: turn the image upright by its EXIF orientation. */
   applyOrientation?: boolean;
-  /** With progressive: the least time between two partial images. */
+  /** With progressive: the least time between two partial images (default 200). */
   partialIntervalMs?: number;
   /** With progressive: partial images no larger than this on their longest side; the final image keeps its size. */
   partialMaxPixelSize?: number;
@@ -311,7 +311,7 @@ export interface DownloadOptions {
   quality?: number;
   /** Format webp: lossless instead of lossy. */
   lossless?: boolean;
-  /** Format jpeg: how colour is stored (default 4:2:0). */
+  /** Format jpeg: how colour is stored (default '4:2:0'). */
   chromaSubsampling?: ChromaSubsampling;
   /** Your own token (otherwise one is made). */
   token?: Token;
@@ -323,9 +323,9 @@ export interface DownloadOptions {
 export interface Settings {
   /** Fetches running at once, 1…1024 (default 6). */
   maxConcurrentDownloads?: number;
-  /** Fetches running at once for one host (scheme, host, port). */
+  /** Fetches running at once for one host (scheme, host, port) (default 6). */
   maxConcurrentPerHost?: number;
-  /** Fetch starts per second for one host, evenly spaced; 0: no limit. */
+  /** Fetch starts per second for one host, evenly spaced; 0: no limit (default 0). */
   maxRequestsPerSecondPerHost?: number;
   /** Among equal priorities (default 'fifo'). */
   executionOrder?: ExecutionOrder;
@@ -354,7 +354,7 @@ export interface Settings {
   /**
    * Connection failures in a row (refused, unreachable, connect timeout) after which a host is down: its downloads
    * wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it is still down
-   * after hostDownMs (default 3; 0: never).
+   * after hostDownMs (0: never) (default 3).
    */
   hostDownAfter?: number;
   /**

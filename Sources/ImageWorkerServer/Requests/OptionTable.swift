@@ -43,6 +43,37 @@ public enum OptionTable {
         public static let cacheMaxBytes: ClosedRange<Int64> = 0...(1 << 50)
     }
 
+    /// The schema's defaults (what the docs, the clients' types and `get --help` print; the worker's
+    /// own defaults are checked against them by `OptionDefaultsTests`).
+    public enum Defaults {
+        public enum Download {
+            public static let priority = "normal"
+        }
+        public enum Output {
+            public static let format = "original"
+            public static let partialIntervalMs: Int64 = 200
+            public static let chromaSubsampling = "4:2:0"
+        }
+        public enum Configure {
+            public static let maxConcurrentDownloads: Int64 = 6
+            public static let maxConcurrentPerHost: Int64 = 6
+            public static let maxRequestsPerSecondPerHost: Double = 0
+            public static let executionOrder = "fifo"
+            public static let timeoutMs: Int64 = 15_000
+            public static let progressIntervalMs: Int64 = 100
+            public static let maxRetries: Int64 = 2
+            public static let retryBaseDelayMs: Int64 = 250
+            public static let retryMaxDelayMs: Int64 = 10_000
+            public static let maxBodyBytes: Int64 = (1 << 28)
+            public static let maxRedirects: Int64 = 10
+            public static let failedURLExpiryMs: Int64 = 600_000
+            public static let hostDownAfter: Int64 = 3
+            public static let hostDownMs: Int64 = 30_000
+            public static let maxPixels: Int64 = 100_000_000
+            public static let maxProgressiveScans: Int64 = 1000
+        }
+    }
+
     /// The schema's `x-rules`, on the wire names (`output.` for the output object's).
     public static let rules: [OptionRule] = [
         .exclusive("output.dir", "output.path"),

@@ -7,7 +7,7 @@ import { REPO } from './loopback.js';
 export const PROTOCOL = join(REPO, 'protocol');
 const SUPPORTED = new Set(['$schema', '$id', '$defs', '$ref', 'title', 'description', 'type', 'const', 'enum',
   'properties', 'required', 'additionalProperties', 'items', 'oneOf', 'anyOf', 'allOf', 'not', 'minimum', 'maximum',
-  'minLength', 'pattern']);
+  'minLength', 'pattern', 'default']);
 
 function walk(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]);

@@ -29,7 +29,7 @@ EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 class ManyOptions(TypedDict, total=False):
     """What :func:`download_many` passes on to each download (``dir`` is its own argument)."""
 
-    #: the order among queued downloads
+    #: the order among queued downloads (default 'normal')
     priority: Priority
     #: request headers, added to the worker's own
     headers: Mapping[str, str]
@@ -63,10 +63,10 @@ class ManyOptions(TypedDict, total=False):
     #: delivery file: the file to write
     path: PathLike
     #: original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG,
-    #: WebP, GIF and AVIF are decoded)
+    #: WebP, GIF and AVIF are decoded) (default 'original')
     format: Format
-    #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N}, {index}, {index:N}; {{
-    #: and }} for braces
+    #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N} and {index} (the entry's
+    #: position in a list, output.index; {index:5} zero-pads it); {{ and }} for braces
     name_template: str
     #: with nameTemplate: the entry's position in a list (from 0), for {index} and {index:N} (zero-padded to N
     #: digits, 1-20); the clients' bulk helpers and get send it
@@ -88,7 +88,7 @@ class ManyOptions(TypedDict, total=False):
     max_pixel_count: int
     #: decoded formats: turn the image upright by its EXIF orientation
     apply_orientation: bool
-    #: with progressive: the least time between two partial images
+    #: with progressive: the least time between two partial images (default 200)
     partial_interval_ms: int
     #: with progressive: partial images no larger than this on their longest side; the final image keeps its size
     partial_max_pixel_size: int
@@ -96,7 +96,7 @@ class ManyOptions(TypedDict, total=False):
     quality: int
     #: format webp: lossless instead of lossy
     lossless: bool
-    #: format jpeg: how colour is stored (default 4:2:0)
+    #: format jpeg: how colour is stored (default '4:2:0')
     chroma_subsampling: ChromaSubsampling
 
 
@@ -114,9 +114,9 @@ class Settings(TypedDict, total=False):
 
     #: fetches running at once, 1…1024 (default 6)
     max_concurrent_downloads: int
-    #: fetches running at once for one host (scheme, host, port)
+    #: fetches running at once for one host (scheme, host, port) (default 6)
     max_concurrent_per_host: int
-    #: fetch starts per second for one host, evenly spaced; 0: no limit
+    #: fetch starts per second for one host, evenly spaced; 0: no limit (default 0)
     max_requests_per_second_per_host: float
     #: among equal priorities (default 'fifo')
     execution_order: ExecutionOrder
@@ -144,7 +144,7 @@ class Settings(TypedDict, total=False):
     failed_url_expiry_ms: int
     #: connection failures in a row (refused, unreachable, connect timeout) after which a host is down: its downloads
     #: wait without a slot while one at a time probes it, and fail with NetworkError reason hostDown if it is still
-    #: down after hostDownMs (default 3; 0: never)
+    #: down after hostDownMs (0: never) (default 3)
     host_down_after: int
     #: how long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at
     #: once before the next probe (default 30000)
