@@ -4,8 +4,8 @@
  * A refinement scan sends one more bit of every coefficient of a band (usually 1..63) of every
  * block: a correction bit for each coefficient already nonzero, and Huffman-coded runs of the zero
  * ones, each run ending at one that becomes +-1. libjpeg walks the band one coefficient at a time,
- * branching on whether it is zero and on each correction bit, with a bounds check per bit: in a
- * profile of the web corpus's progressive files that loop was ~70% of their decode time. Here a
+ * branching on whether it is zero and on each correction bit, with a bounds check per bit: the
+ * loop a progressive file's decode spends most of its time in. Here a
  * block's nonzero coefficients become one 64-bit mask (in zigzag order), so a run's end is found
  * by clearing bits, and the correction bits of the nonzero coefficients a run passes are read in
  * one go. Where the CPU has fast BMI2 (pdep), a run's end is one instruction, and the correction

@@ -3,14 +3,13 @@
  *
  * A multi-scan file is decoded into a whole-image coefficient buffer (two bytes per coefficient:
  * 36 MB for a 12 MP 4:2:0 photo) before its single output pass turns it into pixels, so a plain
- * decode holds that buffer and the whole bitmap at once (1.7 × the bitmap). The output pass reads
+ * decode holds that buffer and the whole bitmap at once. The output pass reads
  * the coefficient rows top to bottom and never goes back above the rows it asks for, so here the
  * rows it has left behind are handed back to the kernel (MADV_DONTNEED) while the bitmap fills:
  * the peak is about the bitmap alone. That pays only where the bitmap's pages are not in memory
  * yet (a fresh allocation, faulted in as the output pass writes it); when they are (memory the
  * allocator kept from an earlier image, see BitmapMemory), the peak was reached while the scans
- * were read, and handing rows back would only make the next decode fault them in again (about 5%
- * of a 12 MP decode). Small buffers are kept too (see IW_RELEASE_MIN_BYTES). The pixels are TurboJPEG's (same library, same defaults:
+ * were read, and handing rows back would only make the next decode fault them in again. Small buffers are kept too (see IW_RELEASE_MIN_BYTES). The pixels are TurboJPEG's (same library, same defaults:
  * accurate IDCT, fancy upsampling), and the same warnings are accepted or refused. The refinement
  * scans, most of a progressive file's time, are decoded by iw_jpeg_refine.c (the same
  * coefficients, faster).
@@ -246,8 +245,8 @@ int iw_jpeg_decode_whole_with(const uint8_t *data, size_t length, iw_layout layo
         if (tall > w->max_rows) w->max_rows = tall;
         coefficient_bytes += (size_t)tall * wide * sizeof(JBLOCK);
     }
-    /* Handed-back pages fault in again, zeroed, on the next decode: a few percent of a decode's time,
-     * worth paying where the memory is large, not for small images. */
+    /* Handed-back pages fault in again, zeroed, on the next decode: worth it where the memory is
+     * large, not for small images. */
     if (w->page > 0 && coefficient_bytes >= IW_RELEASE_MIN_BYTES && jpeg_has_multiple_scans(&cinfo)) {
         w->access = cinfo.mem->access_virt_barray;
         cinfo.mem->access_virt_barray = whole_access;

@@ -1,7 +1,6 @@
 /// The idle watchdog of every running attempt: each attempt's deadline in `watched`, and one
-/// timer for the earliest of them, as `wakeQueueWhenDue` keeps one for the queue. (A task that
-/// slept per attempt, then was cancelled when the body came, was 4% of the plumbing job's
-/// profile: a task, a timer and a cancellation per file.) What a deadline means is the fetch
+/// timer for the earliest of them, as `wakeQueueWhenDue` keeps one for the queue (not a task, a
+/// timer and a cancellation per file). What a deadline means is the fetch
 /// machine's to say (`FetchOperation.watchdogWoke`).
 extension Downloader {
     /// Attempt `attempt` of fetch `id` began at `now`: it fails once nothing has arrived for

@@ -16,14 +16,13 @@ public struct HTTPExchange {
         /// queued in one sequence (`Parts`): a small response that comes in one read wakes the
         /// reading task once. The async API instead schedules a deadline on an event loop and
         /// cancels it from the task's thread for every request (each wakes the loop), starts a
-        /// `Task` to register its cancel handler, and hands the head and the body over apart.
-        /// On one network thread the plumbing job took 0.954 × the async API's CPU (BENCHMARKS,
-        /// 2026-11-29).
+        /// `Task` to register its cancel handler, and hands the head and the body over apart: on
+        /// one network thread, the delegate API costs less CPU.
         case delegate
         /// The async API (`execute(_:deadline:)`) with no deadline either (a distant one: the idle
         /// watchdog bounds the wait for the head on both routes). Its request runs on its connection's event loop, where a delegate's runs on a loop chosen
         /// before the connection is: with several network threads most responses would hop
-        /// between two loops (1.046 × the CPU with two).
+        /// between two loops.
         case async
 
         /// The route for a client whose event loop group has `loops` loops.

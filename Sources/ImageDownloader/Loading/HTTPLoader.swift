@@ -23,8 +23,8 @@ public struct HTTPLoader: ResourceLoader {
     public let cache: HTTPCache?
     /// The logger handed to AsyncHTTPClient: `logger` when it shows `debug`, the level of
     /// everything the client logs; else one that drops everything. (The client sets two metadata
-    /// values on a request's logger for every request, logged or not: through the worker's
-    /// redacting handler that was 1.3% of the plumbing job's CPU.)
+    /// values on a request's logger for every request, logged or not, each through the worker's
+    /// redacting handler.)
     let clientLogger: Logger
 
     public init(clients: HTTPClients, cookies: CookieJar, logger: Logger, cache: HTTPCache? = nil) {

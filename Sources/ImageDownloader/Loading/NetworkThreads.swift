@@ -4,8 +4,8 @@ import NIOCore
 /// requests, read and parse responses and run TLS for every connection.
 ///
 /// NIO's default is one per online CPU. Beside the worker's own threads (the task pool, one per
-/// CPU, and the decoders) that made each download's hand-offs between threads wake a sleeping
-/// thread more often, for more CPU per file and no faster decoding (BENCHMARKS.md, 2026-11-28). A
+/// CPU, and the decoders) that makes each download's hand-offs between threads wake a sleeping
+/// thread more often, for more CPU per file and no faster decoding. A
 /// network thread does a small part of a download's work, so a quarter of the CPUs is plenty: 1
 /// up to 7 CPUs, 4 on 16.
 public enum NetworkThreads {

@@ -31,7 +31,7 @@ public struct ResumePoint: Sendable, Equatable {
     }
 
     /// A header value without the spaces and tabs around it (RFC 9110's OWS), in Swift: Foundation's
-    /// `trimmingCharacters(in:)` bridged through NSString, 1.5% of the plumbing job's profile.
+    /// `trimmingCharacters(in:)` bridges through NSString for every header.
     static func trimmingOWS(_ value: Substring) -> Substring {
         func isOWS(_ c: Character) -> Bool { c == " " || c == "\t" }
         guard let first = value.firstIndex(where: { !isOWS($0) }), let last = value.lastIndex(where: { !isOWS($0) }) else { return "" }
@@ -39,9 +39,9 @@ public struct ResumePoint: Sendable, Equatable {
     }
 }
 
-/// One attempt of a fetch (connect, head, body, end) as a value state machine: every flag the
-/// downloader used to keep beside `FetchOperation` (the attempt number, when bytes last arrived,
-/// whether the idle watchdog stopped it, how much came) lives here, and each event returns what to
+/// One attempt of a fetch (connect, head, body, end) as a value state machine: what the downloader
+/// knows of an attempt (the attempt number, when bytes last arrived, whether the idle watchdog
+/// stopped it, how much came) lives here, and each event returns what to
 /// do. The downloader performs the I/O (the loader's task, the watchdog's sleep, the body's bytes);
 /// `FetchOperation` decides what an attempt's end means for the fetch (retry, fail, deliver).
 struct FetchAttempt: Sendable, Equatable {

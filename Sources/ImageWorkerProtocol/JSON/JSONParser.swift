@@ -229,7 +229,7 @@ public struct JSONParser {
                     let slice = UnsafeBufferPointer(rebasing: buffer[start..<index])
                     index += 1
                     // ASCII needs no validation (and `String(validating:)`, generic, costs a
-                    // metadata lookup per string: 1.5% of `get`'s profile).
+                    // metadata lookup per string).
                     if bits < 0x80 { return String(decoding: slice, as: UTF8.self) }
                     guard let string = String(validating: slice, as: UTF8.self) else {
                         throw Error(offset: start, reason: "invalid UTF-8 in string")

@@ -355,7 +355,7 @@ enum OutputDelivery {
 
     /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
     /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
-    /// several times faster than libpng's defaults for slightly larger files (figures: BENCHMARKS.md).
+    /// much faster than libpng's defaults, for slightly larger files.
     static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
         var rendered = described(
