@@ -7,6 +7,9 @@ import Testing
 /// `SharedOutput` in a temporary root: files written, bounded until taken, a result nobody will
 /// be told of removed, everything removed at the end.
 @Suite struct SharedOutputTests {
+    /// The worker's shared-memory folder: where it wrote `path`.
+    static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+
     private func root() throws -> String {
         let dir = NSTemporaryDirectory() + "shared-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -34,7 +37,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: b))
         shared.discard("/etc/passwd")  // not one of its files: nothing happens
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: c)
         await shared.finish(readerGone: true)
         #expect(!FileManager.default.fileExists(atPath: folder), "the folder goes at the end")
         await #expect(throws: DeliveryFailure.self) {
@@ -83,7 +86,7 @@ import Testing
         let a = try await shared.write(Payload(Array(repeating: 1, count: 100)), fileExtension: "rgba")
         let third = Task { try await shared.write(Payload(Array(repeating: 3, count: 100)), fileExtension: "rgba") }
         try await Task.sleep(for: .milliseconds(100))
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: a)
         func files() -> Set<String> {
             Set(((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") && $0 != "held" && $0 != "free" })
         }
@@ -102,7 +105,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: root) }
         let shared = SharedOutput(root: root)
         let first = try await shared.write(Payload(Array(repeating: 1, count: 300)), fileExtension: "rgba")
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: first)
         let name = (first as NSString).lastPathComponent
         func inode(_ path: String) -> UInt {
             var info = stat()
@@ -152,7 +155,9 @@ import Testing
         // More bytes than the worker keeps (files of apparent size only: sparse, no memory):
         // the files past its cap (64 MiB, or an eighth of this file system) go, in whatever
         // order the folder lists them.
-        let cap = try #require(shared.freeBytesAllowed)
+        var fileSystem = statvfs()
+        #expect(statvfs(folder, &fileSystem) == 0)
+        let cap = SharedOutput.freeByteCap(fileSystemBytes: Int(fileSystem.f_blocks) * Int(fileSystem.f_frsize))
         let big = SharedOutput.maxFreeFileBytes - 1
         let count = cap / big + 2
         for n in 0..<count {
@@ -211,7 +216,7 @@ import Testing
             return FileDescriptorOutput.writeAll(fd, bytes)
         }
         let first = try await shared.write(Payload(Array(repeating: 1, count: 300)), fileExtension: "rgba")
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: first)
         // The client gives it back (held/, then free/), and two more files are free.
         try FileManager.default.moveItem(atPath: first, toPath: folder + "/free/1.rgba")
         for name in ["a", "b"] { try Data(count: 1000).write(to: URL(fileURLWithPath: folder + "/free/" + name)) }
@@ -249,15 +254,6 @@ import Testing
         #expect(SharedOutput.freeByteCap(fileSystemBytes: 64 << 20) == 8 << 20)
         #expect(SharedOutput.freeByteCap(fileSystemBytes: 24 << 30) == SharedOutput.maxFreeBytes)
         #expect(SharedOutput.freeByteCap(fileSystemBytes: Int.max) == SharedOutput.maxFreeBytes)
-        let root = try root()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let shared = SharedOutput(root: root)
-        _ = try await shared.write(Payload([1, 2, 3]), fileExtension: "bin")
-        var fileSystem = statvfs()
-        #expect(statvfs(root, &fileSystem) == 0)
-        let size = Int(fileSystem.f_blocks) * Int(fileSystem.f_frsize)
-        #expect(shared.freeBytesAllowed == SharedOutput.freeByteCap(fileSystemBytes: size))
-        await shared.finish(readerGone: true)
     }
 
     /// Files not yet taken hold at most a quarter of a small file system (a client reading slowly
@@ -294,7 +290,7 @@ import Testing
         let shared = SharedOutput(root: root, space: { _ in .init(size: 64 << 20, available: available.withLock { $0 }) })
         // Given back (far from 600 bytes in size: not recycled for the writes below).
         let first = try await shared.write(Payload(Array(repeating: 1, count: 5000)), fileExtension: "rgba")
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: first)
         try FileManager.default.moveItem(atPath: first, toPath: folder + "/free/1.rgba")
         // 16 MiB + 300 bytes available: 16 MiB must stay free, so no.
         available.withLock { $0 = (16 << 20) + 300 }
@@ -330,7 +326,7 @@ import Testing
             return
         }
         #expect(try await shared.reserve(100_000, fileExtension: "rgba") == nil)
-        #expect(shared.folderPath == nil)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).allSatisfy { !$0.hasPrefix(SharedOutput.prefix) }, "no folder made")
         await shared.finish(readerGone: true)
     }
 
@@ -345,7 +341,7 @@ import Testing
         let started = ContinuousClock.now
         let waiting = Task { try await shared.reserve(100, fileExtension: "rgba") }
         try await Task.sleep(for: .milliseconds(50))
-        let folder = try #require(shared.folderPath)
+        let folder = Self.folder(of: a)
         try FileManager.default.moveItem(atPath: a, toPath: folder + "/held/" + (a as NSString).lastPathComponent)
         let woken = try await waiting.value
         #expect(woken != nil)

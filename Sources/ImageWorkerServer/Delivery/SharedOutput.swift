@@ -130,12 +130,6 @@ final class SharedOutput: Sendable {
     /// Files written and not yet taken, and their bytes (for `status`).
     var pending: (files: Int, bytes: Int) { state.withLock { ($0.outstanding.count, $0.bytes) } }
 
-    /// The folder, once made.
-    var folderPath: String? { state.withLock { $0.folder?.path } }
-
-    /// What its `free/` may hold, once made.
-    var freeBytesAllowed: Int? { state.withLock { $0.folder?.freeByteCap } }
-
     /// Writes `payload` to a new file (waiting while the limits are reached); its path (a payload
     /// that would go inline is an error here).
     func write(_ payload: Payload, fileExtension: String) async throws(DeliveryFailure) -> String {
