@@ -482,7 +482,7 @@ def get_source(wire, out, settings, defaults):
     by_path = {"download:" + o.wire: o for o in wire + out}
     by_path.update({"configure:" + o.wire: o for o in settings})
     client_default = {d["set"]: d for d in defaults if "when" in d}
-    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerServer", "",
+    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerConsole", "import ImageWorkerServer", "",
              "/// `image-worker get`'s flags that are options of the protocol: each one's help is the schema's",
              "/// description (with its default), its range and choices the worker's (`OptionTable`).",
              "struct GetProtocolFlags: ParsableArguments {"]
@@ -516,7 +516,20 @@ def get_source(wire, out, settings, defaults):
         elif o.kind == "enum":
             choices = ", ".join(json.dumps(c) for c in o.choices)
             checks.append(f"        try Self.check({json.dumps(flag)}, {prop}, oneOf: [{choices}])")
-    lines += ["    func validate() throws {", *checks, "    }", "}", ""]
+    lines += ["    func validate() throws {", *checks, "    }", ""]
+    # What the flags ask of every download, as `GetOptions` holds it: the same names, but `jobs`
+    # (`concurrency`), and what the clients fill in when it is not given (`x-client-defaults`).
+    lines += ["    /// Sets what these flags ask of every download.", "    func apply(to options: inout GetOptions) {"]
+    for prop, path, swift_type, takes_default in GET_FLAGS:
+        o = by_path[path]
+        wire = path.split(":", 1)[1]
+        target = {"jobs": "concurrency"}.get(prop, prop)
+        value = prop
+        if wire in client_default and o.default is not None:
+            d = client_default[wire]
+            value = f"{prop} ?? ({d['when'].split('.')[-1]} ? {json.dumps(d['to'])} : {json.dumps(o.default)})"
+        lines.append(f"        options.{target} = {value}")
+    lines += ["    }", "}", ""]
     return "\n".join(lines)
 
 

@@ -148,31 +148,12 @@ struct Get: AsyncParsableCommand {
     /// What the flags ask of every download, the URLs read from `input`.
     func options(input: GetInput) -> GetOptions {
         var options = GetOptions(input: input, directory: output)
-        options.format = flags.format ?? (flags.progressive ? "png" : "original")
-        options.progressive = flags.progressive
-        options.priority = flags.priority
-        options.concurrency = flags.jobs
-        options.perHost = flags.perHost
-        options.perHostRate = flags.perHostRate
-        options.hostDownAfter = flags.hostDownAfter
-        options.hostDownMs = flags.hostDownMs
+        flags.apply(to: &options)
         options.proxy = proxy
         options.noProxy = noProxy
         options.json = json
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
-        options.overwrite = flags.overwrite
-        options.maxPixelSize = flags.maxPixelSize
-        options.applyOrientation = flags.applyOrientation
-        options.partialMaxPixelSize = flags.partialMaxPixelSize
-        options.quality = flags.quality
-        options.lossless = flags.lossless
-        options.timeoutMs = flags.timeoutMs
-        options.maxRetries = flags.maxRetries
-        options.deadlineMs = flags.deadlineMs
         options.cacheDirectory = cacheDir
-        options.cachePolicy = flags.cachePolicy
-        options.retryDelayMs = flags.retryDelayMs
-        options.nameTemplate = flags.nameTemplate
         options.manifest = manifest
         options.resume = continueRun
         options.skipExisting = flags.skipExisting || continueRun
