@@ -1,0 +1,202 @@
+import Dispatch
+import Foundation
+import ImageDecoding
+import ImageWorkerProtocol
+import NIOCore
+
+/// A token's image made what its output asks: its bitmap's cost, its size, rendered (encoded or
+/// raw), placed, and described for its event.
+extension OutputDelivery {
+    /// The bytes of bitmap a decode of `body` will hold, for the decode stage's memory budget:
+    /// the stored size in RGBA by the header; for a body whose header is not in its first 64 KiB
+    /// (or is no image: the decode fails at once), a guess from its length.
+    static func bitmapCost(_ body: ByteBuffer, source: ImageFormat?) -> Int {
+        guard source != nil else { return 0 }
+        // Most headers lie in the first 4 KiB; a JPEG's frame header may follow large metadata.
+        for prefix in [4 * 1024, 64 * 1024] {
+            if case .success(let header) = ImageHeader.read(Array(body.readableBytesView.prefix(prefix))) {
+                return bitmapCost(width: header.width, height: header.height)
+            }
+            if body.readableBytes <= prefix { break }
+        }
+        return bitmapCost(unknownSizeOf: body.readableBytes)
+    }
+
+    /// An RGBA bitmap of `width` × `height` (overflow wraps rather than traps: sizes that large fail
+    /// the pixel limit anyway).
+    static func bitmapCost(width: Int, height: Int) -> Int {
+        width.multipliedReportingOverflow(by: height).partialValue &* 4
+    }
+
+    /// A decode of `bytes` of compressed data whose size was not found: sixteen times as much.
+    static func bitmapCost(unknownSizeOf bytes: Int) -> Int {
+        bytes &* 16
+    }
+
+    /// What a decoded image is delivered as: the event's fields, the bytes, their type.
+    struct Rendered: Sendable {
+        var fields: JSONObject
+        var payload: Payload
+        /// The payload's size (for a raw image described but not made, the size it would have).
+        var byteLength: Int
+        var mimeType: String
+        var fileExtension: String
+    }
+
+    /// A progressive decode's image at what the token asked of the file's image, or nil when the
+    /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
+    static func fitted(_ frame: FetchDeliveries.Frame, spec: OutputSpec) -> DecodedImage? {
+        let target = ImageResampler.fittedSize(
+            width: frame.source.width, height: frame.source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
+        return resized(frame.image, to: target, spec: spec)
+    }
+
+    /// In the token's layout, at `target`.
+    static func resized(_ image: DecodedImage, to target: (width: Int, height: Int), spec: OutputSpec) -> DecodedImage {
+        ImageResampler.resize(spec.format.pixels(of: image), width: target.width, height: target.height)
+    }
+
+    /// A decoded image made into what the token asked for: rendered, and its file written when
+    /// its delivery is a file (or shared memory, when the client has room for it).
+    struct Finished: Sendable {
+        var rendered: Rendered
+        /// Where the file went (a file, or shared memory).
+        var placed: FrameDelivery.Placed?
+        var decodeMs: JSONValue
+        var writeMs: JSONValue?
+        /// Shared memory had no room for it: the token's task delivers it inline.
+        var sharedFull = false
+        /// The bytes of a result not yet handed over, held in the decode stage's budget (taken
+        /// while the decode's slot was still held, so no decode slips in between): the token's
+        /// task gives it back once the result is written or sent.
+        var hold: DecodeSlots.Slot?
+    }
+
+    /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
+    /// written to `target` if its delivery is a file, or into `shared` if it goes through shared
+    /// memory and the client has room for it now (else the token's task waits for room): on the
+    /// calling thread, one on the blocking pool. `decodeStart`: when its decode slot was let in.
+    static func finish(
+        _ image: DecodedImage, spec: OutputSpec, source: ImageFormat?, to target: FrameDelivery.Target, shared: SharedOutput,
+        slots: DecodeSlots, decodeStart: UInt64
+    ) throws(DeliveryFailure) -> Finished {
+        let rendered =
+            spec.delivery == .none
+            ? described(
+                width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
+                animation: image.animation)
+            : try renderNow(image, spec: spec)
+        let decodeMs = milliseconds(since: decodeStart)
+        let writeStart = DispatchTime.now().uptimeNanoseconds
+        var placed: FrameDelivery.Placed?
+        // Shared memory has no room for it, or none to be had: the token's task sends it inline.
+        var sharedFull = false
+        switch spec.delivery {
+        case .file:
+            placed = try FrameDelivery.deliver(rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true)
+        case .shared where rendered.payload.count > SharedOutput.inlineLimit:
+            switch shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) {
+            case .reserved(let reservation):
+                placed = writeShared(rendered.payload, into: reservation, shared: shared, spec: spec)
+                sharedFull = placed == nil
+            case .full: break  // (the token's task waits for room)
+            case .unavailable: sharedFull = true
+            }
+        default:
+            break  // inline (or nothing: a described image has no bytes), by the token's task
+        }
+        guard let placed else {
+            // Handed over by the token's task: its bytes stay in the budget until then.
+            let bytes = rendered.payload.count
+            return Finished(rendered: rendered, decodeMs: decodeMs, sharedFull: sharedFull, hold: bytes > 0 ? slots.hold(bytes: bytes) : nil)
+        }
+        // Written: the event needs no bytes, and a bitmap kept until the token's task takes the
+        // result (after the decode slot went to the next decode) would be one more in memory.
+        var written = rendered
+        written.payload = Payload([])
+        return Finished(rendered: written, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
+    }
+
+    /// `payload` written into its reserved shared-memory file (on the calling thread: a decoding
+    /// one, or one of the blocking pool): the event's fields, `sha256` first when asked; nil when
+    /// shared memory has no room for it (to be delivered inline).
+    static func writeShared(
+        _ payload: Payload, into reservation: SharedOutput.Reservation, shared: SharedOutput, spec: OutputSpec
+    ) -> FrameDelivery.Placed? {
+        guard let path = shared.write(payload, into: reservation) else { return nil }
+        var fields: JSONObject = [:]
+        if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(payload.withUnsafeBytes { SHA256.hex($0) }) }
+        fields["path"] = .string(path)
+        fields["shared"] = true
+        return .delivered(fields, path: path)
+    }
+
+    /// Milliseconds since `start` (`DispatchTime`'s nanoseconds), to two decimals, for a token's metrics.
+    static func milliseconds(since start: UInt64) -> JSONValue {
+        .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100)
+    }
+
+    /// A partial image in an encoded format (PNG, JPEG, WebP), encoded from the decoder's frame
+    /// where it lies (full size, upright as stored): the fields `renderNow` gives.
+    static func renderPartialEncoded(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
+        var rendered = described(width: frame.width, height: frame.height, orientation: orientation, source: source, spec: spec)
+        guard let encoding = spec.encoding else { throw .output("no encoded format to render", path: nil) }
+        do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(frame, as: encoding)) } catch {
+            throw .output(error.description, path: nil)
+        }
+        rendered.byteLength = rendered.payload.count
+        return rendered
+    }
+
+    /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
+    /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
+    /// much faster than libpng's defaults, for slightly larger files.
+    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
+        let upright = spec.applyOrientation ? image.applyingOrientation() : image
+        var rendered = described(
+            width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
+            animation: image.animation)
+        if let encoding = spec.encoding {
+            do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(upright, as: encoding)) } catch {
+                throw .output(error.description, path: nil)
+            }
+            rendered.byteLength = rendered.payload.count
+            return rendered
+        }
+        rendered.payload = Payload(upright.pixels)
+        return rendered
+    }
+
+    /// What `renderNow` says of an image of this stored size as the token receives it (turned
+    /// upright if asked: orientations 5–8 swap the sides), without its bytes: `byteLength` is the
+    /// raw formats' size, 0 for encoded formats until encoded. An animated source's frames and
+    /// loops are said too (`animated`, `frameCount`, `loopCount`).
+    static func described(
+        width stored: Int, height storedHeight: Int, orientation: Int, source: ImageFormat, spec: OutputSpec, animation: Animation? = nil
+    ) -> Rendered {
+        let turned = spec.applyOrientation && orientation >= 5 && orientation <= 8
+        let (width, height) = turned ? (storedHeight, stored) : (stored, storedHeight)
+        var fields: JSONObject = [
+            "width": JSONValue(width), "height": JSONValue(height),
+            "sourceFormat": .string(source.rawValue), "orientation": JSONValue(orientation),
+        ]
+        if let animation {
+            fields["animated"] = true
+            fields["frameCount"] = JSONValue(animation.frameCount)
+            if let loops = animation.loopCount { fields["loopCount"] = JSONValue(loops) }
+        }
+        if let encoding = spec.encoding {
+            let mime = encoding.format.mimeType
+            fields["mimeType"] = .string(mime)
+            return Rendered(fields: fields, payload: Payload([]), byteLength: 0, mimeType: mime, fileExtension: spec.format.fileExtension)
+        }
+        let stride = width * spec.format.layout.channels
+        fields["pixelFormat"] = .string(spec.format.rawValue)
+        fields["stride"] = JSONValue(stride)
+        fields["mimeType"] = "application/octet-stream"
+        return Rendered(
+            fields: fields, payload: Payload([]), byteLength: stride * height, mimeType: "application/octet-stream",
+            fileExtension: spec.format.rawValue)
+    }
+}
