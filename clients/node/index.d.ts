@@ -1,3 +1,5 @@
+// Partly generated: the blocks between GENERATED markers are written by scripts/generate-options.py
+// from protocol/schema (CI checks they are current); the rest is written by hand.
 // Type declarations of the image-worker Node client (index.js). Self-contained: they type-check
 // with `tsc --strict` and the ES2022 library alone, with or without @types/node.
 
@@ -94,87 +96,111 @@ export declare class Cancelled extends DownloadError {}
 export declare const ERRORS_BY_CODE: Record<number, typeof DownloadError>;
 export declare function downloadError(error: unknown, token?: Token, url?: string): DownloadError;
 
+// BEGIN GENERATED EVENTS (scripts/generate-options.py from protocol/schema/events: do not edit)
 /** What a delivered image (final or partial) carries. */
 export interface Delivered {
+  /** The delivered image's width (decoded formats, and originals with verify). */
   width?: number;
+  /** The delivered image's height. */
   height?: number;
-  sourceFormat?: string;
+  /** The downloaded image's format, from its bytes. */
+  sourceFormat?: 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'bmp' | 'tiff' | 'heic';
+  /** The source's EXIF orientation, 1-8 (applied with applyOrientation). */
   orientation?: number;
+  /** The delivered bytes' media type. */
   mimeType: string | null;
+  /** The delivered bytes' length. */
   byteLength: number;
+  /** Raw formats: the channels of each pixel. */
   pixelFormat?: 'rgba' | 'rgb' | 'gray';
+  /** Raw formats: bytes per row. */
   stride?: number;
-  /** delivery 'file' */
+  /** Delivery file: the file written (or kept); delivery shared: the file in shared memory. */
   path?: string;
+  /** Path as a file: URI. */
   uri?: string;
   /**
-   * The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path`
-   * (delivery 'shared': read from the worker's shared memory, its file already given back; inline
-   * base64 when 16 KiB or less, or when shared memory had no room).
+   * The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path` (delivery 'shared':
+   * read from the worker's shared memory, its file already given back; inline base64 when 16 KiB or less, or when
+   * shared memory had no room).
    */
   data?: Bytes;
 }
 
+/** A downloaded image: `download/completed`'s fields on success. */
 export interface ImageResult extends Delivered {
   token: Token;
-  /** The URL exactly as given to download(). */
+  /** The download's URL as given (user information removed). */
   url: string;
-  /** Where redirects led, as fetched (percent-encoded, no fragment); '' for a kept file. */
+  /** Where redirects led, as fetched (percent-encoded, no fragment). */
   finalUrl: string;
-  /** 0 for a kept file (nothing fetched). */
+  /** The response's HTTP status. */
   status: number;
-  /** The delivered bytes' SHA-256 (hex), when asked (`sha256`, a `{sha256}` name, a manifest). */
-  sha256?: string;
-  /** The SHA-256 of the bytes received (the original), with `sha256`: a thumbnail's `sha256` is the thumbnail's. */
-  sourceSha256?: string;
-  /** The original's size as stored (before scaling and orientation): decoded formats, and originals with `verify`. */
-  sourceWidth?: number;
-  sourceHeight?: number;
-  /** The source is an animation (GIF, WebP, AVIF sequence); the image is its first frame. */
-  animated?: true;
-  /** An animated source's frames. */
-  frameCount?: number;
-  /** An animated source's repetitions after the first play, 0 forever (absent when the file does not say). */
-  loopCount?: number;
-  /** `skipExisting` (or a resumed manifest) found the file: kept as it was, nothing fetched. */
-  skipped: boolean;
-  /** The worker's HTTP cache (`--cache-dir`) answered: without a request, or after a 304. */
+  /** The HTTP cache answered (--cache-dir): without a request, or after a 304 (revalidated). */
   fromCache: boolean;
   /** The stored response was revalidated: the server answered 304 to a conditional request. */
   revalidated: boolean;
-  /** Where the time went. */
+  /**
+   * Decoded formats (and original with verify): the original image's width as stored, before scaling and orientation.
+   */
+  sourceWidth?: number;
+  /**
+   * Decoded formats (and original with verify): the original image's height as stored, before scaling and
+   * orientation.
+   */
+  sourceHeight?: number;
+  /** The source is an animation (GIF, WebP, AVIF sequence): the image is its first frame. */
+  animated?: true;
+  /** An animated source's frames. */
+  frameCount?: number;
+  /** An animated source's repetitions after the first play, 0: forever; absent when the file does not say. */
+  loopCount?: number;
+  /** The delivered bytes' SHA-256 (lowercase hex), with output.sha256 or a {sha256} name. */
+  sha256?: string;
+  /**
+   * With output.sha256: the SHA-256 of the bytes received (the original), lowercase hex; sha256 is the delivered
+   * bytes'.
+   */
+  sourceSha256?: string;
   metrics: Metrics;
+  /** skipExisting (or a resumed manifest) found the file: kept as it was, nothing fetched. */
+  skipped: boolean;
 }
 
-/**
- * Where a download spent its time (every `download/completed`): milliseconds, bytes, counts. A
- * phase that did not happen is absent (no new connection for one that reused one; nothing
- * transferred for a response served from the cache).
- */
+/** Where a token's download spent its time (every download/completed); a phase that did not happen is absent. */
 export interface Metrics {
-  /** From the download request to its fetch starting. */
+  /** From the download request to its fetch starting (or to its end, if it never left the queue). */
   queuedMs?: number;
-  /** Waiting for new connections: DNS, TCP, TLS and a proxy's tunnel together. */
+  /**
+   * The last attempt waited for new connections (a redirect hop may need its own): from asking for each to its being
+   * ready, added up (DNS, TCP, TLS and a proxy's tunnel together).
+   */
   connectMs?: number;
+  /** Every hop of the last attempt went out on a connection that was ready before it was asked for. */
   reusedConnection?: boolean;
   /** From the last attempt's start to its response head (redirects included). */
   ttfbMs?: number;
-  /** From the response head to the body's end. */
+  /** From the response head to the body's end (or the failure). */
   transferMs?: number;
-  /** Decoding, scaling and encoding. */
+  /** decoding, scaling and encoding, from a decode slot to the rendered image. */
   decodeMs?: number;
-  /** Writing the file. */
+  /** Writing the file (delivery file). */
   writeMs?: number;
   /** Body bytes read from the network, every attempt together (0 from the cache). */
   wireBytes: number;
+  /** The last attempt's HTTP version. */
   httpVersion?: string;
-  /** `ip:port` of the last attempt's connection (a proxy's, through one). */
+  /** The peer of the last attempt's connection, ip:port (a proxy's through one). */
   remoteAddress?: string;
+  /** Attempts made, retries included. */
   attempts: number;
   /** Attempts that resumed a body part-way (Range). */
   resumed?: number;
+  /** Redirects followed by the last attempt. */
   redirects: number;
+  /** The HTTP cache answered. */
   fromCache: boolean;
+  /** The cache's stored response was revalidated (a 304). */
   revalidated?: true;
 }
 
@@ -182,25 +208,46 @@ interface EventBase {
   token: Token;
   raw: Record<string, unknown>;
 }
-export interface StartedEvent extends EventBase { type: 'started'; url: string }
+
+/** `download/started`. */
+export interface StartedEvent extends EventBase {
+  type: 'started';
+  url: string;
+}
+
+/** `download/response`. */
 export interface ResponseEvent extends EventBase {
   type: 'response';
   status: number;
+  /** The body's length from Content-Length; null without one. */
   expectedBytes: number | null;
   mimeType: string | null;
-  /** The URL exactly as given to download(). */
+  /** The download's URL as given (user information removed). */
   url: string;
   /** Where redirects led, as fetched (percent-encoded, no fragment). */
   finalUrl: string;
   httpVersion: string | null;
 }
-export interface ProgressEvent extends EventBase { type: 'progress'; receivedBytes: number; expectedBytes: number | null }
+
+/** `download/progress`. */
+export interface ProgressEvent extends EventBase {
+  type: 'progress';
+  receivedBytes: number;
+  /** The body's length from Content-Length; null without one. */
+  expectedBytes: number | null;
+}
+
+/** `download/partialImage`. */
 export interface PartialImageEvent extends EventBase, Delivered {
   type: 'partialImage';
+  /** 1 for the token's first partial image, then 2, 3… */
   sequence: number;
+  /** Rows decoded so far, from the top (all of them once a progressive pass is complete). */
   filledRows: number;
+  /** Progressive passes (JPEG scans, PNG Adam7 passes) complete so far. */
   passes: number;
 }
+// END GENERATED EVENTS
 export interface CompletedEvent extends EventBase {
   type: 'completed';
   /** The download's URL as given (user information removed). */
@@ -234,7 +281,7 @@ export interface DownloadOptions {
   /** Idle timeout per attempt. */
   timeoutMs?: number;
   /**
-   * Wall-clock limit from the download's start to its body, over every attempt (NetworkError with reason deadline
+   * wall-clock limit from the download's start to its body, over every attempt (NetworkError with reason deadline
    * past it).
    */
   deadlineMs?: number;
@@ -290,7 +337,7 @@ export interface DownloadOptions {
   /** A target file that exists already is kept and reported (skipped: true); nothing is fetched. */
   skipExisting?: boolean;
   /**
-   * Original: check the bytes are an image before they are saved: true or header reads the header (UnsupportedFormat,
+   * original: check the bytes are an image before they are saved: true or header reads the header (UnsupportedFormat,
    * BadImageData; the event adds width and height), full also decodes every pixel without writing them (a truncated
    * body, a corrupt scan, a bad CRC, a size over the pixel limit fail); false saves whatever came.
    */

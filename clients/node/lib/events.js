@@ -3,23 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { downloadError } from './errors.js';
 import { takeShared } from './shared.js';
 
-/** Wire fields of each event's params, by method (checked against protocol/schema by the tests). */
-export const EVENT_FIELDS = {
-  'download/started': ['token', 'url'],
-  'download/response': ['token', 'status', 'expectedBytes', 'mimeType', 'url', 'finalUrl', 'httpVersion'],
-  'download/progress': ['token', 'receivedBytes', 'expectedBytes'],
-  'download/partialImage': ['token', 'sequence', 'width', 'height', 'filledRows', 'passes', 'sourceFormat',
-    'orientation', 'mimeType', 'byteLength', 'pixelFormat', 'stride', 'path', 'uri', 'data'],
-  'download/completed': ['token', 'url', 'outcome', 'error', 'metrics'],
-};
-/** Wire fields of the worker's own notifications, by method (no token; lib/router.js reads them). */
-export const WORKER_NOTIFICATION_FIELDS = {
-  'worker/warning': ['code', 'message', 'details'],
-};
-/** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
-export const IMAGE_FIELDS = ['token', 'outcome', 'url', 'finalUrl', 'status', 'byteLength', 'mimeType', 'sourceFormat', 'width',
-  'height', 'orientation', 'animated', 'frameCount', 'loopCount', 'pixelFormat', 'stride', 'path', 'uri', 'data', 'shared', 'sha256', 'skipped',
-  'fromCache', 'revalidated', 'metrics', 'sourceSha256', 'sourceWidth', 'sourceHeight'];
+export { EVENT_FIELDS, IMAGE_FIELDS, WORKER_NOTIFICATION_FIELDS } from './event-table.js';
 
 const EVENT_TYPES = {
   'download/started': 'started',

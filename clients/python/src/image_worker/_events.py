@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Mapping, Optional, Union
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Union
 
 from . import _shared
 from ._errors import DownloadError, download_error
+from ._event_table import EVENT_WIRE, IMAGE_WIRE, METRICS_WIRE
 
 Token = Union[str, int]
 
@@ -19,6 +21,41 @@ def _int(value: Any) -> Optional[int]:
 
 def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+#: How a wire value becomes an attribute of each type (the dataclasses' annotations): a value of
+#: the wrong type is taken as absent.
+_READERS: Dict[str, Any] = {
+    "int": _int, "Optional[int]": _int, "str": _str, "Optional[str]": _str, "Optional[float]": _number,
+    "bool": lambda v: v is True, "Optional[bool]": lambda v: v if isinstance(v, bool) else None,
+    "Optional[bytes]": lambda v: base64.b64decode(v) if isinstance(v, str) else None,
+    "Optional[Metrics]": lambda v: Metrics.from_wire(v),
+}
+
+
+#: What an attribute without a default is when its wire value is absent.
+_ABSENT: Dict[str, Any] = {"int": 0, "str": "", "bool": False}
+
+
+def _attributes(cls: Any, p: Mapping[str, Any], wire: Mapping[str, str], skip: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """``cls``'s attributes from the params ``p`` by ``wire`` (wire name -> attribute): each read as
+    its annotation says, its default where the value is absent or of another type."""
+    types = {f.name: f for f in dataclasses.fields(cls)}
+    out: Dict[str, Any] = {}
+    for wire_name, name in wire.items():
+        if not name or name in skip:
+            continue
+        f = types[name]
+        kind = str(f.type)
+        value = _READERS[kind](p.get(wire_name))
+        if value is None:
+            value = f.default if f.default is not dataclasses.MISSING else _ABSENT.get(kind)
+        out[name] = value
+    return out
 
 
 class _Pixels:
@@ -115,30 +152,13 @@ class Metrics:
     from_cache: bool = False
     revalidated: bool = False
 
-    WIRE: ClassVar[Dict[str, str]] = {
-        "queuedMs": "queued_ms", "connectMs": "connect_ms", "reusedConnection": "reused_connection", "ttfbMs": "ttfb_ms",
-        "transferMs": "transfer_ms", "decodeMs": "decode_ms", "writeMs": "write_ms", "wireBytes": "wire_bytes",
-        "httpVersion": "http_version", "remoteAddress": "remote_address", "attempts": "attempts", "resumed": "resumed",
-        "redirects": "redirects", "fromCache": "from_cache", "revalidated": "revalidated",
-    }
+    WIRE: ClassVar[Dict[str, str]] = METRICS_WIRE
 
     @staticmethod
     def from_wire(m: Any) -> Optional["Metrics"]:
         if not isinstance(m, dict):
             return None
-
-        def number(key: str) -> Optional[float]:
-            value = m.get(key)
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-        return Metrics(
-            queued_ms=number("queuedMs"), connect_ms=number("connectMs"),
-            reused_connection=m["reusedConnection"] if isinstance(m.get("reusedConnection"), bool) else None,
-            ttfb_ms=number("ttfbMs"), transfer_ms=number("transferMs"), decode_ms=number("decodeMs"),
-            write_ms=number("writeMs"), wire_bytes=_int(m.get("wireBytes")) or 0, http_version=_str(m.get("httpVersion")),
-            remote_address=_str(m.get("remoteAddress")), attempts=_int(m.get("attempts")) or 0,
-            resumed=_int(m.get("resumed")) or 0, redirects=_int(m.get("redirects")) or 0,
-            from_cache=m.get("fromCache") is True, revalidated=m.get("revalidated") is True)
+        return Metrics(**_attributes(Metrics, m, Metrics.WIRE))
 
 
 @dataclass(frozen=True)
@@ -190,35 +210,17 @@ class Image(_Pixels):
     metrics: Optional[Metrics] = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    # Wire name -> attribute, for every field the protocol defines (checked against the schema).
-    WIRE: ClassVar[Dict[str, str]] = {
-        "token": "token", "outcome": "", "url": "url", "finalUrl": "final_url", "status": "status", "byteLength": "byte_length",
-        "mimeType": "mime_type", "sourceFormat": "source_format", "width": "width", "height": "height",
-        "orientation": "orientation", "pixelFormat": "pixel_format", "stride": "stride", "path": "path",
-        "uri": "uri", "data": "data", "shared": "buffer", "sha256": "sha256", "skipped": "skipped", "animated": "animated",
-        "frameCount": "frame_count", "loopCount": "loop_count", "fromCache": "from_cache", "revalidated": "revalidated",
-        "metrics": "metrics", "sourceSha256": "source_sha256", "sourceWidth": "source_width", "sourceHeight": "source_height",
-    }
+    # Wire name -> attribute, for every field the protocol defines (generated from the schema).
+    WIRE: ClassVar[Dict[str, str]] = IMAGE_WIRE
 
     @staticmethod
     def from_params(p: Mapping[str, Any]) -> "Image":
-        data = _str(p.get("data"))
-        path = _str(p.get("path"))
-        buffer: Optional[memoryview] = None
-        if p.get("shared") is True and path is not None:
-            buffer = _shared.take(path)  # the file is the client's: mapped, then held until dropped
-            path = None
-        return Image(
-            token=p["token"], url=str(p.get("url", "")), final_url=str(p.get("finalUrl", "")), status=_int(p.get("status")) or 0,
-            byte_length=_int(p.get("byteLength")) or 0, mime_type=_str(p.get("mimeType")),
-            source_format=_str(p.get("sourceFormat")), width=_int(p.get("width")), height=_int(p.get("height")),
-            orientation=_int(p.get("orientation")), animated=p.get("animated") is True, frame_count=_int(p.get("frameCount")) or 1,
-            loop_count=_int(p.get("loopCount")), pixel_format=_str(p.get("pixelFormat")),
-            stride=_int(p.get("stride")), path=path, uri=_str(p.get("uri")),
-            data=base64.b64decode(data) if data is not None else None, buffer=buffer, sha256=_str(p.get("sha256")),
-            source_sha256=_str(p.get("sourceSha256")), source_width=_int(p.get("sourceWidth")), source_height=_int(p.get("sourceHeight")),
-            skipped=p.get("skipped") is True, from_cache=p.get("fromCache") is True, revalidated=p.get("revalidated") is True,
-            metrics=Metrics.from_wire(p.get("metrics")), raw=dict(p))
+        values = _attributes(Image, p, Image.WIRE, skip=("token", "buffer"))
+        if p.get("shared") is True and values["path"] is not None:
+            # The file is the client's: mapped, then held until dropped.
+            values["buffer"] = _shared.take(values["path"])
+            values["path"] = None
+        return Image(token=p["token"], url=str(p.get("url", "")), raw=dict(p), **{k: v for k, v in values.items() if k != "url"})
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,7 @@ class Started(Event):
     url: str = ""
 
     METHOD: ClassVar[str] = "download/started"
-    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url"}
+    WIRE: ClassVar[Dict[str, str]] = EVENT_WIRE["download/started"]
 
 
 @dataclass(frozen=True)
@@ -255,9 +257,7 @@ class Response(Event):
     http_version: Optional[str] = None
 
     METHOD: ClassVar[str] = "download/response"
-    WIRE: ClassVar[Dict[str, str]] = {
-        "token": "token", "status": "status", "expectedBytes": "expected_bytes", "mimeType": "mime_type",
-        "url": "url", "finalUrl": "final_url", "httpVersion": "http_version"}
+    WIRE: ClassVar[Dict[str, str]] = EVENT_WIRE["download/response"]
 
 
 @dataclass(frozen=True)
@@ -268,8 +268,7 @@ class Progress(Event):
     expected_bytes: Optional[int] = None
 
     METHOD: ClassVar[str] = "download/progress"
-    WIRE: ClassVar[Dict[str, str]] = {
-        "token": "token", "receivedBytes": "received_bytes", "expectedBytes": "expected_bytes"}
+    WIRE: ClassVar[Dict[str, str]] = EVENT_WIRE["download/progress"]
 
     @property
     def fraction(self) -> Optional[float]:
@@ -299,11 +298,7 @@ class PartialImage(Event, _Pixels):
     data: Optional[bytes] = field(default=None, repr=False)
 
     METHOD: ClassVar[str] = "download/partialImage"
-    WIRE: ClassVar[Dict[str, str]] = {
-        "token": "token", "sequence": "sequence", "width": "width", "height": "height",
-        "filledRows": "filled_rows", "passes": "passes", "sourceFormat": "source_format",
-        "orientation": "orientation", "mimeType": "mime_type", "byteLength": "byte_length",
-        "pixelFormat": "pixel_format", "stride": "stride", "path": "path", "uri": "uri", "data": "data"}
+    WIRE: ClassVar[Dict[str, str]] = EVENT_WIRE["download/partialImage"]
 
 
 @dataclass(frozen=True)
@@ -321,7 +316,7 @@ class Completed(Event):
     metrics: Optional[Metrics] = None
 
     METHOD: ClassVar[str] = "download/completed"
-    WIRE: ClassVar[Dict[str, str]] = {"token": "token", "url": "url", "outcome": "outcome", "error": "error", "metrics": "metrics"}
+    WIRE: ClassVar[Dict[str, str]] = EVENT_WIRE["download/completed"]
 
     @property
     def ok(self) -> bool:
@@ -337,25 +332,9 @@ def parse_event(method: str, p: Mapping[str, Any], url: Optional[str] = None) ->
     if not isinstance(token, (str, int)):
         return None
     raw = dict(p)
-    if method == Started.METHOD:
-        return Started(token, raw, url=str(p.get("url", "")))
-    if method == Response.METHOD:
-        return Response(token, raw, status=_int(p.get("status")) or 0, expected_bytes=_int(p.get("expectedBytes")),
-                        mime_type=_str(p.get("mimeType")), url=str(p.get("url", "")),
-                        final_url=str(p.get("finalUrl", "")), http_version=_str(p.get("httpVersion")))
-    if method == Progress.METHOD:
-        return Progress(token, raw, received_bytes=_int(p.get("receivedBytes")) or 0,
-                        expected_bytes=_int(p.get("expectedBytes")))
-    if method == PartialImage.METHOD:
-        data = _str(p.get("data"))
-        return PartialImage(
-            token, raw, sequence=_int(p.get("sequence")) or 0, width=_int(p.get("width")),
-            height=_int(p.get("height")), filled_rows=_int(p.get("filledRows")) or 0,
-            passes=_int(p.get("passes")) or 0, source_format=_str(p.get("sourceFormat")),
-            orientation=_int(p.get("orientation")), mime_type=_str(p.get("mimeType")),
-            byte_length=_int(p.get("byteLength")) or 0, pixel_format=_str(p.get("pixelFormat")),
-            stride=_int(p.get("stride")), path=_str(p.get("path")), uri=_str(p.get("uri")),
-            data=base64.b64decode(data) if data is not None else None)
+    for cls in (Started, Response, Progress, PartialImage):
+        if method == cls.METHOD:
+            return cls(token, raw, **_attributes(cls, p, cls.WIRE, skip=("token",)))
     if method == Completed.METHOD:
         outcome = str(p.get("outcome", ""))
         if outcome == "success":
