@@ -68,8 +68,8 @@ import Testing
     /// The tokens of a fetch that ask for the same decode share one; another request is another.
     @Test func decodesAreSharedByKey() {
         var ledger = Ledger()
-        let png = Ledger.DecodeKey(format: .png, maxPixelSize: nil, maxPixelCount: nil)
-        let thumb = Ledger.DecodeKey(format: .png, maxPixelSize: 64, maxPixelCount: nil)
+        let png = Ledger.DecodeKey(format: .png, geometry: OutputGeometry())
+        let thumb = Ledger.DecodeKey(format: .png, geometry: OutputGeometry(maxPixelSize: 64))
         guard case .start = ledger.decode(1, png) else { Issue.record("no decode started"); return }
         ledger.decodeStarted(1, png, 10)
         guard case .join(10) = ledger.decode(1, png) else { Issue.record("the decode was not shared"); return }
@@ -85,7 +85,7 @@ import Testing
     @Test func theLastConsumerReleasesTheFetch() {
         var ledger = Ledger()
         ledger.streamStarted(3, "decoder")
-        ledger.decodeStarted(3, .init(format: .rgba, maxPixelSize: nil, maxPixelCount: nil), 1)
+        ledger.decodeStarted(3, .init(format: .rgba, geometry: OutputGeometry()), 1)
         guard case .none = ledger.delivered(3, a, consumers: 3), case .none = ledger.delivered(3, b, consumers: 3) else {
             Issue.record("released before the last consumer")
             return
@@ -102,8 +102,8 @@ import Testing
     /// decoder stays until the last consumer finishes.
     @Test func decodesGoOnceEveryConsumerIsDoneWithThem() {
         var ledger = Ledger()
-        let png = Ledger.DecodeKey(format: .png, maxPixelSize: nil, maxPixelCount: nil)
-        let thumb = Ledger.DecodeKey(format: .png, maxPixelSize: 64, maxPixelCount: nil)
+        let png = Ledger.DecodeKey(format: .png, geometry: OutputGeometry())
+        let thumb = Ledger.DecodeKey(format: .png, geometry: OutputGeometry(maxPixelSize: 64))
         let c = DownloadToken.string("c")
         ledger.streamStarted(5, "decoder")
         ledger.decodeStarted(5, png, 1)

@@ -178,7 +178,7 @@ import Testing
         let resource = FetchedResource(
             response: ResponseInfo(status: 200, expectedBytes: nil, mimeType: "image/png", finalURL: "http://x/y", httpVersion: "1.1"),
             body: ByteBuffer(), fetchID: 1, consumers: 3)
-        let key = FetchDeliveries.Ledger.DecodeKey(format: .rgba, maxPixelSize: nil, maxPixelCount: nil)
+        let key = FetchDeliveries.Ledger.DecodeKey(format: .rgba, geometry: OutputGeometry())
         let decodes = LockedState(0)
         let finished = LockedState<[String]>([])
         func admitted(_ name: String, lane: inout BlockingWork.Lane) async throws {

@@ -28,8 +28,8 @@ struct DeliveryLedger<Stream: Sendable, Decode: Sendable>: Sendable {
     /// What makes two tokens' decodes of one fetch the same.
     struct DecodeKey: Hashable, Sendable {
         var format: OutputSpec.Format
-        var maxPixelSize: Int?
-        var maxPixelCount: Int?
+        /// The final image's size terms (`OutputGeometry.final`).
+        var geometry: OutputGeometry
     }
 
     struct Fetch: Sendable {

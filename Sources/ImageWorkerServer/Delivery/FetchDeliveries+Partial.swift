@@ -19,13 +19,9 @@ extension FetchDeliveries {
         target: (width: Int, height: Int), layout: PixelLayout
     ) {
         let specs = ledger.withLock { l in tokens.compactMap { l.targets[$0]?.spec } }
-        let fitted = specs.map {
-            ImageResampler.fittedSize(width: source.width, height: source.height, maxPixelSize: $0.maxPixelSize, maxPixelCount: $0.maxPixelCount)
-        }
         let layouts = Set(specs.map(\.format.layout))
         let layout = layouts.count == 1 ? layouts.first! : .rgba
-        guard let widest = fitted.map(\.width).max(), let tallest = fitted.map(\.height).max() else { return (source, layout) }
-        return ((widest, tallest), layout)
+        return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source), layout)
     }
 
     /// Whether a frame decoded now would be used for any of `tokens`: when not, the decoder skips
@@ -38,22 +34,13 @@ extension FetchDeliveries {
         }
     }
 
-    /// The size of a token's partial images for an image of `source` size: its final size, fitted
-    /// into `partialMaxPixelSize` when it has one.
-    static func partialSize(_ spec: OutputSpec, source: (width: Int, height: Int)) -> (width: Int, height: Int) {
-        let asked = ImageResampler.fittedSize(
-            width: source.width, height: source.height, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
-        guard let limit = spec.partialMaxPixelSize else { return asked }
-        return ImageResampler.fittedSize(width: asked.width, height: asked.height, maxPixelSize: limit, maxPixelCount: nil)
-    }
-
     /// Whether the decoder's preview (a progressive JPEG's block averages, an eighth of the image)
     /// serves the token's partial images: when it is at least 90% of their size on both sides
     /// (enlarged by at most a ninth, a difference the eye does not see in a preview: 500 pixels
     /// for 512 from a 4000-pixel photo). Then they need no partial frame.
     static func previewServes(_ spec: OutputSpec, _ decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)) -> Bool {
         guard spec.partialMaxPixelSize != nil, let preview = decoder.previewSize else { return false }
-        let size = partialSize(spec, source: source)
+        let size = spec.geometry.partialSize(of: source)
         return preview.width * 10 >= size.width * 9 && preview.height * 10 >= size.height * 9
     }
 
@@ -82,7 +69,7 @@ extension FetchDeliveries {
             let spec = target.spec
             let key = RenderKey(spec)
             if renders[key] == nil {
-                let size = Self.partialSize(spec, source: source)
+                let size = spec.geometry.partialSize(of: source)
                 if Self.previewServes(spec, decoder, source: source) {
                     if preview == nil { preview = decoder.preview() }
                     guard let (image, passes) = preview ?? nil,
@@ -140,16 +127,13 @@ extension FetchDeliveries {
     struct RenderKey: Hashable {
         var format: OutputSpec.Format
         var encoding: ImageEncoding?
-        var maxPixelSize: Int?
-        var maxPixelCount: Int?
-        var partialMaxPixelSize: Int?
+        var geometry: OutputGeometry
         var applyOrientation: Bool
         /// Described only (raw pixels delivered nowhere) or made.
         var described: Bool
 
         init(_ spec: OutputSpec) {
-            (format, encoding, maxPixelSize, maxPixelCount, partialMaxPixelSize, applyOrientation) =
-                (spec.format, spec.encoding, spec.maxPixelSize, spec.maxPixelCount, spec.partialMaxPixelSize, spec.applyOrientation)
+            (format, encoding, geometry, applyOrientation) = (spec.format, spec.encoding, spec.geometry, spec.applyOrientation)
             described = spec.delivery == .none && !spec.format.isEncoded
         }
     }

@@ -38,7 +38,7 @@ extension OutputDelivery {
 
     /// What makes two tokens' decodes of one fetch the same.
     static func decodeKey(_ spec: OutputSpec) -> FetchDeliveries.Ledger.DecodeKey {
-        FetchDeliveries.Ledger.DecodeKey(format: spec.format, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+        FetchDeliveries.Ledger.DecodeKey(format: spec.format, geometry: spec.geometry.final)
     }
 
     /// The decode of the image this token asked for, once for every token of the fetch that asks
@@ -64,8 +64,7 @@ extension OutputDelivery {
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             options.maxFrames = settings.maxFrames
-            return try ImageDecoders.decode(
-                Array(body.readableBytesView), options: options, maxPixelSize: spec.maxPixelSize, maxPixelCount: spec.maxPixelCount)
+            return try spec.geometry.decode(Array(body.readableBytesView), options: options)
         }
     }
 

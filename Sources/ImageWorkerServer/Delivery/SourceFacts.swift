@@ -51,7 +51,7 @@ enum SourceFacts {
     ) async throws(DeliveryFailure) {
         var whole = spec
         whole.format = .rgba
-        (whole.maxPixelSize, whole.maxPixelCount) = (nil, nil)
+        whole.geometry = OutputGeometry()
         let cost = OutputDelivery.bitmapCost(resource.body, source: source)
         guard let slot = await slots.acquire(token: token, priority: priority, cost: cost) else {
             throw .output("cancelled before its decode", path: nil)

@@ -84,17 +84,28 @@ public struct OutputSpec: Sendable, Equatable {
 
     /// Whether the event and the name need the delivered bytes' digest.
     var needsDigest: Bool { sha256 || fileName?.needsDigest == true }
+    /// The image's size: `maxPixelSize`, `maxPixelCount`, `partialMaxPixelSize`.
+    var geometry = OutputGeometry()
     /// Scale down (never up) so the longest side is at most this many pixels.
-    public var maxPixelSize: Int?
+    public var maxPixelSize: Int? {
+        get { geometry.maxPixelSize }
+        set { geometry.maxPixelSize = newValue }
+    }
     /// Scale down so the image has at most this many pixels.
-    public var maxPixelCount: Int?
+    public var maxPixelCount: Int? {
+        get { geometry.maxPixelCount }
+        set { geometry.maxPixelCount = newValue }
+    }
     /// Turn the image upright per its EXIF orientation (it is reported either way).
     public var applyOrientation = false
     /// With `progressive`: at least this long between two partial images of the token.
     public var partialIntervalMs: Int64 = 200
     /// With `progressive`: partial images no larger than this on their longest side (the final
     /// image keeps the sizes above); nil: partial images at the final image's size.
-    public var partialMaxPixelSize: Int?
+    public var partialMaxPixelSize: Int? {
+        get { geometry.partialMaxPixelSize }
+        set { geometry.partialMaxPixelSize = newValue }
+    }
     /// JPEG and WebP: 1–100 (defaults 90 and 80); with `lossless`, WebP's effort.
     public var quality: Int?
     /// WebP: lossless instead of lossy.
