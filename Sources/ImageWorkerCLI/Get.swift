@@ -44,12 +44,6 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("output")], help: "Directory to write into (created when missing).")
     var output: String = "."
 
-    @Option(help: "Proxy: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
-    var proxy: String?
-
-    @Option(help: "Hosts reached directly, comma-separated (default: no_proxy).")
-    var noProxy: String?
-
     @Flag(help: "NDJSON events on stdout instead of result lines; no progress bars.")
     var json = false
 
@@ -59,13 +53,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Seconds between progress lines when stderr is not a terminal (a log file); each counts the URLs ended and their bytes.")
     var progressInterval: Double = 5
 
-    @Option(help: "Keep responses in an HTTP cache in this directory (RFC 9111; made when missing), shared with serve's --cache-dir.")
-    var cacheDir: String?
-
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "warning"
-
     @OptionGroup var flags: GetProtocolFlags
+
+    @OptionGroup var worker: WorkerFlags
 
     @OptionGroup var threads: ThreadOptions
 
@@ -81,7 +71,6 @@ struct Get: AsyncParsableCommand {
         if let nameTemplate = flags.nameTemplate, let problem = OutputSpec.nameProblem(nameTemplate, index: 0) {
             throw ValidationError("--name-template: \(problem.replacingOccurrences(of: "output.nameTemplate: ", with: ""))")
         }
-        if let p = proxy, let problem = WorkerOptions.proxyProblem(p) { throw ValidationError("--proxy: \(problem)") }
         if flags.partialMaxPixelSize != nil, !flags.progressive {
             throw ValidationError("--partial-max-pixel-size goes with --progressive")
         }
@@ -91,19 +80,10 @@ struct Get: AsyncParsableCommand {
         if let params = request["params"]?.objectValue, let problem = OptionRule.firstProblem(params, name: Self.flag) {
             throw ValidationError(problem)
         }
-        if let d = cacheDir { try Serve.makeCacheDirectory(d) }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel)!
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return RedactingLogHandler(handler)
-        }
+        worker.bootstrapLogging()
         // Before the worker starts its threads, which inherit it.
         let networkThreads = threads.apply(logger: Logger(label: "image-worker"))
         BitmapMemory.retainFreedMemory()
@@ -149,11 +129,11 @@ struct Get: AsyncParsableCommand {
     func options(input: GetInput) -> GetOptions {
         var options = GetOptions(input: input, directory: output)
         flags.apply(to: &options)
-        options.proxy = proxy
-        options.noProxy = noProxy
+        options.proxy = worker.proxy
+        options.noProxy = worker.noProxy
         options.json = json
         options.progressBars = !json && !noProgress && isatty(STDERR_FILENO) == 1
-        options.cacheDirectory = cacheDir
+        options.cacheDirectory = worker.cacheDir
         options.manifest = manifest
         options.resume = continueRun
         options.skipExisting = flags.skipExisting || continueRun

@@ -11,9 +11,6 @@ struct Serve: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve the JSON-RPC protocol on stdin/stdout (the default).")
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "warning"
-
     @Option(help: "At the end of stdin: drain (finish in-flight downloads) or cancel them.")
     var onEOF: String = "drain"
 
@@ -29,15 +26,6 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Downloads running at once for one host (default 6; also settable with configure).")
     var maxConcurrentPerHost: Int?
 
-    @Option(help: "Proxy for http and https URLs: http://[user:pass@]host:port or socks5://host:port; \"\" for none (default: http_proxy, https_proxy, all_proxy).")
-    var proxy: String?
-
-    @Option(help: "Hosts reached directly, comma-separated: names (with their subdomains), IPs, CIDR ranges, *; default: no_proxy.")
-    var noProxy: String?
-
-    @Option(help: "Keep responses in an HTTP cache in this directory (RFC 9111; made when missing; several workers may share it).")
-    var cacheDir: String?
-
     @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
     var timeoutMs: Int64?
 
@@ -47,19 +35,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest input message, in bytes; longer ones get a -32700 error (default 16777216).")
     var maxMessageBytes: Int?
 
+    @OptionGroup var worker: WorkerFlags
+
     @OptionGroup var threads: ThreadOptions
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
         guard EOFPolicy(rawValue: onEOF) != nil else { throw ValidationError("--on-eof must be drain or cancel") }
         if eofGraceMs != "none", !(Int64(eofGraceMs).map { (0...86_400_000).contains($0) } ?? false) {
             throw ValidationError("--eof-grace-ms must be 0 to 86400000, or none")
         }
         if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
-        if let p = proxy, let problem = WorkerOptions.proxyProblem(p) { throw ValidationError("--proxy: \(problem)") }
-        if let d = cacheDir { try Serve.makeCacheDirectory(d) }
         if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
         if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
         if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
@@ -81,12 +66,7 @@ struct Serve: AsyncParsableCommand {
         _ = fcntl(wireFD, F_SETFD, FD_CLOEXEC)
         dup2(STDERR_FILENO, STDOUT_FILENO)
 
-        let level = Logger.Level(rawValue: logLevel)!
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return RedactingLogHandler(handler)
-        }
+        worker.bootstrapLogging()
         let logger = Logger(label: "image-worker")
         // Before the server starts its threads, which inherit it.
         let networkThreads = threads.apply(logger: logger)
@@ -99,9 +79,9 @@ struct Serve: AsyncParsableCommand {
         options.fileRoot = fileRoot
         if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
         if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
-        if let p = proxy { options.useProxy(p) }  // (checked in validate())
-        if let n = noProxy { options.useNoProxy(n) }
-        options.cacheDirectory = cacheDir
+        if let p = worker.proxy { options.useProxy(p) }  // (checked in validate())
+        if let n = worker.noProxy { options.useNoProxy(n) }
+        options.cacheDirectory = worker.cacheDir
         if let t = timeoutMs { options.configuration.timeoutMs = t }
         if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
         if let m = maxMessageBytes { options.maxMessageBytes = m }
@@ -112,15 +92,5 @@ struct Serve: AsyncParsableCommand {
         let code = await server.run(input: input)
         withExtendedLifetime(signals) {}
         Foundation.exit(code)
-    }
-
-    /// Makes the cache directory, or says why it cannot be used.
-    static func makeCacheDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw ValidationError("--cache-dir: cannot use \(path): \(error.localizedDescription)")
-        }
-        guard access(path, W_OK) == 0 else { throw ValidationError("--cache-dir: \(path) is not writable") }
     }
 }

@@ -10,9 +10,9 @@ from typing import (TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Callable,
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Failed, Outcome, check_many, iter_async
-from ._core import END, WORKER_ARGS, Router, check_grace, queued_event, run_actions, shutdown_ms
+from ._core import END, WORKER_ARGS, Router, WorkerState, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
-from ._errors import ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
+from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class AsyncDownloadHandle:
         return await self.worker.set_priority(self.token, priority)
 
 
-class AsyncWorker:
+class AsyncWorker(WorkerState):
     """An image-worker process driven from asyncio: ``async with AsyncWorker() as worker``.
     Same options as :class:`Worker`."""
 
@@ -139,12 +139,6 @@ class AsyncWorker:
     @property
     def pid(self) -> Optional[int]:
         return self._process.pid if self._process is not None else None
-
-    @property
-    def warnings(self) -> List[ImageWorkerWarning]:
-        """The worker's warnings so far (shared memory full, a proxy setting skipped), each code
-        once; each was also given to :func:`warnings.warn` and the ``image_worker`` logger."""
-        return list(self._router.warnings)
 
     @property
     def stderr_tail(self) -> List[str]:

@@ -78,6 +78,18 @@ def encode(message: Mapping[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
+
+class WorkerState:
+    """What :class:`Worker` and :class:`AsyncWorker` both tell of their process."""
+
+    _router: "Router"
+
+    @property
+    def warnings(self) -> List[ImageWorkerWarning]:
+        """The worker's warnings so far (shared memory full, a proxy setting skipped), each code
+        once; each was also given to :func:`warnings.warn` and the ``image_worker`` logger."""
+        return list(self._router.warnings)
+
 class Router:
     """Request ids and their reply callbacks; tokens and their handles. The owner serialises calls."""
 

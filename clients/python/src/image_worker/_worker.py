@@ -15,9 +15,9 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, Iterato
 from . import _shared
 from ._binary import find_binary
 from ._bulk import Entry, Outcome, check_many, iter_sync, run_many
-from ._core import END, WORKER_ARGS, Router, check_grace, queued_event, run_actions, shutdown_ms
+from ._core import END, WORKER_ARGS, Router, WorkerState, check_grace, queued_event, run_actions, shutdown_ms
 from ._options import DownloadOptions, ManyOptions, PathLike, Priority, Settings, Token, check_priority, configure_params, download_params
-from ._errors import DownloadError, ImageWorkerError, ImageWorkerWarning, WorkerClosed, WorkerExited
+from ._errors import DownloadError, ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Completed, Event, Image
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class DownloadHandle:
         return bool(self.worker.set_priority(self.token, priority))
 
 
-class Worker:
+class Worker(WorkerState):
     """An image-worker process. Use it as a context manager, or call :meth:`close`.
 
     ``binary``: the executable (otherwise ``$IMAGE_WORKER_BIN``, ``PATH``, then the enclosing
@@ -172,12 +172,6 @@ class Worker:
     @property
     def pid(self) -> int:
         return self._process.pid
-
-    @property
-    def warnings(self) -> List[ImageWorkerWarning]:
-        """The worker's warnings so far (shared memory full, a proxy setting skipped), each code
-        once; each was also given to :func:`warnings.warn` and the ``image_worker`` logger."""
-        return list(self._router.warnings)
 
     @property
     def stderr_tail(self) -> List[str]:
