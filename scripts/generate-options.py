@@ -8,6 +8,7 @@ rules between them (`x-rules`) are written:
   clients/node/index.d.ts                            the types between its GENERATED markers
   Sources/ImageWorkerServer/Requests/OptionTable.swift  the worker's ranges, choices and rules
   Sources/ImageWorkerCLI/GetProtocolFlags.swift      `get`'s flags that are protocol options: help, defaults, checks
+  Sources/ImageWorkerCLI/ServeProtocolFlags.swift    `serve`'s flags that are `configure` settings
   clients/python/src/image_worker/_manifest_fields.py  the manifest record's fields (Parquet's columns),
                                                      from protocol/schema/manifest-record.schema.json
 
@@ -36,6 +37,7 @@ PYTHON_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_op
 NODE_OUT = os.path.join(ROOT, "clients", "node", "lib", "option-table.js")
 DTS = os.path.join(ROOT, "clients", "node", "index.d.ts")
 SWIFT_OUT = os.path.join(ROOT, "Sources", "ImageWorkerServer", "Requests", "OptionTable.swift")
+SERVE_OUT = os.path.join(ROOT, "Sources", "ImageWorkerCLI", "ServeProtocolFlags.swift")
 GET_OUT = os.path.join(ROOT, "Sources", "ImageWorkerCLI", "GetProtocolFlags.swift")
 MANIFEST_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_manifest_fields.py")
 PY_EVENTS_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_event_table.py")
@@ -466,6 +468,15 @@ GET_FLAGS = [
 ]
 
 
+#: `image-worker serve`'s flags that are `configure` settings (the flag is the setting's name).
+SERVE_FLAGS = [
+    ("maxConcurrentDownloads", "configure:maxConcurrentDownloads", "Int", False),
+    ("maxConcurrentPerHost", "configure:maxConcurrentPerHost", "Int", False),
+    ("timeoutMs", "configure:timeoutMs", "Int64", False),
+    ("maxBodyBytes", "configure:maxBodyBytes", "Int64", False),
+]
+
+
 def kebab(name):
     return "--" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).lower()
 
@@ -483,16 +494,11 @@ def as_flags(text, names):
     return re.sub(r"\b[Ff]ormat (jpeg|webp|png)", r"--format \1", text)
 
 
-def get_source(wire, out, settings, defaults):
-    by_path = {"download:" + o.wire: o for o in wire + out}
-    by_path.update({"configure:" + o.wire: o for o in settings})
-    client_default = {d["set"]: d for d in defaults if "when" in d}
-    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerConsole", "import ImageWorkerServer", "",
-             "/// `image-worker get`'s flags that are options of the protocol: each one's help is the schema's",
-             "/// description (with its default), its range and choices the worker's (`OptionTable`).",
-             "struct GetProtocolFlags: ParsableArguments {"]
-    checks = []
-    for prop, path, swift_type, takes_default in GET_FLAGS:
+def flag_declarations(flags, by_path, client_default, suffix=""):
+    """Each flag's declaration (help from its option's description, with the schema's default)
+    and the checks of its range or choices: `(lines, checks)`."""
+    lines, checks = [], []
+    for prop, path, swift_type, takes_default in flags:
         o = by_path[path]
         group = "Configure" if path.startswith("configure:") else ("Output" if o.output else "Download")
         text = o.plain_description if takes_default else o.description
@@ -502,26 +508,43 @@ def get_source(wire, out, settings, defaults):
             text += f"; {d['to']} with {kebab(d['when'].split('.')[-1])}"
         if o.kind == "enum" and not all(str(c) in text for c in o.choices):
             text += ": " + ", ".join(str(c) for c in o.choices)
-        text = as_flags(text, [p for p, _, _, _ in GET_FLAGS])
+        text = as_flags(text + suffix, [p for p, _, _, _ in flags])
         text = text[0].upper() + text[1:]
         text = text if text.endswith(".") else text + "."
-        name = ", name: [.short, .long]" if prop == "jobs" else ""
+        name = "name: [.short, .long], " if prop == "jobs" else ""
         help_text = json.dumps(text, ensure_ascii=False)
         if swift_type == "Bool":
             lines += [f"    @Flag(help: {help_text})", f"    var {prop} = false", ""]
             continue
         if takes_default:
             value = json.dumps(o.default) if isinstance(o.default, str) else swift_int(o.default)
-            lines += [f"    @Option({name[2:] + ', ' if name else ''}help: {help_text})", f"    var {prop}: {swift_type} = {value}", ""]
+            lines += [f"    @Option({name}help: {help_text})", f"    var {prop}: {swift_type} = {value}", ""]
         else:
-            lines += [f"    @Option({name[2:] + ', ' if name else ''}help: {help_text})", f"    var {prop}: {swift_type}?", ""]
+            lines += [f"    @Option({name}help: {help_text})", f"    var {prop}: {swift_type}?", ""]
         flag = kebab(prop)
         if o.kind in ("int", "number"):
             checks.append(f"        try Self.check({json.dumps(flag)}, {prop}, OptionTable.{group}.{o.name})")
         elif o.kind == "enum":
             choices = ", ".join(json.dumps(c) for c in o.choices)
             checks.append(f"        try Self.check({json.dumps(flag)}, {prop}, oneOf: [{choices}])")
-    lines += ["    func validate() throws {", *checks, "    }", ""]
+    return lines, checks
+
+
+def option_paths(wire, out, settings):
+    by_path = {"download:" + o.wire: o for o in wire + out}
+    by_path.update({"configure:" + o.wire: o for o in settings})
+    return by_path
+
+
+def get_source(wire, out, settings, defaults):
+    by_path = option_paths(wire, out, settings)
+    client_default = {d["set"]: d for d in defaults if "when" in d}
+    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerConsole", "import ImageWorkerServer", "",
+             "/// `image-worker get`'s flags that are options of the protocol: each one's help is the schema's",
+             "/// description (with its default), its range and choices the worker's (`OptionTable`).",
+             "struct GetProtocolFlags: ParsableArguments {"]
+    declared, checks = flag_declarations(GET_FLAGS, by_path, client_default)
+    lines += declared + ["    func validate() throws {", *checks, "    }", ""]
     # What the flags ask of every download, as `GetOptions` holds it: the same names, but `jobs`
     # (`concurrency`), and what the clients fill in when it is not given (`x-client-defaults`).
     lines += ["    /// Sets what these flags ask of every download.", "    func apply(to options: inout GetOptions) {"]
@@ -534,6 +557,22 @@ def get_source(wire, out, settings, defaults):
             d = client_default[wire]
             value = f"{prop} ?? ({d['when'].split('.')[-1]} ? {json.dumps(d['to'])} : {json.dumps(o.default)})"
         lines.append(f"        options.{target} = {value}")
+    lines += ["    }", "}", ""]
+    return "\n".join(lines)
+
+
+def serve_source(wire, out, settings):
+    by_path = option_paths(wire, out, settings)
+    lines = [f"// {HEADER}", "", "import ArgumentParser", "import ImageWorkerServer", "",
+             "/// `image-worker serve`'s flags that are `configure` settings, as the worker starts: each one's",
+             "/// help is the schema's description (with its default), its range the worker's (`OptionTable`).",
+             "struct ServeProtocolFlags: ParsableArguments {"]
+    declared, checks = flag_declarations(SERVE_FLAGS, by_path, {}, suffix="; configure changes it later")
+    lines += declared + ["    func validate() throws {", *checks, "    }", "",
+                         "    /// Sets the settings given (the others keep the worker's defaults).",
+                         "    func apply(to options: inout WorkerOptions) {"]
+    for prop, path, _, _ in SERVE_FLAGS:
+        lines.append(f"        if let {prop} {{ options.configuration.{path.split(':', 1)[1]} = {prop} }}")
     lines += ["    }", "}", ""]
     return "\n".join(lines)
 
@@ -780,6 +819,7 @@ def main():
         PY_EVENTS_OUT: python_events_source(),
         SWIFT_OUT: swift_source(wire, out, settings, rules),
         GET_OUT: get_source(wire, out, settings, defaults),
+        SERVE_OUT: serve_source(wire, out, settings),
         MANIFEST_OUT: manifest_source(),
     }
     stale = []

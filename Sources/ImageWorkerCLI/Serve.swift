@@ -20,20 +20,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Allow file:// URLs below this directory (refused otherwise).")
     var fileRoot: String?
 
-    @Option(help: "Downloads running at once (default 6; also settable with configure).")
-    var maxConcurrentDownloads: Int?
-
-    @Option(help: "Downloads running at once for one host (default 6; also settable with configure).")
-    var maxConcurrentPerHost: Int?
-
-    @Option(help: "Idle timeout of a download in milliseconds (default 15000).")
-    var timeoutMs: Int64?
-
-    @Option(help: "Largest response body accepted, in bytes (default 268435456).")
-    var maxBodyBytes: Int64?
-
     @Option(help: "Largest input message, in bytes; longer ones get a -32700 error (default 16777216).")
     var maxMessageBytes: Int?
+
+    @OptionGroup var settings: ServeProtocolFlags
 
     @OptionGroup var worker: WorkerFlags
 
@@ -44,10 +34,6 @@ struct Serve: AsyncParsableCommand {
         if eofGraceMs != "none", !(Int64(eofGraceMs).map { (0...86_400_000).contains($0) } ?? false) {
             throw ValidationError("--eof-grace-ms must be 0 to 86400000, or none")
         }
-        if let n = maxConcurrentDownloads, n < 1 { throw ValidationError("--max-concurrent-downloads must be at least 1") }
-        if let n = maxConcurrentPerHost, !(1...1024).contains(n) { throw ValidationError("--max-concurrent-per-host must be between 1 and 1024") }
-        if let t = timeoutMs, t < 1 { throw ValidationError("--timeout-ms must be positive") }
-        if let b = maxBodyBytes, b < 1 { throw ValidationError("--max-body-bytes must be positive") }
         if let m = maxMessageBytes, m < 1024 { throw ValidationError("--max-message-bytes must be at least 1024") }
         if let root = fileRoot {
             var isDirectory: ObjCBool = false
@@ -77,13 +63,10 @@ struct Serve: AsyncParsableCommand {
         options.onEOF = EOFPolicy(rawValue: onEOF)!
         options.eofGraceMs = Int64(eofGraceMs)  // (none: nil)
         options.fileRoot = fileRoot
-        if let n = maxConcurrentDownloads { options.configuration.maxConcurrentDownloads = n }
-        if let n = maxConcurrentPerHost { options.configuration.maxConcurrentPerHost = n }
+        settings.apply(to: &options)
         if let p = worker.proxy { options.useProxy(p) }  // (checked in validate())
         if let n = worker.noProxy { options.useNoProxy(n) }
         options.cacheDirectory = worker.cacheDir
-        if let t = timeoutMs { options.configuration.timeoutMs = t }
-        if let b = maxBodyBytes { options.configuration.maxBodyBytes = b }
         if let m = maxMessageBytes { options.maxMessageBytes = m }
 
         let server = WorkerServer(options: options, wireFD: wireFD, logger: logger)

@@ -47,6 +47,29 @@ import TestSupport
         #expect(seen.contains { $0.hasPrefix("image-worker get --json") && $0.contains("| jq -r") })
     }
 
+    /// The flags that are protocol options print the schema's defaults and refuse what the worker
+    /// would (their help, defaults and ranges are generated from `protocol/schema`).
+    @Test func protocolFlagsTakeTheSchemasDefaultsAndRanges() async throws {
+        let schema = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: WorkerProcess.repositoryRoot.appendingPathComponent("protocol/schema/requests/configure.schema.json")))
+        let settings = try #require(((schema as? [String: Any])?["properties"] as? [String: Any])?["params"] as? [String: Any])
+        let properties = try #require(settings["properties"] as? [String: Any])
+        func value(_ name: String, _ key: String) -> Int? { (properties[name] as? [String: Any])?[key] as? Int }
+        let getHelp = try await GetCommandTests.run(["COLUMNS=400", WorkerProcess.binaryPath, "get", "--help"], executable: "/usr/bin/env")
+        let serveHelp = try await GetCommandTests.run(["COLUMNS=400", WorkerProcess.binaryPath, "serve", "--help"], executable: "/usr/bin/env")
+        let jobs = try #require(value("maxConcurrentDownloads", "default"))
+        let timeout = try #require(value("timeoutMs", "default"))
+        #expect(getHelp.stdout.contains("-j, --jobs <jobs>") && getHelp.stdout.contains("(default: \(jobs))"), "\(getHelp.stdout)")
+        #expect(getHelp.stdout.contains("(default \(timeout))") && serveHelp.stdout.contains("(default \(timeout))"))
+        let most = try #require(value("maxConcurrentDownloads", "maximum"))
+        for arguments in [["get", "-j", String(most + 1), "-o", "/tmp", "http://127.0.0.1:9/a"], ["serve", "--max-concurrent-downloads", "0"]] {
+            let run = try await GetCommandTests.run(arguments)
+            #expect(run.status == 64 && run.stderr.contains("must be between 1 and \(most)"), "\(arguments): \(run.stderr)")
+        }
+        let rate = try await GetCommandTests.run(["get", "--per-host-rate", "2000000", "-o", "/tmp", "http://127.0.0.1:9/a"])
+        #expect(rate.status == 64 && rate.stderr.contains("--per-host-rate must be between 0 and"), "\(rate.stderr)")
+    }
+
     /// The protocol example does what it says: its request, piped into the worker, is answered.
     @Test func theProtocolExampleIsAnswered() async throws {
         let help = try await GetCommandTests.run(["help"])

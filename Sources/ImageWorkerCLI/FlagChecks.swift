@@ -1,7 +1,8 @@
 import ArgumentParser
 
-/// The checks `GetProtocolFlags.validate()` (generated) makes of each flag's value.
-extension GetProtocolFlags {
+/// The checks the generated flags' `validate()` (`GetProtocolFlags`, `ServeProtocolFlags`) make
+/// of each flag's value.
+extension ParsableArguments {
     static func check<Value: BinaryInteger>(_ flag: String, _ value: Value?, _ range: ClosedRange<Int64>) throws {
         guard let value else { return }
         guard range.contains(Int64(clamping: value)) else {
