@@ -35,6 +35,24 @@ import TestSupport
         #expect(q.stalled.isEmpty)
     }
 
+    /// An operation whose body is in gives its running slot back but counts in the delivery
+    /// stage: nothing new starts while `maxFetches` are there, or `minFetches` holding `maxBytes`.
+    @Test func aFullDeliveryStageHoldsNewStarts() {
+        var q = DownloadQueue<Int>(maxConcurrent: 2)
+        #expect(q.setDeliveryLimits(DeliveryStageLimits(maxFetches: 3, minFetches: 2, maxBytes: 100)) == [])
+        for i in 1...6 { _ = q.enqueue(i, priority: .normal) }
+        #expect(q.enterDelivery(1, bytes: 10) == [3], "the slot goes to the next")
+        #expect(q.enterDelivery(2, bytes: 10) == [4], "two small bodies: room still")
+        #expect(q.enterDelivery(3, bytes: 10) == [], "three: the stage is full, the slot stays free")
+        #expect(q.runningCount == 1 && q.deliveringCount == 3 && q.nextWakeUp == nil)
+        #expect(q.leaveDelivery(1) == [5], "room again: the free slot is taken")
+        #expect(q.leaveDelivery(1) == [], "once")
+        #expect(q.enterDelivery(4, bytes: 200) == [], "three: full")
+        #expect(q.leaveDelivery(2) == [], "two, holding more than maxBytes: still full")
+        #expect(q.leaveDelivery(3) == [6], "one, below minFetches: room whatever it holds")
+        #expect(q.isDelivering(4) && !q.isDelivering(3) && q.deliveringCount == 1)
+    }
+
     @Test func higherPriorityStartsFirstThenArrivalOrder() {
         var q = DownloadQueue<Int>(maxConcurrent: 1)
         _ = q.enqueue(0, priority: .normal)  // running

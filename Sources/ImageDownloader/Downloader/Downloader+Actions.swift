@@ -99,9 +99,7 @@ extension Downloader {
     /// delivery stage until it is finished. Counted first: the slot given back starts another
     /// fetch only if the delivery stage has room.
     func enterDelivery(_ id: FetchID, bytes: Int64) {
-        delivering[id] = bytes
-        startFetches(queue.setSuspended(queueHeld, now: clock()))
-        startFetches(queue.remove(id, now: clock()))
+        startFetches(queue.enterDelivery(id, bytes: bytes, now: clock()))
     }
 
     /// Puts the fetch's URLs on the failed-URL list: its own, and each of `tokens`' as asked.
@@ -114,7 +112,7 @@ extension Downloader {
 
     /// Nothing is left of the fetch: it is forgotten.
     func finish(_ id: FetchID) {
-        if delivering.removeValue(forKey: id) != nil { startFetches(queue.setSuspended(queueHeld, now: clock())) }
+        startFetches(queue.leaveDelivery(id, now: clock()))
         guard let fetch = fetches.removeValue(forKey: id) else { return }
         if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
             // Ended with an attempt in flight (cancelled): a probe's answer will not come.

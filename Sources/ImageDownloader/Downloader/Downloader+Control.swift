@@ -52,6 +52,7 @@ extension Downloader {
             queue.setHostLimits(
                 maxConcurrent: newValue.maxConcurrentPerHost, minStartIntervalNs: newValue.minStartIntervalPerHostNs, now: clock()))
         startFetches(queue.setMaxConcurrent(newValue.maxConcurrentDownloads, now: clock()))
+        startFetches(queue.setDeliveryLimits(newValue.deliveryLimits, now: clock()))
         startFetches(queue.setSuspended(queueHeld, now: clock()))
     }
 
@@ -74,14 +75,9 @@ extension Downloader {
         startFetches(queue.setSuspended(queueHeld, now: clock()))
     }
 
-    /// Whether no fetch may start now: suspended by configuration, held for a slow reader, or
-    /// the delivery stage full (`maxDeliveringFetches` bodies waiting for or in processing, or
-    /// `minDeliveringFetches` holding `maxDeliveringBytes`).
-    var queueHeld: Bool {
-        configuration.suspended || held || delivering.count >= configuration.maxDeliveringFetches
-            || (delivering.count >= configuration.minDeliveringFetches
-                && delivering.values.reduce(0, +) >= configuration.maxDeliveringBytes)
-    }
+    /// Whether no fetch may start now: suspended by configuration, or held for a slow reader
+    /// (a full delivery stage holds the queue too: `DownloadQueue+Delivery.swift`).
+    var queueHeld: Bool { configuration.suspended || held }
 
     /// Forgets the failed-URL list and which hosts are down (`clearFailedURLs`).
     public func clearFailedURLs() {
@@ -115,7 +111,7 @@ extension Downloader {
         let queuedTokens = live.count { $0.state.isWaiting }
         let deliveringTokens = live.count { $0.state == .delivering }
         return Status(
-            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount + queue.parkedCount, deliveringFetches: delivering.count,
+            queuedFetches: queue.waitingCount, runningFetches: queue.runningCount + queue.parkedCount, deliveringFetches: queue.deliveringCount,
             queuedTokens: queuedTokens, runningTokens: live.count - queuedTokens - deliveringTokens, deliveringTokens: deliveringTokens,
             succeeded: tokens.succeeded, failed: tokens.failed,
             cancelled: tokens.cancelled, blockedURLs: failedURLs.count, hostsDown: hostHealth.downHosts, liveTokens: live, configuration: configuration, totals: totals)
@@ -125,7 +121,7 @@ extension Downloader {
     /// or token ended, no fetch started; 0 while a token is being decoded or written (work that
     /// sends nothing for a while), or when no token is live.
     public var quietForNs: UInt64 {
-        guard !tokens.isEmpty, delivering.isEmpty, processing.isEmpty else { return 0 }
+        guard !tokens.isEmpty, queue.deliveringCount == 0, processing.isEmpty else { return 0 }
         let now = clock()
         return now > lastActivity ? now - lastActivity : 0
     }

@@ -75,10 +75,6 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// When anything last moved (`quietForNs`): a head, body bytes, an attempt's start or end.
     var lastActivity: UInt64 = 0
     var watchdog: (at: UInt64, task: Task<Void, Never>)?
-    /// Fetches whose bodies are in and whose tokens are being processed (decoded, written), with
-    /// their bodies' sizes: they gave their queue slots back, and new fetches wait while there
-    /// are `maxDeliveringFetches` (or `minDeliveringFetches` holding `maxDeliveringBytes`).
-    var delivering: [FetchID: Int64] = [:]
     /// The processing task of each token being processed, cancelled when the token ends first.
     var processing: [DownloadToken: Task<Void, Never>] = [:]
 
@@ -104,6 +100,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             maxConcurrent: configuration.maxConcurrentDownloads, maxConcurrentPerHost: configuration.maxConcurrentPerHost,
             minStartIntervalPerHostNs: configuration.minStartIntervalPerHostNs, order: configuration.executionOrder,
             suspended: configuration.suspended)
+        queue.deliveryLimits = configuration.deliveryLimits
     }
 
     // MARK: Requests

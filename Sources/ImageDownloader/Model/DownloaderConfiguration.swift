@@ -51,6 +51,11 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     public var minDeliveringFetches = 12
     /// The bytes of bodies that hold new fetches back from `minDeliveringFetches` on.
     public var maxDeliveringBytes: Int64 = 16 << 20
+
+    /// The delivery stage's limits as the queue holds them.
+    var deliveryLimits: DeliveryStageLimits {
+        .init(maxFetches: maxDeliveringFetches, minFetches: minDeliveringFetches, maxBytes: maxDeliveringBytes)
+    }
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
 

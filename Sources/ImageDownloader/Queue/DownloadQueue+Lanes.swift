@@ -80,7 +80,7 @@ extension DownloadQueue {
             offer(first.host)
             forgetIfIdle(first.host)
         }
-        while !suspended, running.count - stalled.count < maxConcurrent, let next = popNext() {
+        while !suspended, !deliveryFull, running.count - stalled.count < maxConcurrent, let next = popNext() {
             started.append(next)
         }
         return started

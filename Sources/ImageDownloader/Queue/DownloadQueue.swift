@@ -29,6 +29,11 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     public private(set) var minStartIntervalPerHostNs: UInt64
     public private(set) var order: ExecutionOrder
     public private(set) var suspended: Bool
+    /// When the delivery stage is full (`DownloadQueue+Delivery.swift`); unbounded by default.
+    public internal(set) var deliveryLimits = DeliveryStageLimits.none
+    /// The operations in the delivery stage, with their bodies' sizes, and those sizes' sum.
+    var delivering: [ID: Int64] = [:]
+    var deliveringBytes: Int64 = 0
     public internal(set) var running: Set<ID> = []
     /// Running operations that lend their running slot: an attempt that has waited long for its
     /// answer (a host that accepts connections and says nothing) does not hold every other
@@ -128,7 +133,7 @@ public struct DownloadQueue<ID: Hashable & Sendable>: Sendable {
     /// When the queue should be woken (`tick`) because a host's interval ends and it has an
     /// operation waiting that could then start; nil when nothing waits on time.
     public var nextWakeUp: UInt64? {
-        guard !suspended, running.count - stalled.count < maxConcurrent else { return nil }
+        guard !suspended, !deliveryFull, running.count - stalled.count < maxConcurrent else { return nil }
         return timed.min?.at
     }
 
