@@ -1,36 +1,32 @@
-/// The idle watchdog of every running attempt: each attempt's deadline in `watched`, and one
-/// timer for the earliest of them, as `wakeQueueWhenDue` keeps one for the queue (not a task, a
-/// timer and a cancellation per file). What a deadline means is the fetch
-/// machine's to say (`FetchOperation.watchdogWoke`).
+/// The idle watchdog of every running attempt: their deadlines in `attemptDeadlines` (a value,
+/// `AttemptDeadlines`), and one timer for the earliest of them, as `wakeQueueWhenDue` keeps one
+/// for the queue (not a task, a timer and a cancellation per file). What a deadline means is the
+/// fetch machine's to say (`FetchOperation.watchdogWoke`).
 extension Downloader {
     /// Attempt `attempt` of fetch `id` began at `now`: it fails once nothing has arrived for
-    /// its timeout (read again when the deadline comes, so that `configure` applies).
+    /// its timeout (read again when the deadline comes, so that `configure` applies), and lends
+    /// its running slot to other hosts if it is still without its head after a while.
     func watch(_ id: FetchID, _ attempt: Int, from now: UInt64, timeoutMs: Int64) {
-        let at = now &+ UInt64(max(1, timeoutMs)) * 1_000_000
-        watched[id] = (attempt, at)
-        // An attempt still without its head this long lends its running slot to other hosts.
-        let lendAt = now &+ min(Self.lendSlotAfterNs, UInt64(max(1, timeoutMs)) * 500_000)
-        awaitingHead[id] = (attempt, lendAt)
-        wakeWatchdog(at: min(at, lendAt))
+        wakeWatchdog(at: attemptDeadlines.watch(id, attempt: attempt, from: now, timeoutMs: timeoutMs, lendAfterNs: Self.lendSlotAfterNs))
     }
 
     /// The attempt's head came: it keeps (or takes back) its running slot.
     func answered(_ id: FetchID) {
-        awaitingHead[id] = nil
+        attemptDeadlines.answered(id)
         queue.unstall(id)
     }
 
     /// The fetch's attempt ended (or the fetch did): no deadline. With none left, no timer.
     func unwatch(_ id: FetchID) {
-        answered(id)
-        guard watched.removeValue(forKey: id) != nil, watched.isEmpty else { return }
+        queue.unstall(id)
+        guard !attemptDeadlines.unwatch(id) else { return }
         watchdog?.task.cancel()
         watchdog = nil
     }
 
     /// How long an attempt waits for its answer before it lends its running slot (a host that
-    /// accepts connections and answers nothing held every slot for the idle timeout, 15 s, and
-    /// every other host's downloads waited).
+    /// accepts connections and answers nothing would hold every slot for the idle timeout, and
+    /// every other host's downloads would wait).
     static var lendSlotAfterNs: UInt64 { 2_000_000_000 }
 
     private func wakeWatchdog(at: UInt64) {
@@ -43,42 +39,22 @@ extension Downloader {
     private func watchdogWoke() {
         watchdog = nil
         let now = clock()
-        var earliest: UInt64? = nil
-        var lending: [FetchID] = []
-        for (id, entry) in awaitingHead {
-            if entry.at <= now {
-                awaitingHead[id] = nil
-                if fetches[id]?.machine.isTransferring(entry.attempt) == true { lending.append(id) }
-            } else {
-                earliest = min(earliest ?? entry.at, entry.at)
-            }
-        }
-        for id in lending {
+        let due = attemptDeadlines.due(now: now)
+        for (id, attempt) in due.lend where fetches[id]?.machine.isTransferring(attempt) == true {
             logger.debug("no answer yet: the attempt lends its running slot", metadata: ["url": "\(fetches[id]?.url ?? "")"])
             startFetches(queue.stall(id, now: now))
         }
-        for (id, entry) in watched {
-            var at = entry.at
-            if at <= now {
-                guard let fetch = fetches[id] else {
-                    watched[id] = nil
-                    continue
-                }
-                switch fetch.machine.watchdogWoke(entry.attempt, now: now, timeoutMs: fetch.timeoutMs ?? configuration.timeoutMs) {
-                case .stopTransfer:
-                    watched[id] = nil
-                    fetch.running?.tasks.transfer?.cancel()
-                    continue
-                case .checkAt(let deadline):
-                    at = deadline
-                    watched[id] = (entry.attempt, deadline)
-                case .stop:
-                    watched[id] = nil
-                    continue
-                }
+        for (id, attempt) in due.idle {
+            guard let fetch = fetches[id] else { continue }
+            switch fetch.machine.watchdogWoke(attempt, now: now, timeoutMs: fetch.timeoutMs ?? configuration.timeoutMs) {
+            case .stopTransfer:
+                fetch.running?.tasks.transfer?.cancel()
+            case .checkAt(let deadline):
+                attemptDeadlines.recheck(id, attempt: attempt, at: deadline)
+            case .stop:
+                break
             }
-            earliest = min(earliest ?? at, at)
         }
-        if let earliest { wakeWatchdog(at: earliest) }
+        if let earliest = attemptDeadlines.earliest { wakeWatchdog(at: earliest) }
     }
 }

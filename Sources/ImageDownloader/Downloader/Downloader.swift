@@ -67,11 +67,9 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     var deadlines: [DownloadToken: (ms: Int64, timer: Task<Void, Never>?)] = [:]
     /// The timer that wakes the queue when a host's spacing ends (`maxRequestsPerSecondPerHost`).
     var queueWake: (at: UInt64, task: Task<Void, Never>)?
-    /// The running attempts' idle deadlines, and the one timer for the earliest (Downloader+Watchdog).
-    var watched: [FetchID: (attempt: Int, at: UInt64)] = [:]
-    /// Attempts still waiting for their response head: when each lends its running slot if no
-    /// head has come by then (`DownloadQueue.stall`; the same timer as `watched`).
-    var awaitingHead: [FetchID: (attempt: Int, at: UInt64)] = [:]
+    /// The running attempts' idle deadlines and when each lends its slot without a head
+    /// (`AttemptDeadlines`), and the one timer for the earliest (Downloader+Watchdog).
+    var attemptDeadlines = AttemptDeadlines<FetchID>()
     /// When anything last moved (`quietForNs`): a head, body bytes, an attempt's start or end.
     var lastActivity: UInt64 = 0
     var watchdog: (at: UInt64, task: Task<Void, Never>)?
