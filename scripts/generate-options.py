@@ -159,6 +159,18 @@ def options():
     return wire, out, client, settings, rules, defaults, download["x-client-bulk"]
 
 
+def choice_defaults():
+    """Each `download` choice's value when absent, by wire path (`output.` for the output
+    object's), as the schema's `default`s give them: what a rule between options reads then."""
+    params = load("requests/download.schema.json")["properties"]["params"]
+    found = {}
+    for prefix, props in (("", params["properties"]), ("output.", params["properties"]["output"]["properties"])):
+        for name, schema in props.items():
+            if isinstance(schema.get("default"), str):
+                found[prefix + name] = schema["default"]
+    return found
+
+
 def enums(all_options):
     """Each enum once: its type name and choices (the same name must mean the same choices)."""
     found = {}
@@ -285,7 +297,9 @@ def python_source(wire, out, client, settings, rules, defaults, bulk):
               "RELATIONS: Tuple[Relation, ...] = ("]
     for r in rules:
         lines.append(f"    {python_relation(r)},")
-    lines += [")", "", "#: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:",
+    lines += [")", "", "#: Each choice's value when absent, by wire path (the schema's ``default``s).",
+              f"CHOICE_DEFAULTS: Dict[str, str] = {json.dumps(choice_defaults())}",
+              "", "#: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:",
               "#: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.",
               "CLIENT_DEFAULTS: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...] = ("]
     for d in defaults:
@@ -323,7 +337,9 @@ def js(value):
         return js_number(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(js(v) for v in value) + "]"
-    return "{ " + ", ".join(f"{k}: {js(v)}" for k, v in value.items()) + " }"
+    def key(k):
+        return k if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", k) else js(k)
+    return "{ " + ", ".join(f"{key(k)}: {js(v)}" for k, v in value.items()) + " }"
 
 
 def node_source(wire, out, client, settings, rules, defaults, bulk):
@@ -346,7 +362,9 @@ def node_source(wire, out, client, settings, rules, defaults, bulk):
     lines += ["};", "", "/** The rules between options (the schema's `x-rules`), on the wire names. */", "export const RELATIONS = ["]
     for r in rules:
         lines.append(f"  {js(r)},")
-    lines += ["];", "", "/** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */",
+    lines += ["];", "", "/** Each choice's value when absent, by wire path (the schema's `default`s). */",
+              f"export const CHOICE_DEFAULTS = {js(choice_defaults())};",
+              "", "/** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */",
               "export const CLIENT_DEFAULTS = ["]
     for d in defaults:
         lines.append(f"  {js({k: v for k, v in d.items() if k != 'why'})},")
@@ -410,7 +428,10 @@ def swift_source(wire, out, settings, rules):
     lines += ["", "    /// The schema's defaults (what the docs, the clients' types and `get --help` print; the worker's",
               "    /// own defaults are checked against them by `OptionDefaultsTests`).", "    public enum Defaults {"]
     lines += defaults("Download", wire) + defaults("Output", out) + defaults("Configure", settings) + ["    }"]
-    lines += ["", "    /// The schema's `x-rules`, on the wire names (`output.` for the output object's).",
+    lines += ["", "    /// Each choice's value when absent, by wire path (the schema's `default`s).",
+              "    public static let choiceDefaults: [String: String] = ["]
+    lines += [f"        {json.dumps(k)}: {json.dumps(v)}," for k, v in choice_defaults().items()]
+    lines += ["    ]", "", "    /// The schema's `x-rules`, on the wire names (`output.` for the output object's).",
               "    public static let rules: [OptionRule] = ["]
     for r in rules:
         if "exclusive" in r:

@@ -143,7 +143,6 @@ struct Get: AsyncParsableCommand {
         return options
     }
 
-    /// A flag's value within the protocol's range for its option.
     /// The flag of an option's wire path: `output.skipExisting` is `--skip-existing`.
     private static func flag(_ path: String) -> String {
         let name = path.hasPrefix("output.") ? String(path.dropFirst("output.".count)) : path

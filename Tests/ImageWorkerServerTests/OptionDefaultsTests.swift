@@ -34,6 +34,8 @@ struct OptionDefaultsTests {
         #expect(params.request.priority.name == OptionTable.Defaults.Download.priority)
         #expect(params.output.format.rawValue == OptionTable.Defaults.Output.format)
         #expect(params.output.partialIntervalMs == OptionTable.Defaults.Output.partialIntervalMs)
+        #expect(params.output.delivery.rawValue == OptionTable.choiceDefaults["output.delivery"])
+        #expect(params.output.format.rawValue == OptionTable.choiceDefaults["output.format"])
         let jpeg = try DownloadParams(
             RPCRequest(id: .int(1), method: WorkerMethod.download, params: ["url": "http://127.0.0.1/a.jpg", "output": ["format": "jpeg"]]))
         guard case .jpeg(_, let subsampling)? = jpeg.output.encoding else {

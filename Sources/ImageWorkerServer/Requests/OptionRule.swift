@@ -71,13 +71,8 @@ public enum OptionRule: Sendable, Equatable {
 
     static func format(_ params: JSONObject) -> String { text("output.format", in: params) }
 
-    /// A choice's value, or its default when absent (`output.format`: `original`; `output.delivery`: `none`).
+    /// A choice's value, or the schema's default when absent (`OptionTable.choiceDefaults`).
     static func text(_ path: String, in params: JSONObject) -> String {
-        if let value = value(path, in: params)?.stringValue { return value }
-        switch path {
-        case "output.format": return OutputSpec.Format.original.rawValue
-        case "output.delivery": return OutputSpec.Delivery.none.rawValue
-        default: return ""
-        }
+        value(path, in: params)?.stringValue ?? OptionTable.choiceDefaults[path] ?? ""
     }
 }

@@ -74,6 +74,14 @@ public enum OptionTable {
         }
     }
 
+    /// Each choice's value when absent, by wire path (the schema's `default`s).
+    public static let choiceDefaults: [String: String] = [
+        "priority": "normal",
+        "output.delivery": "none",
+        "output.format": "original",
+        "output.chromaSubsampling": "4:2:0",
+    ]
+
     /// The schema's `x-rules`, on the wire names (`output.` for the output object's).
     public static let rules: [OptionRule] = [
         .exclusive("output.dir", "output.path"),

@@ -68,6 +68,9 @@ export const RELATIONS = [
   { option: 'output.overwrite', when: 'output.delivery', in: ['file'] },
 ];
 
+/** Each choice's value when absent, by wire path (the schema's `default`s). */
+export const CHOICE_DEFAULTS = { priority: 'normal', 'output.delivery': 'none', 'output.format': 'original', 'output.chromaSubsampling': '4:2:0' };
+
 /** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */
 export const CLIENT_DEFAULTS = [
   { set: 'output.format', to: 'png', when: 'progressive' },

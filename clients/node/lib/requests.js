@@ -1,7 +1,7 @@
 // The `download` request's params from the client's options, checked by the tables that
 // scripts/generate-options.py writes from protocol/schema (lib/option-table.js): the ranges,
 // choices and rules between options the worker checks too.
-import { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, CLIENT_DEFAULTS, DOWNLOAD_OPTIONS, FORMATS, PRIORITIES, RELATIONS } from './option-table.js';
+import { CACHE_POLICIES, CHOICE_DEFAULTS, CHROMA_SUBSAMPLINGS, CLIENT_DEFAULTS, DOWNLOAD_OPTIONS, FORMATS, PRIORITIES, RELATIONS } from './option-table.js';
 
 export { CACHE_POLICIES, CHROMA_SUBSAMPLINGS, FORMATS, PRIORITIES };
 export const PROTOCOL_VERSION = '1';
@@ -80,15 +80,15 @@ const isSet = (params, path) => {
 /** The option a wire path stands for (`output.` for the output object's): the same names here. */
 const optionName = (path) => path.replace(/^output\./, '');
 
-/** What a choice is when absent. */
-const ABSENT = { 'output.format': 'original', 'output.delivery': 'none' };
+/** A choice's value, or what it is when absent (the schema's default). */
+const choice = (params, path) => wireValue(params, path) ?? CHOICE_DEFAULTS[path];
 
 /** Fills in what the schema's `x-client-defaults` give, in order, each only when not given. */
 function applyDefaults(params) {
   for (const { set, to, when, whenAny = [], whenDecoded } of CLIENT_DEFAULTS) {
     if (wireValue(params, set) != null) continue;
     if ((when && isSet(params, when)) || whenAny.some((path) => isSet(params, path))
-      || (whenDecoded && DECODED.includes(params.output?.format ?? 'original'))) {
+      || (whenDecoded && DECODED.includes(choice(params, 'output.format')))) {
       if (set.startsWith('output.')) (params.output ??= {})[set.slice('output.'.length)] = to;
       else params[set] = to;
     }
@@ -97,7 +97,7 @@ function applyDefaults(params) {
 
 /** Throws a TypeError for the first of the schema's rules between options that `params` break. */
 function checkRelations(params) {
-  const format = params.output?.format ?? 'original';
+  const format = choice(params, 'output.format');
   for (const rule of RELATIONS) {
     if ('exclusive' in rule) {
       const [a, b] = rule.exclusive;
@@ -112,8 +112,7 @@ function checkRelations(params) {
         throw new TypeError(`${optionName(rule.option)} '${rule.equals}' needs ${others}`);
       }
     } else if ('when' in rule) {
-      const value = wireValue(params, rule.when) ?? ABSENT[rule.when];
-      if (isSet(params, rule.option) && !rule.in.includes(value)) {
+      if (isSet(params, rule.option) && !rule.in.includes(choice(params, rule.when))) {
         throw new TypeError(`${optionName(rule.option)} goes with ${optionName(rule.when)} ${rule.in.map((v) => `'${v}'`).join(' or ')}`);
       }
     } else if (isSet(params, rule.option)) {

@@ -41,9 +41,9 @@ class Relation:
     equals: Optional[str] = None
 
     def problem(self, params: Mapping[str, Any], name: Callable[[str], str],
-                decoded: Tuple[str, ...]) -> Optional[Tuple[str, str]]:
+                decoded: Tuple[str, ...], absent: Mapping[str, str]) -> Optional[Tuple[str, str]]:
         """``(option, message)`` naming the option by ``name(wire path)`` when ``params`` (the
-        wire's) break this rule, else None."""
+        wire's) break this rule, else None. ``absent``: each choice's value when not given."""
         if not _is_set(params, self.option):
             return None
         if self.kind == "exclusive":
@@ -62,11 +62,10 @@ class Relation:
             return name(self.option), f"{name(self.option)} goes with {' or '.join(map(name, self.others))}"
         if self.kind == "when":
             assert self.other is not None
-            value = _value(params, self.other) or _ABSENT.get(self.other)
-            if value in self.formats:
+            if _choice(params, self.other, absent) in self.formats:
                 return None
             return name(self.option), f"{name(self.option)} goes with {name(self.other)} {' or '.join(map(repr, self.formats))}"
-        format = _value(params, "output.format") or "original"
+        format = _choice(params, "output.format", absent)
         named = name(self.names or self.option)
         subject = f"{name(self.option)} " if self.names else ""  # the error names the option already
         if self.kind == "formats" and format not in self.formats:
@@ -76,24 +75,26 @@ class Relation:
         return None
 
 
-#: What a choice is when absent.
-_ABSENT = {"output.format": "original", "output.delivery": "none"}
-
-
 def apply_defaults(params: Dict[str, Any], defaults: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...],
-                   decoded: Tuple[str, ...]) -> None:
+                   decoded: Tuple[str, ...], absent: Mapping[str, str]) -> None:
     """Fills in ``params`` (the wire's) what the schema's ``x-client-defaults`` give, in order,
     each only when not given: ``(path, value, when this is set, when any of these is set, when
-    the format is decoded)``."""
+    the format is decoded)``. ``absent``: each choice's value when not given."""
     for path, value, when, when_any, when_decoded in defaults:
         if _value(params, path) is not None:
             continue
         if (when is not None and _is_set(params, when)) or any(_is_set(params, p) for p in when_any) \
-                or (when_decoded and (_value(params, "output.format") or "original") in decoded):
+                or (when_decoded and _choice(params, "output.format", absent) in decoded):
             if path.startswith("output."):
                 params.setdefault("output", {})[path[len("output."):]] = value
             else:
                 params[path] = value
+
+
+def _choice(params: Mapping[str, Any], path: str, absent: Mapping[str, str]) -> Any:
+    """A choice's value, or what it is when absent (the schema's default)."""
+    value = _value(params, path)
+    return absent.get(path) if value is None else value
 
 
 def _value(params: Mapping[str, Any], path: str) -> Any:

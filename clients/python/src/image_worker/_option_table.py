@@ -284,6 +284,9 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("when", "output.overwrite", "output.delivery", formats=("file",)),
 )
 
+#: Each choice's value when absent, by wire path (the schema's ``default``s).
+CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.chromaSubsampling": "4:2:0"}
+
 #: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:
 #: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.
 CLIENT_DEFAULTS: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ...] = (

@@ -14,6 +14,7 @@ from ._errors import RequestError
 from ._option_rules import Rule, apply_defaults, is_set
 from ._option_table import (
     CACHE_POLICIES,
+    CHOICE_DEFAULTS,
     CHROMA_SUBSAMPLINGS,
     CLIENT_DEFAULTS,
     DOWNLOAD_RULES,
@@ -143,13 +144,13 @@ def download_params(url: str, token: Token, options: Mapping[str, Any]) -> Dict[
     params["output"] = output
     # What is not given: progressive means PNG; dir or path a file; a decoded image with no file
     # asked for comes through shared memory (to_numpy() maps it), or inline when small.
-    apply_defaults(params, CLIENT_DEFAULTS, _DECODED)
+    apply_defaults(params, CLIENT_DEFAULTS, _DECODED, CHOICE_DEFAULTS)
     # The schema's rules between options, as the worker checks them: those of the options set
     # (a bulk job checks every URL's params), in the table's order.
     set_paths = [key for key, value in params.items() if is_set(value)]
     set_paths += ["output." + key for key, value in output.items() if is_set(value)]
     for index in sorted(i for path in set_paths for i in _RELATIONS_OF.get(path, ())):
-        problem = RELATIONS[index].problem(params, _python_name, _DECODED)
+        problem = RELATIONS[index].problem(params, _python_name, _DECODED, CHOICE_DEFAULTS)
         if problem is not None:
             raise invalid(*problem)
     if not output:
