@@ -105,7 +105,7 @@ public final class WorkerServer: Sendable {
             httpLoader: loader,
             fileURLPolicy: FileURLPolicy(root: options.fileRoot),
             logger: logger,
-            bodyObserver: { deliveries.observe($0) },
+            followers: { deliveries.makePipeline($0) },
             // A cancelled token's result in shared memory: nobody will take its file.
             discarded: { [shared] result in
                 if result["shared"] == .bool(true), case .string(let path)? = result["path"] { shared.discard(path) }
@@ -117,7 +117,7 @@ public final class WorkerServer: Sendable {
                     return
                 }
                 // Atomically with the end of the token's partial images.
-                deliveries.finish(token) { writer.send(message) }
+                deliveries.finish(token) { claimed in writer.send(message, settling: claimed) }
                 backlog.ended()
                 session.withLock { s in
                     if let id = s.requestByToken.removeValue(forKey: token) { s.tokenByRequest[id] = nil }

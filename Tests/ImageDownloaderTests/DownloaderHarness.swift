@@ -16,7 +16,7 @@ final class DownloaderHarness: Sendable {
     /// threads, `async` where the machine has two CPUs or more, as the test process sets no count).
     static func make(
         _ configure: (inout DownloaderConfiguration) -> Void = { _ in }, fileRoot: String? = nil, cache: HTTPCache? = nil,
-        route: HTTPExchange.Route? = nil
+        route: HTTPExchange.Route? = nil, followers: Downloader<Int, Never>.FollowerMaker? = nil
     ) async throws -> DownloaderHarness {
         let server = try await TestHTTPServer.start()
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
@@ -27,10 +27,13 @@ final class DownloaderHarness: Sendable {
         // run (they now run in a process of their own; see CONTRIBUTING.md). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
-        return DownloaderHarness(server: server, configuration: configuration, fileRoot: fileRoot, cache: cache, route: route)
+        return DownloaderHarness(
+            server: server, configuration: configuration, fileRoot: fileRoot, cache: cache, route: route, followers: followers)
     }
 
-    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?, route: HTTPExchange.Route?) {
+    private init(server: TestHTTPServer, configuration: DownloaderConfiguration, fileRoot: String?, cache: HTTPCache?, route: HTTPExchange.Route?,
+        followers: Downloader<Int, Never>.FollowerMaker?
+    ) {
         self.server = server
         let clients = HTTPClients(
             logger: Logger(label: "tests-clients"), route: route ?? .forNetwork(loops: NIOSingletons.groupLoopCountSuggestion))
@@ -49,6 +52,7 @@ final class DownloaderHarness: Sendable {
             httpLoader: HTTPLoader(clients: clients, cookies: CookieJar(), logger: logger, cache: cache),
             fileURLPolicy: FileURLPolicy(root: fileRoot),
             logger: logger,
+            followers: followers,
             discarded: { value in recorder.discarded.withLock { $0.append(value) } },
             sink: { recorder.append($0) })
     }

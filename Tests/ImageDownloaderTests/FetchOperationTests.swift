@@ -93,8 +93,36 @@ struct MachineDriver {
         #expect(D.receive(&op, D.bytes(50)) == .accept(offset: 50, events: [
             .progress(a, received: 100, expected: 100), .progress(b, received: 100, expected: 100),
         ]))
+        #expect(!op.bodyDelivered)
         guard case .deliver(let delivery) = D.end(&op) else { Issue.record("not delivered"); return }
         #expect(delivery.tokens == [a, b])
+        #expect(op.bodyDelivered, "the fetch's follower is told complete, never ended")
+    }
+
+    /// The first token to stream a running fetch's body gets the body so far with its catch-up;
+    /// a second streamer, or one that joins before any byte, gets none (the follower has it).
+    @Test func theFirstStreamerToJoinGetsTheBodySoFar() {
+        var op = FetchOperation(token: a, priority: .normal)
+        #expect(!op.streamsBody)
+        _ = op.start()
+        _ = D.respond(&op, D.head())
+        _ = D.receive(&op, D.bytes(30))
+        guard case .catchUp(_, let body) = op.join(b, priority: .normal, streamsBody: true) else {
+            Issue.record("no catch-up")
+            return
+        }
+        #expect(body?.readableBytes == 30 && op.streamsBody)
+        guard case .catchUp(_, nil) = op.join(c, priority: .normal, streamsBody: true) else {
+            Issue.record("a second streamer was sent the body again")
+            return
+        }
+        var early = FetchOperation(token: a, priority: .normal, streamsBody: true)
+        _ = early.start()
+        #expect(early.streamsBody)
+        guard case .catchUp(_, nil) = early.join(b, priority: .normal, streamsBody: true) else {
+            Issue.record("a body before any byte")
+            return
+        }
     }
 
     @Test func queuedPriorityIsTheHighestOfLiveTokensAndFollowsCancelsAndChanges() {
@@ -132,7 +160,7 @@ struct MachineDriver {
         // The failure after retries says how many attempts there were and why each ended.
         let reported = DownloadFailure.afterAttempts(failure, attempts: 3, earlier: [failure, failure])
         #expect(D.end(&op, failure) == .fail(cause: failure, tokens: [a, b], failure: reported, blocksURL: false))
-        #expect(op.state == .finished)
+        #expect(op.state == .finished && !op.bodyDelivered)
     }
 
     @Test func retryAfterIsHonoured() {
@@ -288,7 +316,7 @@ struct MachineDriver {
                 let t = DownloadToken.int(nextToken)
                 nextToken += 1
                 joined.insert(t)
-                if case .catchUp(let events) = op.join(t, priority: DownloadPriority(rawValue: Int(rng.next() % 5))!) { emitted(events) }
+                if case .catchUp(let events, _) = op.join(t, priority: DownloadPriority(rawValue: Int(rng.next() % 5))!) { emitted(events) }
             case 1:
                 if let t = joined.subtracting(ended.keys).randomElement(using: &rng) { removed(op.cancel(t)) }
             case 2:

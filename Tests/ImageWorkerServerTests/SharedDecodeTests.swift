@@ -177,8 +177,8 @@ import Testing
             writer: WireWriter(fd: writeEnd, onClosed: {}), settings: LockedState(DecodeSettings()), slots: slots)
         let resource = FetchedResource(
             response: ResponseInfo(status: 200, expectedBytes: nil, mimeType: "image/png", finalURL: "http://x/y", httpVersion: "1.1"),
-            body: ByteBuffer(), fetchID: 1, consumers: 3)
-        let key = FetchDeliveries.Ledger.DecodeKey(format: .rgba, geometry: OutputGeometry())
+            body: ByteBuffer(), fetchID: 1, consumers: 3, follower: deliveries.makePipeline(1))
+        let key = FetchPipeline.State.DecodeKey(format: .rgba, geometry: OutputGeometry())
         let decodes = LockedState(0)
         let finished = LockedState<[String]>([])
         func admitted(_ name: String, lane: inout BlockingWork.Lane) async throws {

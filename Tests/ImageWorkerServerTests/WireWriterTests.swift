@@ -47,6 +47,36 @@ import Testing
         }
     }
 
+    /// A payload let through counts on the wire at once (`claiming`), before its line exists:
+    /// two results let through together back the writer up, the next waits, and it is let in
+    /// once the claims are settled (a line queued in their place, or given up) and what waits is
+    /// below half the mark.
+    @Test func claimedBytesCountBeforeTheirLinesExist() async throws {
+        let (readEnd, writeEnd) = try WorkerProcess.pipeDescriptorsClosedOnExec()
+        defer { close(readEnd) }
+        let changes = LockedState(0)
+        let writer = WireWriter(fd: writeEnd, highWaterBytes: 1000, onClosed: {}, onBackedUpChange: { changes.withLock { $0 += 1 } })
+        await writer.waitForCapacity(claiming: 600)
+        #expect(!writer.backedUp, "600 of 1000")
+        await writer.waitForCapacity(claiming: 600)
+        #expect(writer.backedUp, "two claims together pass the mark with no line queued")
+        let third = Task {
+            await writer.waitForCapacity(claiming: 10)
+            return writer.backedUp
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(changes.withLock { $0 } == 1)
+        // The first claim's line replaces it (small here: the pipe takes it), the second is
+        // given up: nothing waits, and the third is let in.
+        writer.send(["n": 1], settling: 600)
+        await writer.flush()
+        #expect(writer.backedUp, "600 still claimed: above half the mark")
+        writer.settle(600)
+        #expect(await third.value == false)
+        #expect(!writer.backedUp && changes.withLock { $0 } == 2)
+        close(writeEnd)
+    }
+
     @Test func outputPathsAreMadeAbsoluteWithoutTouchingTheFileSystem() {
         let cwd = FileManager.default.currentDirectoryPath
         #expect(FileTarget.absolute("/a/./b//c/") == "/a/b/c")

@@ -119,15 +119,15 @@ extension Downloader {
             apply(hostHealth.ended(id, host: host, .abandoned, now: clock(), settings: configuration.hostHealthSettings), to: host)
         }
         totals.add(fetch.running?.metrics ?? FetchMetrics())
-        if fetch.streamsBody && fetch.running?.resource == nil { bodyObserver?(.abort(fetchID: id)) }
+        if !fetch.machine.bodyDelivered { fetch.running?.follower?.fetchEnded() }
         unwatch(id)
         fetchByKey.remove(fetch)
     }
 
     /// Runs the token's processor on the fetched resource; its result (or failure) ends the
     /// token unless it was cancelled meanwhile.
-    func process(_ token: DownloadToken, of id: FetchID) {
-        guard let resource = fetches[id]?.running?.resource, let record = tokens[token], let processor = record.processor else { return }
+    func process(_ token: DownloadToken, of id: FetchID, _ resource: FetchedResource) {
+        guard let record = tokens[token], let processor = record.processor else { return }
         let ticket = ProcessingTicket(token: token, priority: record.priority, url: record.url)
         processing[token] = Task {
             let result: Result<Delivered, Failure>

@@ -17,6 +17,7 @@ extension Downloader {
         request.resume = launch.resume
         let loader: any ResourceLoader = fetch.isFile ? fileLoader : httpLoader
         let io = fetch.runs()
+        if io.follower == nil { io.follower = followers?(id) }
         // A host that is down: the attempt ends at once (but for its probe), holding no slot for
         // a connect timeout.
         var refusal: DownloadFailure? = nil
@@ -62,7 +63,7 @@ extension Downloader {
         io.metrics.endedAt = nil
         io.tasks.transfer = transfer
         // Resumed, the body so far stays (never fetched or decoded twice); else it starts over.
-        if launch.discardsBody && fetch.streamsBody { bodyObserver?(.abort(fetchID: id)) }
+        if launch.discardsBody { io.follower?.bodyRestarted() }
     }
 
     private func attemptBegan(_ id: FetchID, _ number: Int) {
@@ -102,7 +103,7 @@ extension Downloader {
         case .refuse(let failure):
             throw failure
         case .accept(let events, let discardsBody):
-            if discardsBody && fetch.streamsBody { bodyObserver?(.abort(fetchID: id)) }
+            if discardsBody { io.follower?.bodyRestarted() }
             emit(events)
         }
     }
@@ -120,8 +121,8 @@ extension Downloader {
         }
         let io = fetch.runs()
         if io.metrics.head?.cache == CacheUse.none { io.metrics.wireBytes += Int64(chunk.readableBytes) }
-        if fetch.streamsBody {
-            bodyObserver?(.chunk(fetchID: id, offset: offset, bytes: chunk, tokens: fetch.machine.tokens.map(\.token)))
+        if fetch.machine.streamsBody {
+            io.follower?.bodyArrived(offset: offset, bytes: chunk, tokens: fetch.machine.tokens.map(\.token))
         }
         switch action {
         case .refuse(_, let failure): throw failure
@@ -169,13 +170,14 @@ extension Downloader {
             for token in failing { end(token, failure) }
             finish(id)
         case .deliver(let delivery):
-            if fetch.streamsBody { bodyObserver?(.end(fetchID: id)) }
+            io.follower?.bodyComplete()
             emit(delivery.progress)
-            io.resource = FetchedResource(
-                response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count, streamed: fetch.streamsBody)
+            let resource = FetchedResource(
+                response: delivery.response, body: delivery.body, fetchID: id, consumers: delivery.tokens.count, streamed: fetch.machine.streamsBody,
+                follower: io.follower)
             for url in urlsOf(fetch, tokens: delivery.tokens) { failedURLs.remove(url) }
             enterDelivery(id, bytes: Int64(delivery.body.readableBytes))
-            for token in delivery.tokens { process(token, of: id) }
+            for token in delivery.tokens { process(token, of: id, resource) }
         }
     }
 

@@ -25,8 +25,6 @@ extension Downloader {
         let isFile: Bool
         /// The request's own idle timeout (else the configuration's, read when it applies).
         let timeoutMs: Int64?
-        /// A token asked for the body as it arrives.
-        var streamsBody = false
         /// What exists once the fetch runs, apart: a queued fetch holds none of it.
         private(set) var running: Running?
 
@@ -35,13 +33,14 @@ extension Downloader {
             var tasks = FetchTasks()
             /// What the attempts went through, for the tokens' metrics.
             var metrics = FetchMetrics()
-            /// The complete body, once delivering, as each token's processor gets it.
-            var resource: FetchedResource?
             /// The attempt in flight was admitted by `HostHealth` (not refused): its outcome is
             /// reported there once it ends. `admittedHost`: its host's key, when it was made then
             /// (with no host failing, the key is made only if the attempt fails).
             var hostAdmitted = false
             var admittedHost: String?
+            /// What follows the fetch for its tokens (`FetchFollower`): told the body's events,
+            /// handed to each token's processor with the resource.
+            var follower: (any FetchFollower)?
         }
 
         /// `running`, made when the first attempt launches.
@@ -52,10 +51,10 @@ extension Downloader {
             return made
         }
 
-        init(id: FetchID, machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?, streamsBody: Bool) {
+        init(id: FetchID, machine: FetchOperation, key: FetchKey, url: URL, headers: [(String, String)], timeoutMs: Int64?) {
             self.id = id
-            (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs, self.streamsBody) =
-                (machine, key, url.absoluteString, headers, url.isFileURL, timeoutMs, streamsBody)
+            (self.machine, self.key, self.url, self.headers, self.isFile, self.timeoutMs) =
+                (machine, key, url.absoluteString, headers, url.isFileURL, timeoutMs)
         }
 
         /// The URL object, made from its text (which came from one, so it parses to the same).

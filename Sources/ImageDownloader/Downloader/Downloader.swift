@@ -26,7 +26,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// closure of its own.
     public typealias Processor = @Sendable (FetchedResource, ProcessingTicket) async throws(Failure) -> Delivered
     public typealias EventSink = @Sendable (DownloadEvent<Delivered, Failure>) -> Void
-    public typealias BodyObserver = @Sendable (BodyNotice) -> Void
+    /// Makes the follower of fetch `id` (`FetchFollower`), when its first attempt launches.
+    public typealias FollowerMaker = @Sendable (_ id: Int) -> any FetchFollower
     public typealias Status = DownloaderStatus
 
     public struct TokenInUse: Error, Sendable {
@@ -45,7 +46,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     let httpLoader: any ResourceLoader
     let fileLoader: FileLoader
     let sink: EventSink
-    let bodyObserver: BodyObserver?
+    let followers: FollowerMaker?
     /// Gets what a processor delivered for a token that had ended meanwhile (cancelled, past its
     /// deadline): the caller's to undo (a shared-memory file nobody will be told of).
     let discarded: (@Sendable (Delivered) -> Void)?
@@ -82,11 +83,11 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         fileURLPolicy: FileURLPolicy,
         logger: Logger,
         clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
-        bodyObserver: BodyObserver? = nil,
+        followers: FollowerMaker? = nil,
         discarded: (@Sendable (Delivered) -> Void)? = nil,
         sink: @escaping EventSink
     ) {
-        self.bodyObserver = bodyObserver
+        self.followers = followers
         self.discarded = discarded
         self.configuration = configuration
         self.httpLoader = httpLoader
@@ -169,9 +170,8 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
             id: id,
             machine: FetchOperation(
                 token: token, priority: record.priority, limits: limits,
-                callerRange: headers.contains { $0.0.caseInsensitiveCompare("Range") == .orderedSame }),
-            key: key, url: url, headers: headers,
-            timeoutMs: request.timeoutMs, streamsBody: request.streamsBody)
+                callerRange: headers.contains { $0.0.caseInsensitiveCompare("Range") == .orderedSame }, streamsBody: request.streamsBody),
+            key: key, url: url, headers: headers, timeoutMs: request.timeoutMs)
         fetches[id] = fetch
         fetchByKey.insert(fetch)
         tokens.attach(token, to: id, processor: processor, now: clock())
@@ -205,15 +205,12 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     ) {
         tokens.attach(token, to: id, processor: processor, now: clock())
         guard let fetch = fetches[id] else { return }
-        let firstStreamer = streamsBody && !fetch.streamsBody
-        if streamsBody { fetch.streamsBody = true }
-        switch fetch.machine.join(token, priority: priority, limits: limits) {
+        switch fetch.machine.join(token, priority: priority, limits: limits, streamsBody: streamsBody) {
         case .none: break
         case .setQueuePriority(let changed): queue.setPriority(id, changed)
-        case .catchUp(let events): emit(events)
-        }
-        if firstStreamer, let body = fetch.machine.body, body.readableBytes > 0 {
-            bodyObserver?(.chunk(fetchID: id, offset: 0, bytes: body, tokens: fetch.machine.tokens.map(\.token)))
+        case .catchUp(let events, let body):
+            emit(events)
+            if let body { fetch.running?.follower?.bodyArrived(offset: 0, bytes: body, tokens: fetch.machine.tokens.map(\.token)) }
         }
     }
 

@@ -47,17 +47,6 @@ public enum DownloadOutcome<Delivered: Sendable, Failure: Error & Sendable>: Sen
     case cancelled
 }
 
-/// A fetch's body as it arrives, for fetches with a token that asked to stream it. Notices of one
-/// fetch come in order: chunks from offset 0 on, then exactly one of `end` or `abort`.
-public enum BodyNotice: Sendable {
-    /// `tokens`: the fetch's live tokens when the chunk arrived.
-    case chunk(fetchID: Int, offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken])
-    /// The body is complete (the attempt succeeded).
-    case end(fetchID: Int)
-    /// The fetch failed or was cancelled: no more notices for it.
-    case abort(fetchID: Int)
-}
-
 /// What a token's processor is told besides the resource: which token it works for, the token's
 /// priority as its processing starts (the delivery stage serves higher priorities first) and its
 /// URL as shown (without user information). One processor may then serve many tokens.
@@ -80,9 +69,12 @@ public struct FetchedResource: Sendable {
     /// How many tokens' processors receive this resource (each is called exactly once), so work
     /// shared among them (one decode) knows when the last one is done.
     public var consumers: Int
-    /// The body also went to the body observer as it arrived (a token asked for it,
+    /// The body also went to the fetch's follower as it arrived (a token asked for it,
     /// `DownloadRequest.streamsBody`); false: nothing watched it.
     public var streamed = false
+    /// What followed the fetch (`FetchFollower`), the same for every token of the fetch: what
+    /// their processors share (a decoder fed while bytes arrived, one decode) lives there.
+    public var follower: (any FetchFollower)?
 
     public var byteCount: Int { body.readableBytes }
 }

@@ -31,8 +31,9 @@ extension FetchOperation {
         case none
         /// The queued fetch's priority changed.
         case setQueuePriority(DownloadPriority)
-        /// The joiner is brought up to date: started, and the response and progress so far.
-        case catchUp([TokenEvent])
+        /// The joiner is brought up to date: started, and the response and progress so far; the
+        /// body so far (`body`) when it is the fetch's first token to stream it.
+        case catchUp([TokenEvent], body: ByteBuffer? = nil)
     }
 
     /// `headReceived`.

@@ -191,6 +191,7 @@ extension FetchOperation {
             let progress = received != transfer.lastReportedBytes ? transfer.reportProgress(to: tokens, now: now) : []
             let live = tokens.map(\.token)
             stage = .delivering(Delivering(processing: Set(live), received: received, response: response))
+            bodyDelivered = true
             return .deliver(Delivery(progress: progress, response: response, body: transfer.body, tokens: live))
         case .failed(let failure):
             return attemptFailed(failure, transfer: transfer, retryPolicy: retryPolicy, jitter: jitter)

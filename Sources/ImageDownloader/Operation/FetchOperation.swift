@@ -81,10 +81,20 @@ public struct FetchOperation: Sendable {
     var limits: [DownloadToken: TokenLimits] = [:]
     /// The request carries a `Range` of the caller's own: a `206` is its answer.
     let callerRange: Bool
+    /// A token asked for the body as it arrives (`DownloadRequest.streamsBody`): its chunks go to
+    /// the fetch's follower too.
+    public private(set) var streamsBody: Bool
+    /// The body came in whole and went to the tokens' processors (whatever happens after):
+    /// else the fetch ended without one.
+    public internal(set) var bodyDelivered = false
 
-    public init(token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits(), callerRange: Bool = false) {
+    public init(
+        token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits(), callerRange: Bool = false,
+        streamsBody: Bool = false
+    ) {
         tokens = [(token, priority)]
         self.callerRange = callerRange
+        self.streamsBody = streamsBody
         if limits != TokenLimits() { self.limits[token] = limits }
     }
 
@@ -116,14 +126,6 @@ public struct FetchOperation: Sendable {
         }
     }
 
-    /// The body so far, while the fetch transfers (or waits to retry).
-    public var body: ByteBuffer? {
-        switch stage {
-        case .running(let transfer), .waitingToRetry(let transfer, _, _): return transfer.body
-        case .queued, .delivering, .finished, .modifying: return nil
-        }
-    }
-
     public var effectivePriority: DownloadPriority { tokens.map(\.priority).max() ?? .veryLow }
 
     /// New tokens may share this fetch until its body is complete.
@@ -138,22 +140,29 @@ public struct FetchOperation: Sendable {
 
     // MARK: Token events (the transfer's are in FetchOperation+Transfer.swift)
 
-    public mutating func join(_ token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits()) -> JoinAction {
+    /// A token that `streamsBody` and is the fetch's first gets the body so far in its catch-up.
+    public mutating func join(
+        _ token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits(), streamsBody streams: Bool = false
+    ) -> JoinAction {
         precondition(acceptsTokens && !contains(token))
         let before = effectivePriority
+        let firstStreamer = streams && !streamsBody
+        if streams { streamsBody = true }
         tokens.append((token, priority))
         if limits != TokenLimits() { self.limits[token] = limits }
         switch stage {
         case .queued:
             return effectivePriority != before ? .setQueuePriority(effectivePriority) : .none
         case .running(let transfer):
-            guard let response = transfer.response else { return .catchUp([.started(token)]) }
-            return .catchUp([
-                .started(token), .response(token, response),
-                .progress(token, received: transfer.lastReportedBytes, expected: response.expectedBytes),
-            ])
-        case .waitingToRetry:
-            return .catchUp([.started(token)])
+            let body = firstStreamer && transfer.body.readableBytes > 0 ? transfer.body : nil
+            guard let response = transfer.response else { return .catchUp([.started(token)], body: body) }
+            return .catchUp(
+                [
+                    .started(token), .response(token, response),
+                    .progress(token, received: transfer.lastReportedBytes, expected: response.expectedBytes),
+                ], body: body)
+        case .waitingToRetry(let transfer, _, _):
+            return .catchUp([.started(token)], body: firstStreamer && transfer.body.readableBytes > 0 ? transfer.body : nil)
         case .delivering, .finished, .modifying:
             preconditionFailure("unreachable")
         }

@@ -6,7 +6,7 @@ import ImageWorkerProtocol
 
 /// Partial images while bytes arrive: a partial image is rendered for each progressive token at
 /// most every `partialIntervalMs`, delivered like the final image (`FrameDelivery.deliver`: the
-/// same file, replaced atomically, or inline), and sent under the ledger's lock, which also sends
+/// same file, replaced atomically, or inline), and sent under the targets' lock, which also sends
 /// the token's terminal event, so no partial image can follow it. Partial files are written on
 /// the fetch's queue before the final result is handed out, so a late partial never overwrites
 /// the final file.
@@ -18,7 +18,7 @@ extension FetchDeliveries {
     func decodePlan(for tokens: [DownloadToken], source: (width: Int, height: Int)) -> (
         target: (width: Int, height: Int), layout: PixelLayout
     ) {
-        let specs = ledger.withLock { l in tokens.compactMap { l.targets[$0]?.spec } }
+        let specs = targets.withLock { t in tokens.compactMap { t[$0]?.spec } }
         let layouts = Set(specs.map(\.format.layout))
         let layout = layouts.count == 1 ? layouts.first! : .rgba
         return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source), layout)
@@ -28,7 +28,7 @@ extension FetchDeliveries {
     /// rendering it (a progressive JPEG's output pass over the whole image). Tokens served by the
     /// decoder's preview need no frame.
     func wantsPartialFrame(_ tokens: [DownloadToken], decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)?) -> Bool {
-        ledger.withLock { $0.due(tokens, now: DispatchTime.now().uptimeNanoseconds) }.contains { _, target in
+        targets.withLock { $0.due(tokens, now: DispatchTime.now().uptimeNanoseconds) }.contains { _, target in
             guard let source else { return true }
             return !Self.previewServes(target.spec, decoder, source: source)
         }
@@ -55,7 +55,7 @@ extension FetchDeliveries {
         // While the reader is behind, no new inline payload is built: its partial images wait
         // for the next frame after it caught up (the final image is never skipped).
         let backedUp = writer.backedUp
-        let due = ledger.withLock { $0.due(tokens, now: now) }.filter {
+        let due = targets.withLock { $0.due(tokens, now: now) }.filter {
             !backedUp || ($0.1.spec.delivery != .inline && $0.1.spec.delivery != .shared)
         }
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
@@ -116,7 +116,7 @@ extension FetchDeliveries {
             guard case .delivered(let fields, let path) = placed else { continue }
             let (message, replaceKey) = EventEncoder.partialImage(
                 token, sequence: target.sequence + 1, image: rendered, filledRows: rows, passes: passes, delivery: fields)
-            ledger.withLock { l in
+            targets.withLock { l in
                 guard l.partialReady(token, of: target, path: path ?? target.reservedPath, now: now) else { return }
                 writer.send(message, replaceKey: replaceKey, alwaysReplace: true)
             }

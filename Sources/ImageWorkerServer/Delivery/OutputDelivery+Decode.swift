@@ -16,11 +16,12 @@ extension OutputDelivery {
     /// waited for it: tokens that coalesced on one fetch (a URL asked for twice) left the cores
     /// idle.
     static func decodeAdmitted(
-        _ resource: FetchedResource, token: DownloadToken, key: FetchDeliveries.Ledger.DecodeKey, held: DecodeSlots.Slot,
+        _ resource: FetchedResource, token: DownloadToken, key: FetchPipeline.State.DecodeKey, held: DecodeSlots.Slot,
         slots: DecodeSlots, deliveries: FetchDeliveries, lane: inout BlockingWork.Lane,
         finish: @escaping @Sendable (SharedDecode.Outcome) -> Void,
         decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
     ) {
+        let pipeline = pipeline(of: resource, deliveries)
         // Given back once: by the hook, or here for a joiner (whichever comes first).
         let slot = LockedState<DecodeSlots.Slot?>(held)
         let giveBack = { @Sendable (lane: inout BlockingWork.Lane) in
@@ -28,17 +29,17 @@ extension OutputDelivery {
         }
         let hook: SharedDecode.Hook = { outcome, lane in
             finish(outcome)
-            deliveries.doneDecoding(resource, token: token)
+            pipeline.doneDecoding(resource, token: token)
             giveBack(&lane)
         }
-        if deliveries.sharedDecode(for: resource, key: key, whenDone: hook, lane: &lane, decode: decode).joined {
+        if pipeline.sharedDecode(key, whenDone: hook, lane: &lane, decode: decode).joined {
             giveBack(&lane)
         }
     }
 
     /// What makes two tokens' decodes of one fetch the same.
-    static func decodeKey(_ spec: OutputSpec) -> FetchDeliveries.Ledger.DecodeKey {
-        FetchDeliveries.Ledger.DecodeKey(format: spec.format, geometry: spec.geometry.final)
+    static func decodeKey(_ spec: OutputSpec) -> FetchPipeline.State.DecodeKey {
+        FetchPipeline.State.DecodeKey(format: spec.format, geometry: spec.geometry.final)
     }
 
     /// The decode of the image this token asked for, once for every token of the fetch that asks
@@ -47,8 +48,8 @@ extension OutputDelivery {
         _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings,
         whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane
     ) -> SharedDecode {
-        deliveries.sharedDecode(
-            for: resource, key: decodeKey(spec), whenDone: whenDone, lane: &lane,
+        pipeline(of: resource, deliveries).sharedDecode(
+            decodeKey(spec), whenDone: whenDone, lane: &lane,
             decode: decodeWork(resource, source: source, spec: spec, settings: settings)
         ).decode
     }

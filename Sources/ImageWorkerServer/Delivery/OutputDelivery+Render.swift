@@ -45,7 +45,7 @@ extension OutputDelivery {
 
     /// A progressive decode's image at what the token asked of the file's image, or nil when the
     /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
-    static func fitted(_ frame: FetchDeliveries.Frame, spec: OutputSpec) -> DecodedImage? {
+    static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
         let target = spec.geometry.finalSize(of: frame.source)
         guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
         return resized(frame.image, to: target, spec: spec)

@@ -10,27 +10,25 @@ enum OutputDelivery {
     /// `url`: the token's URL as sent (user information removed); the resource's is the final one.
     static func deliver(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec,
-        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
-        outputCapacity: @Sendable () async -> Void
+        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> JSONObject {
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
                     resource, token: token, priority: priority, url: url, spec: spec, deliveries: deliveries, slots: slots,
-                    shared: shared, settings: settings, outputCapacity: outputCapacity))
+                    shared: shared, settings: settings))
         } catch {
             result = .failure(error)
         }
         // Whatever happened, this token is through: the last of the fetch releases what it shared.
-        deliveries.delivered(resource, token: token)
+        pipeline(of: resource, deliveries).delivered(resource, token: token)
         return try result.get()
     }
 
     private static func deliverToken(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec,
-        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings,
-        outputCapacity: @Sendable () async -> Void
+        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
@@ -78,7 +76,7 @@ enum OutputDelivery {
                 guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
                 let decodeStart = DispatchTime.now().uptimeNanoseconds
                 // The progressive decode's final image, if the fetch had one.
-                let progressiveResult = await deliveries.frame(of: resource)
+                let progressiveResult = await pipeline(of: resource, deliveries).frame(of: resource)
                 let image: DecodedImage
                 // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
                 if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
@@ -147,9 +145,12 @@ enum OutputDelivery {
             placed = written
         } else {
             if spec.delivery != .none, spec.delivery != .file {
-                // No new inline payload while the reader is behind: memory stays bounded.
+                // No new inline payload while the reader is behind, and one let through counts
+                // on the wire at once (its base64 line): memory stays bounded.
                 keepBytesOnly()
-                await outputCapacity()
+                guard await deliveries.claimWire(token, bytes: (payload.count + 2) / 3 * 4) else {
+                    throw .output("cancelled before its delivery", path: nil)
+                }
             }
             let writeStart = DispatchTime.now().uptimeNanoseconds
             let target = target()
@@ -177,6 +178,12 @@ enum OutputDelivery {
         }
         if !timings.isEmpty { result["metrics"] = .object(timings) }
         return result
+    }
+
+    /// The pipeline of the resource's fetch (one made for it alone when the resource came from
+    /// no worker downloader).
+    static func pipeline(of resource: FetchedResource, _ deliveries: FetchDeliveries) -> FetchPipeline {
+        resource.pipeline ?? deliveries.makePipeline(resource.fetchID)
     }
 
     /// A token's image decoded whole, from the moment its slot is let in: on the thread of the

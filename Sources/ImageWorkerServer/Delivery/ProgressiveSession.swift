@@ -8,7 +8,7 @@ import NIOCore
 /// One fetch's progressive decoder, fed the body as it arrives (each byte once) on the fetch's
 /// own serial queue, never a network thread. Its final image serves every token of the fetch;
 /// while it decodes, its frames become the progressive tokens' partial images
-/// (`FetchDeliveries.partialImages`).
+/// (`FetchDeliveries.partialImages`). Its fetch's `FetchPipeline` owns it.
 ///
 /// The decoder starts once the image's header is in, at the smallest size that serves the
 /// fetch's progressive tokens (`maxPixelSize`, `maxPixelCount`): JPEG at libjpeg's DCT scale, a
@@ -23,7 +23,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
     private var received: Int64 = 0
     private var settings = DecodeSettings()
     private var tokens: [DownloadToken] = []
-    private(set) var result: Result<FetchDeliveries.Frame, DecodeError>?
+    private(set) var result: Result<FetchPipeline.Frame, DecodeError>?
     /// The memory of the decode budget the decoder's bitmap holds.
     private var memory: DecodeSlots.Slot?
     /// The budget was taken when the decoder would have started: no partial images; the
@@ -153,7 +153,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         do {
             _ = try active.feed([], isLast: true)
             if active.isComplete, let image = active.currentImage() {
-                result = .success(FetchDeliveries.Frame(image: image, source: source ?? (image.width, image.height)))
+                result = .success(FetchPipeline.Frame(image: image, source: source ?? (image.width, image.height)))
             } else {
                 result = .failure(.corrupt("no image decoded"))
             }

@@ -57,10 +57,9 @@ extension WorkerServer {
 
     /// Decodes, writes or encodes a fetched resource as `spec` asks, for one token.
     func deliver(_ resource: FetchedResource, _ ticket: ProcessingTicket, spec: OutputSpec) async throws(DeliveryFailure) -> JSONObject {
-        let writer = self.writer
         return try await OutputDelivery.deliver(
             resource, token: ticket.token, priority: ticket.priority, url: ticket.url, spec: spec, deliveries: deliveries, slots: slots,
-            shared: shared, settings: decodeSettings.withLock { $0 }, outputCapacity: { await writer.waitForCapacity() })
+            shared: shared, settings: decodeSettings.withLock { $0 })
     }
 
     /// The output spec and its processor, shared with the previous download's when the two

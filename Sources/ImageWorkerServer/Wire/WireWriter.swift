@@ -14,6 +14,9 @@ import NIOConcurrencyHelpers
 /// `highWaterBytes` the writer is `backedUp` until it has drained below half of that: the worker
 /// then starts no new fetch (`onBackedUpChange`) and `waitForCapacity` holds back new inline
 /// payloads, while stdin is still read, so `cancel`, `cancelAll` and `shutdown` act at once.
+/// A payload let through counts as waiting from then on (`waitForCapacity(claiming:)`), until its
+/// line is queued (`send(_:settling:)`) or it is given up (`settle`): results handed over at
+/// the same moment cannot pass the limit together before any of their lines exists.
 public final class WireWriter: Sendable {
     private struct Pending {
         var bytes: [UInt8]
@@ -31,10 +34,35 @@ public final class WireWriter: Sendable {
         var sleeping = false
         var closed = false
         var backedUp = false
-        var capacityWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Bytes of lines let through and not yet queued (claimed by `waitForCapacity`).
+        var promisedBytes = 0
+        var capacityWaiters: [(continuation: CheckedContinuation<Bool, Never>, claiming: Int)] = []
         var flushWaiters: [CheckedContinuation<Void, Never>] = []
 
         var isDrained: Bool { head == slots.count && !writing }
+
+        /// Counts `bytes` as waiting: true when that backed the writer up.
+        mutating func claim(_ bytes: Int, highWater: Int) -> Bool {
+            promisedBytes += bytes
+            guard !backedUp, pendingBytes + promisedBytes >= highWater else { return false }
+            backedUp = true
+            return true
+        }
+
+        /// Once what waits (queued and claimed) is below half the high-water mark: no longer
+        /// backed up, and the capacity waiters let in, in order, each claiming its bytes, until
+        /// one backs the writer up again. Whether `backedUp` changed, and the waiters to resume.
+        mutating func catchUp(highWater: Int) -> (changed: Bool, resume: [CheckedContinuation<Bool, Never>]) {
+            guard backedUp, pendingBytes + promisedBytes < highWater / 2 else { return (false, []) }
+            backedUp = false
+            var resume: [CheckedContinuation<Bool, Never>] = []
+            while !backedUp, !capacityWaiters.isEmpty {
+                let waiter = capacityWaiters.removeFirst()
+                _ = claim(waiter.claiming, highWater: highWater)
+                resume.append(waiter.continuation)
+            }
+            return (!backedUp, resume)
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -83,10 +111,12 @@ public final class WireWriter: Sendable {
 
     /// Queues one message. With a `replaceKey`, an unsent message with the same key is replaced
     /// in place by this newer one: under pressure, or always with `alwaysReplace` (partial
-    /// images: at most one waits per token).
-    public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false) {
+    /// images: at most one waits per token). `settling`: the bytes this message's payload claimed
+    /// (`waitForCapacity(claiming:)`), counted as queued from now on.
+    public func send(_ message: JSONValue, replaceKey: String? = nil, alwaysReplace: Bool = false, settling claimed: Int = 0) {
         let json = JSONWriter.encode(message)
         let (wakeWriter, becameBackedUp) = state.withLockedValue { s -> (Bool, Bool) in
+            s.promisedBytes = max(0, s.promisedBytes - claimed)
             guard !s.closed else { return (false, false) }
             let bytes = s.framing.frame(json)
             if let replaceKey, alwaysReplace || s.pendingBytes > pressureBytes, let index = s.replaceIndex[replaceKey], index >= s.head,
@@ -101,7 +131,7 @@ public final class WireWriter: Sendable {
             }
             let wakeWriter = s.sleeping
             s.sleeping = false
-            guard !s.backedUp, s.pendingBytes >= highWaterBytes else { return (wakeWriter, false) }
+            guard !s.backedUp, s.pendingBytes + s.promisedBytes >= highWaterBytes else { return (wakeWriter, false) }
             s.backedUp = true
             return (wakeWriter, true)
         }
@@ -109,16 +139,32 @@ public final class WireWriter: Sendable {
         if becameBackedUp { onBackedUpChange() }
     }
 
-    /// Returns when fewer than `highWaterBytes` wait to be written (at once, usually).
-    public func waitForCapacity() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLockedValue { s -> Bool in
-                if s.closed || !s.backedUp { return true }
-                s.capacityWaiters.append(continuation)
-                return false
+    /// Returns when fewer than `highWaterBytes` wait to be written (at once, usually), having
+    /// counted `claiming` bytes as waiting (the line of a payload about to be sent), until
+    /// `send(_:settling:)` queues that line or `settle` gives the claim up. Waiters are let in in
+    /// order. (A closed writer claims nothing.)
+    public func waitForCapacity(claiming bytes: Int = 0) async {
+        let backedUpNow = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let now = state.withLockedValue { s -> Bool? in
+                if s.closed { return false }
+                guard s.backedUp else { return s.claim(bytes, highWater: highWaterBytes) }
+                s.capacityWaiters.append((continuation, bytes))
+                return nil
             }
-            if ready { continuation.resume() }
+            if let now { continuation.resume(returning: now) }
         }
+        if backedUpNow { onBackedUpChange() }
+    }
+
+    /// Gives up `bytes` claimed by `waitForCapacity(claiming:)` whose line will not come.
+    public func settle(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        let (changed, resume) = state.withLockedValue { s -> (Bool, [CheckedContinuation<Bool, Never>]) in
+            s.promisedBytes = max(0, s.promisedBytes - bytes)
+            return s.catchUp(highWater: highWaterBytes)
+        }
+        resume.forEach { $0.resume(returning: false) }
+        if changed { onBackedUpChange() }
     }
 
     /// Returns when everything queued so far is written (or the reader is gone).
@@ -188,7 +234,7 @@ public final class WireWriter: Sendable {
 
     private func finishWrite() {
         let (capacity, flushed, caughtUp) = state.withLockedValue {
-            s -> ([CheckedContinuation<Void, Never>], [CheckedContinuation<Void, Never>], Bool) in
+            s -> ([CheckedContinuation<Bool, Never>], [CheckedContinuation<Void, Never>], Bool) in
             s.writing = false
             if s.head == s.slots.count {
                 s.slots.removeAll(keepingCapacity: s.slots.count < 4096)
@@ -199,14 +245,7 @@ public final class WireWriter: Sendable {
                 for (key, index) in s.replaceIndex { s.replaceIndex[key] = index - s.head }
                 s.head = 0
             }
-            var capacity: [CheckedContinuation<Void, Never>] = []
-            var caughtUp = false
-            if s.backedUp, s.pendingBytes < highWaterBytes / 2 {
-                s.backedUp = false
-                caughtUp = true
-                capacity = s.capacityWaiters
-                s.capacityWaiters = []
-            }
+            let (caughtUp, capacity) = s.catchUp(highWater: highWaterBytes)
             var flushed: [CheckedContinuation<Void, Never>] = []
             if s.isDrained {
                 flushed = s.flushWaiters
@@ -214,7 +253,7 @@ public final class WireWriter: Sendable {
             }
             return (capacity, flushed, caughtUp)
         }
-        capacity.forEach { $0.resume() }
+        capacity.forEach { $0.resume(returning: false) }
         flushed.forEach { $0.resume() }
         if caughtUp { onBackedUpChange() }
     }
@@ -224,20 +263,22 @@ public final class WireWriter: Sendable {
     }
 
     private func closeAfterWriteFailure() {
-        let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
+        let (capacity, flushed) = state.withLockedValue { s -> ([CheckedContinuation<Bool, Never>], [CheckedContinuation<Void, Never>]) in
             s.closed = true
             s.writing = false
             s.slots = []
             s.head = 0
             s.replaceIndex = [:]
             s.pendingBytes = 0
-            let all = s.capacityWaiters + s.flushWaiters
+            s.promisedBytes = 0
+            let waiting = (s.capacityWaiters.map(\.continuation), s.flushWaiters)
             s.capacityWaiters = []
             s.flushWaiters = []
             s.backedUp = false
-            return all
+            return waiting
         }
-        waiters.forEach { $0.resume() }
+        capacity.forEach { $0.resume(returning: false) }
+        flushed.forEach { $0.resume() }
         onClosed()
         onBackedUpChange()
     }

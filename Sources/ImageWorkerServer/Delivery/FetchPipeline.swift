@@ -1,0 +1,126 @@
+import Dispatch
+import ImageDecoding
+import ImageDownloader
+import NIOCore
+
+/// One fetch's way from body to its tokens' deliveries: made by the downloader when the fetch's
+/// first attempt launches (`FetchFollower`), told the body's events in order, and handed to each
+/// token's processor inside the resource (`OutputDelivery` reaches it as `resource.pipeline`).
+/// What the fetch's tokens share lives here and nowhere else, in one value (`FetchPipelineState`)
+/// under one lock: the progressive decoder fed while bytes arrive (`ProgressiveSession`, on its
+/// own serial queue), the shared decodes of the complete body (`SharedDecode`), and how many
+/// tokens are still to finish. The delivery stage's shared parts (the wire, the decode budget,
+/// the progressive tokens' targets) are `stage`'s. It goes with the fetch: no table of fetches
+/// outlives one.
+final class FetchPipeline: FetchFollower {
+    typealias State = FetchPipelineState<ProgressiveSession, SharedDecode>
+
+    /// A fetch's progressively decoded image, and the size it has in the file.
+    struct Frame: Sendable {
+        var image: DecodedImage
+        var source: (width: Int, height: Int)
+    }
+
+    let fetchID: Int
+    let stage: FetchDeliveries
+    private let state = LockedState(State())
+
+    init(fetchID: Int, stage: FetchDeliveries) {
+        (self.fetchID, self.stage) = (fetchID, stage)
+    }
+
+    // MARK: The body as it arrives (fetches with a progressive token only)
+
+    func bodyArrived(offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken]) {
+        var started = false
+        let session = state.withLock { s -> ProgressiveSession? in
+            switch s.chunk() {
+            case .feed(let existing): return existing
+            case .ignore: return nil
+            case .start:
+                let made = ProgressiveSession(fetchID: fetchID)
+                s.streamStarted(made)
+                started = true
+                return made
+            }
+        }
+        guard let session else { return }
+        let stage = self.stage
+        if started { stage.countDecode() }
+        let settings = stage.settings.withLock { $0 }
+        session.queue.async { session.feed(offset: offset, bytes: bytes, tokens: tokens, settings: settings, owner: stage) }
+    }
+
+    func bodyRestarted() {
+        guard let session = state.withLock({ $0.restarted() }) else { return }
+        let stage = self.stage
+        session.queue.async { session.abandon(owner: stage) }
+    }
+
+    func bodyComplete() {
+        guard let session = state.withLock({ $0.complete() }) else { return }
+        let stage = self.stage
+        session.queue.async { session.end(owner: stage) }
+    }
+
+    func fetchEnded() {
+        guard let session = state.withLock({ $0.ended() }) else { return }
+        let stage = self.stage
+        session.queue.async { session.abandon(owner: stage) }
+    }
+
+    /// The fetch's progressively decoded final image (nil when no decoder followed its body),
+    /// once its decoder has taken every byte; with the orientation the whole file records, as a
+    /// whole decode has it (a WebP's EXIF chunk comes after its image data, a PNG's `eXIf` may).
+    func frame(of resource: FetchedResource) async -> Result<Frame, DecodeError>? {
+        guard resource.streamed, let session = state.withLock({ $0.stream }) else { return nil }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
+            session.queue.async { continuation.resume(returning: session.result) }
+        }
+        guard case .success(var frame)? = result, frame.image.orientation == 1 else { return result }
+        frame.image.orientation = resource.body.withUnsafeReadableBytes { ImageDecoders.recordedOrientation($0, format: frame.image.format) }
+        return .success(frame)
+    }
+
+    // MARK: Once the body is in
+
+    /// The decode for `key`, once for every token of the fetch that asks the same: the one a
+    /// token started already (`joined`), or a new one handed on to `lane` to run. `whenDone` is
+    /// added to it before it can end (it runs on the decoding thread).
+    func sharedDecode(
+        _ key: State.DecodeKey, whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane,
+        decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
+    ) -> (decode: SharedDecode, joined: Bool) {
+        let (shared, made) = state.withLock { s -> (SharedDecode, Bool) in
+            if case .join(let running) = s.decode(key) { return (running, false) }
+            let made = SharedDecode(decode)
+            s.decodeStarted(key, made)
+            return (made, true)
+        }
+        if made { stage.countDecode() }
+        if let whenDone { shared.whenDone(whenDone, lane: &lane) }
+        if made { lane.handOn { shared.run(&$0) } }
+        return (shared, !made)
+    }
+
+    /// `token` (one of the resource's consumers) has what it needs of its decode (its hook ran):
+    /// once every consumer has, the fetch's decodes are let go.
+    func doneDecoding(_ resource: FetchedResource, token: DownloadToken) {
+        state.withLock { $0.doneDecoding(token, consumers: resource.consumers) }
+    }
+
+    /// `token` finished its delivery (also one that needed no decode, or failed). The last one
+    /// releases the fetch's decodes and progressive decoder.
+    func delivered(_ resource: FetchedResource, token: DownloadToken) {
+        let action = state.withLock { $0.delivered(token, consumers: resource.consumers) }
+        if case .release(let session?) = action {
+            let stage = self.stage
+            session.queue.async { session.giveMemoryBack(owner: stage) }
+        }
+    }
+}
+
+extension FetchedResource {
+    /// The pipeline of the fetch this body came from (the worker's downloader makes one per fetch).
+    var pipeline: FetchPipeline? { follower as? FetchPipeline }
+}
