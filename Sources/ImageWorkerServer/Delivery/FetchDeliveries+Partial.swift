@@ -11,26 +11,11 @@ import ImageWorkerProtocol
 /// the fetch's queue before the final result is handed out, so a late partial never overwrites
 /// the final file.
 extension FetchDeliveries {
-    /// How to decode for `tokens`: the smallest size that gives each what its spec asks of an
-    /// image of `source` size (the largest of their fitted sizes; the full size when one asks no
-    /// scaling), in their layout when they share one (so that the pixels are the whole-buffer
-    /// path's), else RGBA.
-    func decodePlan(for tokens: [DownloadToken], source: (width: Int, height: Int)) -> (
-        target: (width: Int, height: Int), layout: PixelLayout
-    ) {
-        let specs = targets.withLock { t in tokens.compactMap { t[$0]?.spec } }
-        let layouts = Set(specs.map(\.format.layout))
-        let layout = layouts.count == 1 ? layouts.first! : .rgba
-        return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source), layout)
-    }
-
-    /// Whether a frame decoded now would be used for any of `tokens`: when not, the decoder skips
-    /// rendering it (a progressive JPEG's output pass over the whole image). Tokens served by the
-    /// decoder's preview need no frame.
-    func wantsPartialFrame(_ tokens: [DownloadToken], decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)?) -> Bool {
-        targets.withLock { $0.due(tokens, now: DispatchTime.now().uptimeNanoseconds) }.contains { _, target in
-            guard let source else { return true }
-            return !Self.previewServes(target.spec, decoder, source: source)
+    /// What `tokens`' progressive ones ask of the fetch's decoder now (`ProgressiveSession.Demand`).
+    func demand(_ tokens: [DownloadToken]) -> ProgressiveSession.Demand {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return targets.withLock { t in
+            ProgressiveSession.Demand(specs: tokens.compactMap { t[$0]?.spec }, due: t.due(tokens, now: now).map(\.1.spec))
         }
     }
 

@@ -32,41 +32,41 @@ final class FetchPipeline: FetchFollower {
     // MARK: The body as it arrives (fetches with a progressive token only)
 
     func bodyArrived(offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken]) {
+        let stage = self.stage
         var started = false
         let session = state.withLock { s -> ProgressiveSession? in
             switch s.chunk() {
             case .feed(let existing): return existing
             case .ignore: return nil
             case .start:
-                let made = ProgressiveSession(fetchID: fetchID)
+                let made = ProgressiveSession(fetchID: fetchID, slots: stage.slots)
                 s.streamStarted(made)
                 started = true
                 return made
             }
         }
         guard let session else { return }
-        let stage = self.stage
         if started { stage.countDecode() }
         let settings = stage.settings.withLock { $0 }
-        session.queue.async { session.feed(offset: offset, bytes: bytes, tokens: tokens, settings: settings, owner: stage) }
+        session.queue.async {
+            guard let progress = session.feed(offset: offset, bytes: bytes, demand: stage.demand(tokens), settings: settings) else { return }
+            stage.partialImages(from: progress.decoder, source: progress.source, tokens: tokens, frameUpdated: progress.frameUpdated)
+        }
     }
 
     func bodyRestarted() {
         guard let session = state.withLock({ $0.restarted() }) else { return }
-        let stage = self.stage
-        session.queue.async { session.abandon(owner: stage) }
+        session.queue.async { session.abandon() }
     }
 
     func bodyComplete() {
         guard let session = state.withLock({ $0.complete() }) else { return }
-        let stage = self.stage
-        session.queue.async { session.end(owner: stage) }
+        session.queue.async { session.end() }
     }
 
     func fetchEnded() {
         guard let session = state.withLock({ $0.ended() }) else { return }
-        let stage = self.stage
-        session.queue.async { session.abandon(owner: stage) }
+        session.queue.async { session.abandon() }
     }
 
     /// The fetch's progressively decoded final image (nil when no decoder followed its body),
@@ -114,8 +114,7 @@ final class FetchPipeline: FetchFollower {
     func delivered(_ resource: FetchedResource, token: DownloadToken) {
         let action = state.withLock { $0.delivered(token, consumers: resource.consumers) }
         if case .release(let session?) = action {
-            let stage = self.stage
-            session.queue.async { session.giveMemoryBack(owner: stage) }
+            session.queue.async { session.giveMemoryBack() }
         }
     }
 }

@@ -7,22 +7,42 @@ import NIOCore
 
 /// One fetch's progressive decoder, fed the body as it arrives (each byte once) on the fetch's
 /// own serial queue, never a network thread. Its final image serves every token of the fetch;
-/// while it decodes, its frames become the progressive tokens' partial images
-/// (`FetchDeliveries.partialImages`). Its fetch's `FetchPipeline` owns it.
+/// while it decodes, each feed says whether its frame moved on, and its fetch's `FetchPipeline`
+/// (which owns it) then has the progressive tokens' partial images made from it
+/// (`FetchDeliveries.partialImages`). It is told what those tokens ask (`Demand`), and calls
+/// nobody back.
 ///
 /// The decoder starts once the image's header is in, at the smallest size that serves the
 /// fetch's progressive tokens (`maxPixelSize`, `maxPixelCount`): JPEG at libjpeg's DCT scale, a
 /// non-interlaced PNG scaled row by row, so a thumbnail never holds the full-size image.
 final class ProgressiveSession: @unchecked Sendable {  // decoder state is confined to `queue`
+    /// What the fetch's progressive tokens ask when bytes arrive (read on the queue, before the
+    /// feed): every one's spec (the decode's size and layout serve them all), and the specs of
+    /// those whose next partial image is due.
+    struct Demand {
+        var specs: [OutputSpec]
+        var due: [OutputSpec]
+    }
+
+    /// What a feed did: when the frame (or the preview) moved on, the decoder to make partial
+    /// images from, the image's size in the file, and whether the frame's pixels changed.
+    struct Progress {
+        var decoder: any IncrementalImageDecoder
+        var source: (width: Int, height: Int)
+        var frameUpdated: Bool
+    }
+
     let fetchID: Int
     let queue: DispatchQueue
+    /// The delivery stage's memory budget, which the decoder's bitmap counts against.
+    private let slots: DecodeSlots
     private var decoder: (any IncrementalImageDecoder)?
     /// The image's size in the file, once its header was read.
     private var source: (width: Int, height: Int)?
     private var pending: [UInt8] = []
     private var received: Int64 = 0
     private var settings = DecodeSettings()
-    private var tokens: [DownloadToken] = []
+    private var demand = Demand(specs: [], due: [])
     private(set) var result: Result<FetchPipeline.Frame, DecodeError>?
     /// The memory of the decode budget the decoder's bitmap holds.
     private var memory: DecodeSlots.Slot?
@@ -33,57 +53,79 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
     /// GIF's first image descriptor long extensions) before decoding at full size without it.
     static let headerSearchLimit = 1 << 20
 
-    init(fetchID: Int) {
-        self.fetchID = fetchID
+    init(fetchID: Int, slots: DecodeSlots) {
+        (self.fetchID, self.slots) = (fetchID, slots)
         queue = DispatchQueue(label: "image-worker.decode.\(fetchID)", target: .global(qos: .userInitiated))
     }
 
-    func feed(offset: Int64, bytes: ByteBuffer, tokens: [DownloadToken], settings: DecodeSettings, owner: FetchDeliveries) {
-        guard result == nil, !declined else { return }
+    /// Feeds the bytes at `offset` (a late joiner's catch-up may overlap what was fed).
+    func feed(offset: Int64, bytes: ByteBuffer, demand: Demand, settings: DecodeSettings) -> Progress? {
+        guard result == nil, !declined else { return nil }
         // A late joiner's catch-up overlaps what was fed: skip what is already in.
         var chunk = Array(bytes.readableBytesView)
         if offset < received {
             let overlap = Int(received - offset)
-            guard overlap < chunk.count else { return }
+            guard overlap < chunk.count else { return nil }
             chunk.removeFirst(overlap)
         } else if offset > received {
             result = .failure(.corrupt("missing bytes in the stream"))
-            return
+            return nil
         }
         received += Int64(chunk.count)
-        (self.settings, self.tokens) = (settings, tokens)
+        (self.settings, self.demand) = (settings, demand)
         let active: any IncrementalImageDecoder
         if let decoder {
             active = decoder
         } else {
             pending += chunk
-            guard pending.count >= ImageFormat.signatureLength else { return }
+            guard pending.count >= ImageFormat.signatureLength else { return nil }
             // The decode's size is chosen from the header: wait for it (a JPEG's frame header
             // may follow large metadata), up to a limit.
             let format = ImageFormat.detect(pending)
             let probed = ImageDecoders.probeSize(pending)
             guard probed != nil || !ImageDecoders.decodedFormats.contains(where: { $0 == format }) || pending.count >= ProgressiveSession.headerSearchLimit
-            else { return }
-            guard let started = start(source: probed, owner: owner) else { return }
+            else { return nil }
+            guard let started = start(source: probed) else { return nil }
             active = started
             chunk = pending
             pending = []
         }
         do {
-            active.wantsPartialFrames = owner.wantsPartialFrame(tokens, decoder: active, source: source)
+            active.wantsPartialFrames = Self.wantsPartialFrame(demand.due, decoder: active, source: source)
             let progress = try active.feed(chunk, isLast: false)
-            if !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size {
-                owner.partialImages(
-                    from: active, source: source, tokens: tokens, frameUpdated: progress.contains(.pixels))
-            }
+            guard !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size else { return nil }
+            return Progress(decoder: active, source: source, frameUpdated: progress.contains(.pixels))
         } catch {
             result = .failure(error)
+            return nil
         }
+    }
+
+    /// Whether a frame decoded now would be used for any of the due tokens: when not, the
+    /// decoder skips rendering it (a progressive JPEG's output pass over the whole image).
+    /// Tokens served by the decoder's preview need no frame.
+    static func wantsPartialFrame(_ due: [OutputSpec], decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)?) -> Bool {
+        due.contains { spec in
+            guard let source else { return true }
+            return !FetchDeliveries.previewServes(spec, decoder, source: source)
+        }
+    }
+
+    /// How to decode for specs: the smallest size that gives each what it asks of an image of
+    /// `source` size (the largest of their fitted sizes; the full size when one asks no
+    /// scaling), in their layout when they share one (so that the pixels are the whole-buffer
+    /// path's), else RGBA.
+    static func plan(for specs: [OutputSpec], source: (width: Int, height: Int)) -> (
+        target: (width: Int, height: Int), layout: PixelLayout
+    ) {
+        let layouts = Set(specs.map(\.format.layout))
+        let layout = layouts.count == 1 ? layouts.first! : .rgba
+        return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source), layout)
     }
 
     /// Creates the decoder, for an image of `source` size when its header was read (nil, with
     /// the failure in `result`, when it cannot be made).
-    private func start(source probed: (width: Int, height: Int)?, owner: FetchDeliveries) -> (any IncrementalImageDecoder)? {
+    private func start(source probed: (width: Int, height: Int)?) -> (any IncrementalImageDecoder)? {
         guard let format = ImageFormat.detect(pending) else {
             result = .failure(.unsupported("unknown image format (no known signature)"))
             return nil
@@ -96,15 +138,15 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             if let (width, height) = probed, width > 0, height > 0 {
                 source = (width, height)
                 try ImageDecoders.checkPixelLimit((width, height), options)
-                let plan = owner.decodePlan(for: tokens, source: (width, height))
+                let plan = Self.plan(for: demand.specs, source: (width, height))
                 options.layout = plan.layout
                 // A GIF is decoded onto its whole canvas, whatever the target.
                 let held = format == .gif ? (width, height) : plan.target
-                guard reserve(OutputDelivery.bitmapCost(width: held.0, height: held.1), owner: owner) else { return nil }
+                guard reserve(OutputDelivery.bitmapCost(width: held.0, height: held.1)) else { return nil }
                 decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
             } else {
                 // No size within the header search: as a whole decode of such a body is counted.
-                guard reserve(OutputDelivery.bitmapCost(unknownSizeOf: pending.count), owner: owner) else { return nil }
+                guard reserve(OutputDelivery.bitmapCost(unknownSizeOf: pending.count)) else { return nil }
                 decoder = try ImageDecoders.makeIncremental(for: format, options: options)
             }
             return decoder
@@ -116,8 +158,8 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
 
     /// Takes the decoder's memory from the budget; when it is taken, declines (and forgets
     /// the bytes kept so far: the whole decode reads the body).
-    private func reserve(_ cost: Int, owner: FetchDeliveries) -> Bool {
-        if let memory = owner.slots.reserve(cost: cost) {
+    private func reserve(_ cost: Int) -> Bool {
+        if let memory = slots.reserve(cost: cost) {
             self.memory = memory
             return true
         }
@@ -128,19 +170,19 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
 
     /// The decode is over (its frame, if any, is the delivery's now, counted by its slot), or
     /// the fetch is gone: its memory goes back to the budget.
-    func giveMemoryBack(owner: FetchDeliveries) {
-        if let memory { owner.slots.release(memory) }
+    func giveMemoryBack() {
+        if let memory { slots.release(memory) }
         memory = nil
     }
 
-    func end(owner: FetchDeliveries) {
-        defer { giveMemoryBack(owner: owner) }
+    func end() {
+        defer { giveMemoryBack() }
         guard result == nil, !declined else { return }
         let active: any IncrementalImageDecoder
         if let decoder {
             active = decoder
         } else {
-            guard !pending.isEmpty, let started = start(source: ImageDecoders.probeSize(pending), owner: owner) else {
+            guard !pending.isEmpty, let started = start(source: ImageDecoders.probeSize(pending)) else {
                 if result == nil, !declined { result = .failure(.corrupt("no image data")) }
                 return
             }
@@ -163,9 +205,9 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         decoder = nil  // the pixels live on in `result`
     }
 
-    func abandon(owner: FetchDeliveries) {
+    func abandon() {
         decoder = nil
         result = .failure(.corrupt("abandoned"))
-        giveMemoryBack(owner: owner)
+        giveMemoryBack()
     }
 }
