@@ -24,16 +24,26 @@ enum FrameDelivery {
         case delivered(JSONObject, path: String?)
         /// A `skipExisting` file appeared while the token downloaded: kept as it was, at this path.
         case keptExisting(String)
+        /// Shared memory had no room for it after all: to be sent inline.
+        case sharedFull
+    }
+
+    /// Room reserved in shared memory for a final image (`SharedOutput.reserve`, `tryReserve`).
+    struct SharedFile: Sendable {
+        var reservation: SharedOutput.Reservation
+        var output: SharedOutput
     }
 
     /// Puts `payload` where the target asks, on the calling thread (off the network and
     /// cooperative threads; the file is written atomically, `AtomicFile`). A final image carries
     /// its SHA-256 when the spec wants one (a name template with `{sha256}`, `output.sha256`).
-    /// `shared` delivery puts images inline here: partial images always (a replaced, never sent
-    /// partial event must leave no file nobody will take), a final one when it is small (a
-    /// larger one is written to shared memory by `OutputDelivery`, which may wait for room).
+    /// `shared` delivery puts images inline here (partial images always: a replaced, never sent
+    /// partial event must leave no file nobody will take), or into the shared-memory file
+    /// reserved for a final one (`sharedFile`: `OutputDelivery` reserves it, waiting for room;
+    /// a small one goes inline).
     static func deliver(
-        _ payload: Payload, fileExtension: String?, source: ImageFormat?, to target: Target, final: Bool
+        _ payload: Payload, fileExtension: String?, source: ImageFormat?, to target: Target, final: Bool,
+        sharedFile: SharedFile? = nil
     ) throws(DeliveryFailure) -> Placed {
         let spec = target.spec
         let digest = final && wantsDigest(spec) ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
@@ -42,6 +52,11 @@ enum FrameDelivery {
         switch spec.delivery {
         case .none:
             return .delivered(fields, path: nil)
+        case .shared where sharedFile != nil:
+            guard let sharedFile, let path = sharedFile.output.write(payload, into: sharedFile.reservation) else { return .sharedFull }
+            fields["path"] = .string(path)
+            fields["shared"] = true
+            return .delivered(fields, path: path)
         case .inline, .shared:
             fields["data"] = .string(payload.base64())
             return .delivered(fields, path: nil)

@@ -97,8 +97,13 @@ extension OutputDelivery {
         case .shared where rendered.payload.count > SharedOutput.inlineLimit:
             switch shared.tryReserve(rendered.payload.count, fileExtension: rendered.fileExtension) {
             case .reserved(let reservation):
-                placed = writeShared(rendered.payload, into: reservation, shared: shared, spec: spec)
-                sharedFull = placed == nil
+                let into = FrameDelivery.SharedFile(reservation: reservation, output: shared)
+                switch try FrameDelivery.deliver(
+                    rendered.payload, fileExtension: rendered.fileExtension, source: source, to: target, final: true, sharedFile: into)
+                {
+                case .sharedFull: sharedFull = true
+                case let done: placed = done
+                }
             case .full: break  // (the token's task waits for room)
             case .unavailable: sharedFull = true
             }
@@ -115,20 +120,6 @@ extension OutputDelivery {
         var written = rendered
         written.payload = Payload([])
         return Finished(rendered: written, placed: placed, decodeMs: decodeMs, writeMs: milliseconds(since: writeStart))
-    }
-
-    /// `payload` written into its reserved shared-memory file (on the calling thread: a decoding
-    /// one, or one of the blocking pool): the event's fields, `sha256` first when asked; nil when
-    /// shared memory has no room for it (to be delivered inline).
-    static func writeShared(
-        _ payload: Payload, into reservation: SharedOutput.Reservation, shared: SharedOutput, spec: OutputSpec
-    ) -> FrameDelivery.Placed? {
-        guard let path = shared.write(payload, into: reservation) else { return nil }
-        var fields: JSONObject = [:]
-        if FrameDelivery.wantsDigest(spec) { fields["sha256"] = .string(payload.withUnsafeBytes { SHA256.hex($0) }) }
-        fields["path"] = .string(path)
-        fields["shared"] = true
-        return .delivered(fields, path: path)
     }
 
     /// Milliseconds since `start` (`DispatchTime`'s nanoseconds), to two decimals, for a token's metrics.

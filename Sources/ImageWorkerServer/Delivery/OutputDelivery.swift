@@ -136,8 +136,14 @@ enum OutputDelivery {
             keepBytesOnly()
             let writeStart = DispatchTime.now().uptimeNanoseconds
             if let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin") {
-                written = await BlockingWork.run { writeShared(payload, into: reservation, shared: shared, spec: spec) }
-                if written != nil { timings["writeMs"] = milliseconds(since: writeStart) }
+                let (target, into) = (target(), FrameDelivery.SharedFile(reservation: reservation, output: shared))
+                let placed = try await BlockingWork.run { () throws(DeliveryFailure) -> FrameDelivery.Placed in
+                    try FrameDelivery.deliver(payload, fileExtension: fileExtension, source: source, to: target, final: true, sharedFile: into)
+                }
+                if case .sharedFull = placed {} else {
+                    written = placed
+                    timings["writeMs"] = milliseconds(since: writeStart)
+                }
             }
         }
         let placed: FrameDelivery.Placed
@@ -163,6 +169,9 @@ enum OutputDelivery {
             if spec.delivery == .file { timings["writeMs"] = milliseconds(since: writeStart) }
         }
         switch placed {
+        case .sharedFull:
+            // (Only a write into a reserved shared-memory file says so, and that case went inline above.)
+            throw .output("no room in shared memory", path: nil)
         case .keptExisting(let path):
             // Kept as it was (it appeared while this token downloaded): described as on disk.
             return try await BlockingWork.run { () throws(DeliveryFailure) -> JSONObject in
