@@ -309,6 +309,8 @@ def main():
     ap.add_argument("--base", default="http://127.0.0.1:8081", help="where nginx serves the corpus")
     ap.add_argument("--binary", default=os.path.join(ROOT, ".build-dist", "release", "image-worker"))
     ap.add_argument("--python", default=sys.executable, help="a Python with aiohttp, Pillow and PyTurboJPEG")
+    ap.add_argument("--baseline", help="another image-worker binary (an earlier commit's) run as a third side of every "
+                    "job, taking turns with the others: the A/B ratio, this worker ÷ that one")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--phases", help="a built scripts/anchors/jpeg_phases.c")
@@ -333,7 +335,7 @@ def main():
     with open(url_list, "w") as f:
         f.write("\n".join(urls) + "\n")
     jobs = [j for j in a.jobs.split(",") if j]
-    results = {job: {"worker": [], "python": []} for job in jobs}
+    results = {job: {"worker": [], "python": [], "baseline": []} for job in jobs}
     ceiling, curl = [], []
     others = {"aria2c": [], "img2dataset": [], "img2dataset-thumbnails": []}
     has_aria2 = shutil.which("aria2c") is not None
@@ -349,25 +351,31 @@ def main():
             out = fresh(os.path.join(scratch, "out"))
             run_worker(a.binary, "original-files" if job in USER_JOBS else job, urls, out)
             written[job] = bytes_in(out)
+    sides = ["worker", "python"] + (["baseline"] if a.baseline else [])
     for r in range(a.rounds):
         for job in jobs:
-            order = ["worker", "python"] if r % 2 == 0 else ["python", "worker"]
+            # Each side first in turn, and (with a baseline) the two workers in both orders.
+            order = sides[r % len(sides):] + sides[:r % len(sides)]
+            if r // len(sides) % 2 == 1:
+                order.reverse()
             for side in order:
                 out = fresh(os.path.join(scratch, "out"))
                 if job in written:
                     prefault(out, written[job])
-                cache = cache_dir if job == "decode-warm" and side == "worker" else None
-                if job in USER_JOBS and side == "worker":
-                    result = run_user_path(a.python, a.binary, job, urls, url_list, out)
+                binary = a.baseline if side == "baseline" else a.binary
+                runs_worker = side != "python"
+                cache = cache_dir if job == "decode-warm" and runs_worker else None
+                if job in USER_JOBS and runs_worker:
+                    result = run_user_path(a.python, binary, job, urls, url_list, out)
                 elif job == "decode-file":
-                    result = run_worker(a.binary, job, file_urls, out, file_root=corpus) if side == "worker" else run_ceiling(a.python, a.corpus)
+                    result = run_worker(binary, job, file_urls, out, file_root=corpus) if runs_worker else run_ceiling(a.python, a.corpus)
                 else:
-                    result = run_worker(a.binary, job, urls, out, cache) if side == "worker" else run_python(a.python, job, url_list, out)
+                    result = run_worker(binary, job, urls, out, cache) if runs_worker else run_python(a.python, job, url_list, out)
                 if result["ok"] != len(urls):
                     print(f"pipeline: {side} {job}: only {result['ok']} of {len(urls)} succeeded", file=sys.stderr)
                 results[job][side].append(result)
                 cached = f" ({result['from_cache']} from the cache, {result['revalidated']} revalidated)" if cache else ""
-                print(f"pipeline: round {r + 1} {job:14} {side:6} {len(urls) / result['wall_s']:8.1f} files/s "
+                print(f"pipeline: round {r + 1} {job:14} {side:8} {len(urls) / result['wall_s']:8.1f} files/s "
                       f"{result['cpu_s']:6.2f} CPU s {result['peak_rss_mb']:7.1f} MB{cached}", file=sys.stderr)
         ceiling.append(run_ceiling(a.python, a.corpus))
         curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
@@ -436,6 +444,16 @@ def main():
               f"| {speed:.2f} | {cpu:.2f} | {med([x['cpu_s'] for x in w]) * 1000 / len(urls):.2f} "
               f"| {med([y['cpu_s'] for y in p]) * 1000 / len(urls):.2f} | {med([x['peak_rss_mb'] for x in w]):.0f} "
               f"| {med([y['peak_rss_mb'] for y in p]):.0f} |")
+    if a.baseline:
+        print(f"\nA/B against {a.baseline} (the same jobs, in turn with this worker in every round):")
+        print("| job | this worker files/s | baseline files/s | this ÷ baseline files/s (rounds) | this ÷ baseline CPU |")
+        print("|---|---|---|---|---|")
+        for job in jobs:
+            w, b = results[job]["worker"], results[job]["baseline"]
+            rounds = ratios(w, b)
+            print(f"| {job} | {med([len(urls) / x['wall_s'] for x in w]):.0f} | {med([len(urls) / x['wall_s'] for x in b]):.0f} "
+                  f"| {med(rounds):.2f} ({', '.join(f'{x:.2f}' for x in rounds)}) "
+                  f"| {med([x['cpu_s'] / y['cpu_s'] for x, y in zip(w, b)]):.2f} |")
     c = med([x["files"] / x["wall_s"] for x in ceiling])
     print(f"\nfrom-memory ceiling (TurboJPEG + Pillow, 2 threads): {c:.0f} files/s")
     if "decode" in results:
