@@ -41,13 +41,12 @@ enum OutputDelivery {
         ]
         let payload: Payload
         let fileExtension: String?
-        // A decoding token holds a slot from its decode to its delivery (not while it waits for
-        // the reader): the bitmaps being made or written at once are bounded by the slots.
-        var slot: DecodeSlots.Slot?
-        defer { if let slot { slots.release(slot) } }
-        // A result still to be handed over (waiting for room in shared memory, or for the reader
-        // of inline output) keeps its bytes in the decode stage's budget until then, whether or
-        // not its slot went on to the next decode: results nobody takes hold decoding back.
+        // A decoding token holds a slot from its decode until its image is rendered and, for a
+        // file, written (`decodedWhole`, `decodedStreamed`): the bitmaps being made or written at
+        // once are bounded by the slots. A result still to be handed over (waiting for room in
+        // shared memory, or for the reader of inline output) keeps its bytes in the decode
+        // stage's budget until then (`Finished.hold`), while its slot goes on to the next decode:
+        // results nobody takes hold decoding back.
         var hold: DecodeSlots.Slot?
         defer { if let hold { slots.release(hold) } }
         // The delivery's part of the token's metrics (the downloader's are merged in the event).
@@ -72,30 +71,9 @@ enum OutputDelivery {
                     resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target(),
                     deliveries: deliveries, slots: slots, shared: shared, settings: settings)
             } else {
-                slot = await slots.acquire(token: token, priority: priority, cost: cost)
-                guard slot != nil else { throw .output("cancelled before its decode", path: nil) }
-                let decodeStart = DispatchTime.now().uptimeNanoseconds
-                // The progressive decode's final image, if the fetch had one.
-                let progressiveResult = await pipeline(of: resource, deliveries).frame(of: resource)
-                let image: DecodedImage
-                // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
-                if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
-                    image = fitted
-                } else if case .failure(let error)? = progressiveResult {
-                    throw DeliveryFailure(error, settings: settings)
-                } else {
-                    // No progressive decode, or one scaled for other tokens below what this one
-                    // asks (a token that joined the fetch after its decode began): decoded whole.
-                    var lane = BlockingWork.Lane()
-                    let decode = sharedDecode(
-                        resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: nil, lane: &lane)
-                    lane.startPending()
-                    image = try decoded(await decode.value(), settings: settings)
-                }
-                let fileTarget = target()
-                finished = try await BlockingWork.run { () throws(DeliveryFailure) -> Finished in
-                    try finish(image, spec: spec, source: source, to: fileTarget, shared: shared, slots: slots, decodeStart: decodeStart)
-                }
+                finished = try await decodedStreamed(
+                    resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target,
+                    deliveries: deliveries, slots: slots, shared: shared, settings: settings)
             }
             timings["decodeMs"] = finished.decodeMs
             if let writeMs = finished.writeMs { timings["writeMs"] = writeMs }
@@ -108,32 +86,13 @@ enum OutputDelivery {
         } else {
             payload = Payload(resource.body)
             fileExtension = nil
-            if let header {
-                let stored = try verified(header)
-                result["width"] = JSONValue(stored.width)
-                result["height"] = JSONValue(stored.height)
-                if spec.verifyPixels {
-                    try await SourceFacts.decodeEveryPixel(
-                        resource, token: token, priority: priority, source: source, spec: spec, slots: slots, settings: settings)
-                }
-            }
-            let mime = source?.mimeType ?? resource.response.mimeType
-            result["mimeType"] = JSONValue(mime)
-            if let source { result["sourceFormat"] = .string(source.rawValue) }
-        }
-        // The slot goes on to the next decode while this result waits (below); its bytes stay
-        // counted until it is handed over.
-        func keepBytesOnly() {
-            if hold == nil, payload.count > 0, slot != nil { hold = slots.hold(bytes: payload.count) }
-            if let held = slot {
-                slots.release(held)
-                slot = nil
-            }
+            let facts = try await originalFields(
+                resource, header: header, token: token, priority: priority, source: source, spec: spec, slots: slots, settings: settings)
+            for (key, value) in facts { result[key] = value }
         }
         if written == nil, spec.delivery == .shared, payload.count > SharedOutput.inlineLimit, !sharedFull {
             // No new file while the client has not taken enough of the earlier ones (the wait is in
             // `reserve`; nil: shared memory is not to be had, inline instead).
-            keepBytesOnly()
             let writeStart = DispatchTime.now().uptimeNanoseconds
             if let reservation = try await shared.reserve(payload.count, fileExtension: fileExtension ?? source?.fileExtension ?? "bin") {
                 let (target, into) = (target(), FrameDelivery.SharedFile(reservation: reservation, output: shared))
@@ -153,7 +112,6 @@ enum OutputDelivery {
             if spec.delivery != .none, spec.delivery != .file {
                 // No new inline payload while the reader is behind, and one let through counts
                 // on the wire at once (its base64 line): memory stays bounded.
-                keepBytesOnly()
                 guard await deliveries.claimWire(token, bytes: (payload.count + 2) / 3 * 4) else {
                     throw .output("cancelled before its delivery", path: nil)
                 }
@@ -189,10 +147,68 @@ enum OutputDelivery {
         return result
     }
 
+    /// What an original's event says of it: its format and type, and with `verify` its stored
+    /// size from the header (every pixel decoded too with `verify: "full"`); the token's failure
+    /// when the bytes are not the image they claim to be.
+    private static func originalFields(
+        _ resource: FetchedResource, header: Result<ImageHeader, ImageHeader.Failure>?, token: DownloadToken,
+        priority: DownloadPriority, source: ImageFormat?, spec: OutputSpec, slots: DecodeSlots, settings: DecodeSettings
+    ) async throws(DeliveryFailure) -> JSONObject {
+        var fields: JSONObject = [:]
+        if let header {
+            let stored = try verified(header)
+            fields["width"] = JSONValue(stored.width)
+            fields["height"] = JSONValue(stored.height)
+            if spec.verifyPixels {
+                try await SourceFacts.decodeEveryPixel(
+                    resource, token: token, priority: priority, source: source, spec: spec, slots: slots, settings: settings)
+            }
+        }
+        fields["mimeType"] = JSONValue(source?.mimeType ?? resource.response.mimeType)
+        if let source { fields["sourceFormat"] = .string(source.rawValue) }
+        return fields
+    }
+
     /// The pipeline of the resource's fetch (one made for it alone when the resource came from
     /// no worker downloader).
     static func pipeline(of resource: FetchedResource, _ deliveries: FetchDeliveries) -> FetchPipeline {
         resource.pipeline ?? deliveries.makePipeline(resource.fetchID)
+    }
+
+    /// A streamed token's image (its fetch's body went through a progressive decoder): the
+    /// decoder's final image scaled to the token's size, or, when there was none or it was
+    /// scaled below what this token asks (a token that joined the fetch after its decode began),
+    /// the fetch's decode of the whole body; rendered (and, for a file, written) under a decode
+    /// slot, given back when this returns.
+    private static func decodedStreamed(
+        _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
+        spec: OutputSpec, target: () -> FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput,
+        settings: DecodeSettings
+    ) async throws(DeliveryFailure) -> Finished {
+        guard let slot = await slots.acquire(token: token, priority: priority, cost: cost) else {
+            throw .output("cancelled before its decode", path: nil)
+        }
+        defer { slots.release(slot) }
+        let decodeStart = DispatchTime.now().uptimeNanoseconds
+        let progressiveResult = await pipeline(of: resource, deliveries).frame(of: resource)
+        let image: DecodedImage
+        // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
+        if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
+            image = fitted
+        } else if case .failure(let error)? = progressiveResult {
+            throw DeliveryFailure(error, settings: settings)
+        } else {
+            var lane = BlockingWork.Lane()
+            let decode = sharedDecode(
+                resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: nil, lane: &lane)
+            lane.startPending()
+            image = try decoded(await decode.value(), settings: settings)
+        }
+        // (Asked once the decoder has taken every byte: its last partial image's path.)
+        let fileTarget = target()
+        return try await BlockingWork.run { () throws(DeliveryFailure) -> Finished in
+            try finish(image, spec: spec, source: source, to: fileTarget, shared: shared, slots: slots, decodeStart: decodeStart)
+        }
     }
 
     /// A token's image decoded whole, from the moment its slot is let in: on the thread of the
