@@ -49,7 +49,7 @@ extension FetchDeliveries {
         // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
         // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
         var preview: (image: DecodedImage, passes: Int)??
-        var renders: [RenderKey: (rendered: OutputDelivery.Rendered, passes: Int, filledRows: Int)] = [:]
+        var renders: [RenderKey: (rendered: Renderer.Rendered, passes: Int, filledRows: Int)] = [:]
         for (token, target) in due {
             let spec = target.spec
             let key = RenderKey(spec)
@@ -58,7 +58,7 @@ extension FetchDeliveries {
                 if Self.previewServes(spec, decoder, source: source) {
                     if preview == nil { preview = decoder.preview() }
                     guard let (image, passes) = preview ?? nil,
-                        let rendered = try? OutputDelivery.renderNow(OutputDelivery.resized(image, to: size, spec: spec), spec: spec)
+                        let rendered = try? Renderer.render(Renderer.resized(image, to: size, spec: spec), spec: spec)
                     else { continue }
                     renders[key] = (rendered, passes, size.height)
                 } else {
@@ -66,14 +66,14 @@ extension FetchDeliveries {
                     // Within the frame (a late joiner may ask more than it holds).
                     let target = (width: min(size.width, frameWidth), height: min(size.height, frameHeight))
                     let rows = frameHeight > 0 ? filled * target.height / frameHeight : 0
-                    var rendered: OutputDelivery.Rendered?
+                    var rendered: Renderer.Rendered?
                     if spec.delivery == .none, !spec.format.isEncoded {
                         // Delivered nowhere: described, never copied out of the decoder.
-                        rendered = OutputDelivery.described(
+                        rendered = Renderer.described(
                             width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
                     } else if spec.format.isEncoded, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
                         rendered = decoder.withCurrentPixels { frame in
-                            try? OutputDelivery.renderPartialEncoded(frame, orientation: orientation, source: decoder.format, spec: spec)
+                            try? Renderer.partialEncoded(frame, orientation: orientation, source: decoder.format, spec: spec)
                         } ?? nil
                     } else {
                         // Taken from the frame where it lies (scaled down, or copied at full
@@ -82,7 +82,7 @@ extension FetchDeliveries {
                             ImageResampler.resize(
                                 frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
                         }
-                        if let image { rendered = try? OutputDelivery.renderNow(spec.format.pixels(of: image), spec: spec) }
+                        if let image { rendered = try? Renderer.render(spec.format.pixels(of: image), spec: spec) }
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)

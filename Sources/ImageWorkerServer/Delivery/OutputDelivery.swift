@@ -193,7 +193,7 @@ enum OutputDelivery {
         let progressiveResult = await pipeline(of: resource, deliveries).frame(of: resource)
         let image: DecodedImage
         // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
-        if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ fitted(frame, spec: spec) }) {
+        if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ Renderer.fitted(frame, spec: spec) }) {
             image = fitted
         } else if case .failure(let error)? = progressiveResult {
             throw DeliveryFailure(error, settings: settings)

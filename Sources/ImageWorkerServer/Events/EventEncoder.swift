@@ -58,7 +58,7 @@ enum EventEncoder {
     /// `FrameDelivery.deliver`'s fields). Only the newest of a token's partial images waits to
     /// be sent: it replaces an unsent one under its key.
     static func partialImage(
-        _ token: DownloadToken, sequence: Int, image: OutputDelivery.Rendered, filledRows: Int, passes: Int, delivery: JSONObject
+        _ token: DownloadToken, sequence: Int, image: Renderer.Rendered, filledRows: Int, passes: Int, delivery: JSONObject
     ) -> (message: JSONValue, replaceKey: String) {
         var params: JSONObject = ["token": token.json, "sequence": JSONValue(sequence)]
         for (key, value) in image.fields { params[key] = value }

@@ -4,8 +4,8 @@ import ImageDecoding
 import ImageWorkerProtocol
 import NIOCore
 
-/// A token's image made what its output asks: its bitmap's cost, its size, rendered (encoded or
-/// raw), placed, and described for its event.
+/// A token's final image finished: its bitmap's cost for the decode budget, then (`finish`) made
+/// what its output asks by the `Renderer`, placed by `FrameDelivery`, and timed for its event.
 extension OutputDelivery {
     /// The bytes of bitmap a decode of `body` will hold, for the decode stage's memory budget:
     /// the stored size in RGBA by the header; for a body whose header is not in its first 64 KiB
@@ -33,33 +33,10 @@ extension OutputDelivery {
         bytes &* 16
     }
 
-    /// What a decoded image is delivered as: the event's fields, the bytes, their type.
-    struct Rendered: Sendable {
-        var fields: JSONObject
-        var payload: Payload
-        /// The payload's size (for a raw image described but not made, the size it would have).
-        var byteLength: Int
-        var mimeType: String
-        var fileExtension: String
-    }
-
-    /// A progressive decode's image at what the token asked of the file's image, or nil when the
-    /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
-    static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
-        let target = spec.geometry.finalSize(of: frame.source)
-        guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
-        return resized(frame.image, to: target, spec: spec)
-    }
-
-    /// In the token's layout, at `target`.
-    static func resized(_ image: DecodedImage, to target: (width: Int, height: Int), spec: OutputSpec) -> DecodedImage {
-        ImageResampler.resize(spec.format.pixels(of: image), width: target.width, height: target.height)
-    }
-
     /// A decoded image made into what the token asked for: rendered, and its file written when
     /// its delivery is a file (or shared memory, when the client has room for it).
     struct Finished: Sendable {
-        var rendered: Rendered
+        var rendered: Renderer.Rendered
         /// Where the file went (a file, or shared memory).
         var placed: FrameDelivery.Placed?
         var decodeMs: JSONValue
@@ -72,7 +49,7 @@ extension OutputDelivery {
         var hold: DecodeSlots.Slot?
     }
 
-    /// `image` rendered (`renderNow`; for a token that delivers nothing, only described), then
+    /// `image` rendered (`Renderer.render`; for a token that delivers nothing, only described), then
     /// written to `target` if its delivery is a file, or into `shared` if it goes through shared
     /// memory and the client has room for it now (else the token's task waits for room): on the
     /// calling thread, one on the blocking pool. `decodeStart`: when its decode slot was let in.
@@ -82,10 +59,10 @@ extension OutputDelivery {
     ) throws(DeliveryFailure) -> Finished {
         let rendered =
             spec.delivery == .none
-            ? described(
+            ? Renderer.described(
                 width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
                 animation: image.animation)
-            : try renderNow(image, spec: spec)
+            : try Renderer.render(image, spec: spec)
         let decodeMs = milliseconds(since: decodeStart)
         let writeStart = DispatchTime.now().uptimeNanoseconds
         var placed: FrameDelivery.Placed?
@@ -127,66 +104,4 @@ extension OutputDelivery {
         .double((Double(DispatchTime.now().uptimeNanoseconds - start) / 1e4).rounded() / 100)
     }
 
-    /// A partial image in an encoded format (PNG, JPEG, WebP), encoded from the decoder's frame
-    /// where it lies (full size, upright as stored): the fields `renderNow` gives.
-    static func renderPartialEncoded(_ frame: BorrowedPixels, orientation: Int, source: ImageFormat, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
-        var rendered = described(width: frame.width, height: frame.height, orientation: orientation, source: source, spec: spec)
-        guard let encoding = spec.encoding else { throw .output("no encoded format to render", path: nil) }
-        do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(frame, as: encoding)) } catch {
-            throw .output(error.description, path: nil)
-        }
-        rendered.byteLength = rendered.payload.count
-        return rendered
-    }
-
-    /// `render`, on the calling thread (already off the network and cooperative threads). PNGs,
-    /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
-    /// much faster than libpng's defaults, for slightly larger files.
-    static func renderNow(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
-        let upright = spec.applyOrientation ? image.applyingOrientation() : image
-        var rendered = described(
-            width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
-            animation: image.animation)
-        if let encoding = spec.encoding {
-            do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(upright, as: encoding)) } catch {
-                throw .output(error.description, path: nil)
-            }
-            rendered.byteLength = rendered.payload.count
-            return rendered
-        }
-        rendered.payload = Payload(upright.pixels)
-        return rendered
-    }
-
-    /// What `renderNow` says of an image of this stored size as the token receives it (turned
-    /// upright if asked: orientations 5–8 swap the sides), without its bytes: `byteLength` is the
-    /// raw formats' size, 0 for encoded formats until encoded. An animated source's frames and
-    /// loops are said too (`animated`, `frameCount`, `loopCount`).
-    static func described(
-        width stored: Int, height storedHeight: Int, orientation: Int, source: ImageFormat, spec: OutputSpec, animation: Animation? = nil
-    ) -> Rendered {
-        let turned = spec.applyOrientation && orientation >= 5 && orientation <= 8
-        let (width, height) = turned ? (storedHeight, stored) : (stored, storedHeight)
-        var fields: JSONObject = [
-            "width": JSONValue(width), "height": JSONValue(height),
-            "sourceFormat": .string(source.rawValue), "orientation": JSONValue(orientation),
-        ]
-        if let animation {
-            fields["animated"] = true
-            fields["frameCount"] = JSONValue(animation.frameCount)
-            if let loops = animation.loopCount { fields["loopCount"] = JSONValue(loops) }
-        }
-        if let encoding = spec.encoding {
-            let mime = encoding.format.mimeType
-            fields["mimeType"] = .string(mime)
-            return Rendered(fields: fields, payload: Payload([]), byteLength: 0, mimeType: mime, fileExtension: spec.format.fileExtension)
-        }
-        let stride = width * spec.format.layout.channels
-        fields["pixelFormat"] = .string(spec.format.rawValue)
-        fields["stride"] = JSONValue(stride)
-        fields["mimeType"] = "application/octet-stream"
-        return Rendered(
-            fields: fields, payload: Payload([]), byteLength: stride * height, mimeType: "application/octet-stream",
-            fileExtension: spec.format.rawValue)
-    }
 }
