@@ -177,14 +177,15 @@ import Testing
             writer: WireWriter(fd: writeEnd, onClosed: {}), settings: LockedState(DecodeSettings()), slots: slots)
         let resource = FetchedResource(
             response: ResponseInfo(status: 200, expectedBytes: nil, mimeType: "image/png", finalURL: "http://x/y", httpVersion: "1.1"),
-            body: ByteBuffer(), fetchID: 1, consumers: 3, follower: deliveries.makePipeline(1))
+            body: ByteBuffer(), fetchID: 1, consumers: 3)
+        let pipeline = deliveries.makePipeline(1)
         let key = FetchPipeline.State.DecodeKey(format: .rgba, geometry: OutputGeometry())
         let decodes = LockedState(0)
         let finished = LockedState<[String]>([])
         func admitted(_ name: String, lane: inout BlockingWork.Lane) async throws {
             let held = try #require(await slots.acquire(token: .string(name), priority: .normal, cost: 1))
             OutputDelivery.decodeAdmitted(
-                resource, token: .string(name), key: key, held: held, slots: slots, deliveries: deliveries, lane: &lane,
+                resource, token: .string(name), key: key, held: held, slots: slots, pipeline: pipeline, lane: &lane,
                 finish: { outcome in
                     if case .success(let image) = outcome, image.width == 2 { finished.withLock { $0.append(name) } }
                 },

@@ -10,7 +10,7 @@ import NIOCore
 /// under one lock: the progressive decoder fed while bytes arrive (`ProgressiveSession`, on its
 /// own serial queue), the shared decodes of the complete body (`SharedDecode`), and how many
 /// tokens are still to finish. The delivery stage's shared parts (the wire, the decode budget,
-/// the progressive tokens' targets) are `stage`'s. It goes with the fetch: no table of fetches
+/// each live token's `TokenOutputs`) are `stage`'s. It goes with the fetch: no table of fetches
 /// outlives one.
 final class FetchPipeline: FetchFollower {
     typealias State = FetchPipelineState<ProgressiveSession, SharedDecode>

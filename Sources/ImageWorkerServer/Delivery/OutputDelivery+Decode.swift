@@ -17,11 +17,10 @@ extension OutputDelivery {
     /// idle.
     static func decodeAdmitted(
         _ resource: FetchedResource, token: DownloadToken, key: FetchPipeline.State.DecodeKey, held: DecodeSlots.Slot,
-        slots: DecodeSlots, deliveries: FetchDeliveries, lane: inout BlockingWork.Lane,
+        slots: DecodeSlots, pipeline: FetchPipeline, lane: inout BlockingWork.Lane,
         finish: @escaping @Sendable (SharedDecode.Outcome) -> Void,
         decode: @escaping @Sendable () throws(DecodeError) -> DecodedImage
     ) {
-        let pipeline = pipeline(of: resource, deliveries)
         // Given back once: by the hook, or here for a joiner (whichever comes first).
         let slot = LockedState<DecodeSlots.Slot?>(held)
         let giveBack = { @Sendable (lane: inout BlockingWork.Lane) in
@@ -45,10 +44,10 @@ extension OutputDelivery {
     /// The decode of the image this token asked for, once for every token of the fetch that asks
     /// the same (a new one is handed on to `lane`). `source`: the format the body's signature names.
     static func sharedDecode(
-        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, deliveries: FetchDeliveries, settings: DecodeSettings,
+        _ resource: FetchedResource, source: ImageFormat?, spec: OutputSpec, pipeline: FetchPipeline, settings: DecodeSettings,
         whenDone: SharedDecode.Hook?, lane: inout BlockingWork.Lane
     ) -> SharedDecode {
-        pipeline(of: resource, deliveries).sharedDecode(
+        pipeline.sharedDecode(
             decodeKey(spec), whenDone: whenDone, lane: &lane,
             decode: decodeWork(resource, source: source, spec: spec, settings: settings)
         ).decode

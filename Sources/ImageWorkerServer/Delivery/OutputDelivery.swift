@@ -12,23 +12,26 @@ enum OutputDelivery {
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url: String, spec: OutputSpec,
         deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> JSONObject {
+        // The fetch's pipeline (one made for this token alone when the resource came from no
+        // worker downloader), resolved once for every step below.
+        let pipeline = resource.pipeline ?? deliveries.makePipeline(resource.fetchID)
         let result: Result<JSONObject, DeliveryFailure>
         do throws(DeliveryFailure) {
             result = .success(
                 try await deliverToken(
-                    resource, token: token, priority: priority, url: url, spec: spec, deliveries: deliveries, slots: slots,
+                    resource, token: token, priority: priority, url: url, spec: spec, pipeline: pipeline, slots: slots,
                     shared: shared, settings: settings))
         } catch {
             result = .failure(error)
         }
         // Whatever happened, this token is through: the last of the fetch releases what it shared.
-        pipeline(of: resource, deliveries).delivered(resource, token: token)
+        pipeline.delivered(resource, token: token)
         return try result.get()
     }
 
     private static func deliverToken(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, url sentURL: String, spec: OutputSpec,
-        deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings
+        pipeline: FetchPipeline, slots: DecodeSlots, shared: SharedOutput, settings: DecodeSettings
     ) async throws(DeliveryFailure) -> JSONObject {
         let source = ImageFormat.detect(resource.body.readableBytesView)
         var result: JSONObject = [
@@ -54,7 +57,7 @@ enum OutputDelivery {
         // A progressive token's partial images went to a path chosen then: the final image
         // replaces the last of them there (asked once its decoder has taken every byte).
         func target() -> FrameDelivery.Target {
-            FrameDelivery.Target(token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? deliveries.reservedPath(token) : nil)
+            FrameDelivery.Target(token: token, url: sentURL, spec: spec, reservedPath: resource.streamed ? pipeline.stage.reservedPath(token) : nil)
         }
         // Written already (a decoded image delivered as a file, or into shared memory).
         var written: FrameDelivery.Placed?
@@ -69,11 +72,11 @@ enum OutputDelivery {
             if !resource.streamed {
                 finished = try await decodedWhole(
                     resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target(),
-                    deliveries: deliveries, slots: slots, shared: shared, settings: settings)
+                    pipeline: pipeline, slots: slots, shared: shared, settings: settings)
             } else {
                 finished = try await decodedStreamed(
                     resource, token: token, priority: priority, cost: cost, source: source, spec: spec, target: target,
-                    deliveries: deliveries, slots: slots, shared: shared, settings: settings)
+                    pipeline: pipeline, slots: slots, shared: shared, settings: settings)
             }
             timings["decodeMs"] = finished.decodeMs
             if let writeMs = finished.writeMs { timings["writeMs"] = writeMs }
@@ -112,7 +115,7 @@ enum OutputDelivery {
             if spec.delivery != .none, spec.delivery != .file {
                 // No new inline payload while the reader is behind, and one let through counts
                 // on the wire at once (its base64 line): memory stays bounded.
-                guard await deliveries.claimWire(token, bytes: (payload.count + 2) / 3 * 4) else {
+                guard await pipeline.stage.claimWire(token, bytes: (payload.count + 2) / 3 * 4) else {
                     throw .output("cancelled before its delivery", path: nil)
                 }
             }
@@ -169,12 +172,6 @@ enum OutputDelivery {
         return fields
     }
 
-    /// The pipeline of the resource's fetch (one made for it alone when the resource came from
-    /// no worker downloader).
-    static func pipeline(of resource: FetchedResource, _ deliveries: FetchDeliveries) -> FetchPipeline {
-        resource.pipeline ?? deliveries.makePipeline(resource.fetchID)
-    }
-
     /// A streamed token's image (its fetch's body went through a progressive decoder): the
     /// decoder's final image scaled to the token's size, or, when there was none or it was
     /// scaled below what this token asks (a token that joined the fetch after its decode began),
@@ -182,7 +179,7 @@ enum OutputDelivery {
     /// slot, given back when this returns.
     private static func decodedStreamed(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
-        spec: OutputSpec, target: () -> FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput,
+        spec: OutputSpec, target: () -> FrameDelivery.Target, pipeline: FetchPipeline, slots: DecodeSlots, shared: SharedOutput,
         settings: DecodeSettings
     ) async throws(DeliveryFailure) -> Finished {
         guard let slot = await slots.acquire(token: token, priority: priority, cost: cost) else {
@@ -190,7 +187,7 @@ enum OutputDelivery {
         }
         defer { slots.release(slot) }
         let decodeStart = DispatchTime.now().uptimeNanoseconds
-        let progressiveResult = await pipeline(of: resource, deliveries).frame(of: resource)
+        let progressiveResult = await pipeline.frame(of: resource)
         let image: DecodedImage
         // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
         if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ Renderer.fitted(frame, spec: spec) }) {
@@ -200,7 +197,7 @@ enum OutputDelivery {
         } else {
             var lane = BlockingWork.Lane()
             let decode = sharedDecode(
-                resource, source: source, spec: spec, deliveries: deliveries, settings: settings, whenDone: nil, lane: &lane)
+                resource, source: source, spec: spec, pipeline: pipeline, settings: settings, whenDone: nil, lane: &lane)
             lane.startPending()
             image = try decoded(await decode.value(), settings: settings)
         }
@@ -217,7 +214,7 @@ enum OutputDelivery {
     /// back, so the next decode it lets in starts there too (`decodeAdmitted`).
     private static func decodedWhole(
         _ resource: FetchedResource, token: DownloadToken, priority: DownloadPriority, cost: Int, source: ImageFormat?,
-        spec: OutputSpec, target: FrameDelivery.Target, deliveries: FetchDeliveries, slots: DecodeSlots, shared: SharedOutput,
+        spec: OutputSpec, target: FrameDelivery.Target, pipeline: FetchPipeline, slots: DecodeSlots, shared: SharedOutput,
         settings: DecodeSettings
     ) async throws(DeliveryFailure) -> Finished {
         let step = await slots.acquire(token: token, priority: priority, cost: cost) {
@@ -225,7 +222,7 @@ enum OutputDelivery {
             let start = DispatchTime.now().uptimeNanoseconds
             let step = Promise<Result<Finished, DeliveryFailure>>()
             decodeAdmitted(
-                resource, token: token, key: decodeKey(spec), held: held, slots: slots, deliveries: deliveries, lane: &lane,
+                resource, token: token, key: decodeKey(spec), held: held, slots: slots, pipeline: pipeline, lane: &lane,
                 finish: { outcome in
                     step.fulfil(
                         Result { () throws(DeliveryFailure) -> Finished in

@@ -58,8 +58,9 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         queue = DispatchQueue(label: "image-worker.decode.\(fetchID)", target: .global(qos: .userInitiated))
     }
 
-    /// Feeds the bytes at `offset` (a late joiner's catch-up may overlap what was fed).
-    func feed(offset: Int64, bytes: ByteBuffer, demand: Demand, settings: DecodeSettings) -> Progress? {
+    /// Feeds the bytes at `offset` (a late joiner's catch-up may overlap what was fed). `demand`
+    /// is read only when the bytes are fed (not once the decode is over or was declined).
+    func feed(offset: Int64, bytes: ByteBuffer, demand: @autoclosure () -> Demand, settings: DecodeSettings) -> Progress? {
         guard result == nil, !declined else { return nil }
         // A late joiner's catch-up overlaps what was fed: skip what is already in.
         var chunk = Array(bytes.readableBytesView)
@@ -72,7 +73,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             return nil
         }
         received += Int64(chunk.count)
-        (self.settings, self.demand) = (settings, demand)
+        (self.settings, self.demand) = (settings, demand())
         let active: any IncrementalImageDecoder
         if let decoder {
             active = decoder
@@ -91,7 +92,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             pending = []
         }
         do {
-            active.wantsPartialFrames = Self.wantsPartialFrame(demand.due, decoder: active, source: source)
+            active.wantsPartialFrames = Self.wantsPartialFrame(self.demand.due, decoder: active, source: source)
             let progress = try active.feed(chunk, isLast: false)
             guard !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size else { return nil }
             return Progress(decoder: active, source: source, frameUpdated: progress.contains(.pixels))
