@@ -11,6 +11,8 @@ rules between them (`x-rules`) are written:
   Sources/ImageWorkerCLI/ServeProtocolFlags.swift    `serve`'s flags that are `configure` settings
   clients/python/src/image_worker/_manifest_fields.py  the manifest record's fields (Parquet's columns),
                                                      from protocol/schema/manifest-record.schema.json
+  clients/python/src/image_worker/_event_types.py    the event and image dataclasses, from protocol/schema/events
+  clients/node/lib/event-table.js                    the events' wire fields (index.d.ts: their types)
 
   scripts/generate-options.py           rewrite them
   scripts/generate-options.py --check   exit 1, naming them, when one is not what the schema gives (CI)
@@ -40,7 +42,7 @@ SWIFT_OUT = os.path.join(ROOT, "Sources", "ImageWorkerServer", "Requests", "Opti
 SERVE_OUT = os.path.join(ROOT, "Sources", "ImageWorkerCLI", "ServeProtocolFlags.swift")
 GET_OUT = os.path.join(ROOT, "Sources", "ImageWorkerCLI", "GetProtocolFlags.swift")
 MANIFEST_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_manifest_fields.py")
-PY_EVENTS_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_event_table.py")
+PY_EVENTS_OUT = os.path.join(ROOT, "clients", "python", "src", "image_worker", "_event_types.py")
 EVENTS_OUT = os.path.join(ROOT, "clients", "node", "lib", "event-table.js")
 DTS_EVENTS_BEGIN = "// BEGIN GENERATED EVENTS (scripts/generate-options.py from protocol/schema/events: do not edit)\n"
 DTS_EVENTS_END = "// END GENERATED EVENTS\n"
@@ -785,38 +787,135 @@ def node_events_source():
 
 
 #: How the Python client names wire fields where it is not their snake_case: a shared-memory
-#: result is mapped into `buffer`; `outcome` is the event's, not the image's.
+#: result is mapped into `buffer`; `outcome` is the event's, not the image's (no attribute).
 PYTHON_IMAGE_NAMES = {"shared": "buffer", "outcome": ""}
 
 
-def python_events_source():
+#: The Python classes of the events: wire method -> (class, its behaviour's base in ``_event_base.py``,
+#: docstring). ``download/completed``'s success variants are an ``Image`` (below), its others the
+#: ``Completed`` event's own fields.
+PYTHON_EVENT_CLASSES = {
+    "download/started": ("Started", "Event", "The download's fetch started (or it joined one under way)."),
+    "download/response": ("Response", "Event", "A 2xx response head arrived."),
+    "download/progress": ("Progress", "_Fraction", "Bytes received so far (``expected_bytes`` is None without a Content-Length)."),
+    "download/partialImage": ("PartialImage", "Event, _Pixels",
+                              "The image so far, while bytes arrive (``progressive=True``): in the download's format and\n"
+                              "    size, delivered like the final image (the same file, replaced atomically, or inline data)."),
+    "download/completed": ("Completed", "_Outcome",
+                           "The last event of a download: ``image`` on success, ``error`` otherwise (a\n"
+                           "    :class:`Cancelled` error when it was cancelled)."),
+}
+#: Python's own attributes, after the wire's: (class, attribute, annotation, default, comment).
+PYTHON_EXTRA_FIELDS = [
+    ("Completed", "image", "Optional[Image]", "None", "the image, on success (``error`` otherwise)"),
+    ("Image", "raw", "Mapping[str, Any]", "field(default_factory=dict, repr=False, compare=False)",
+     "the completed event's params as they came"),
+]
+#: Attributes whose annotation or doc is Python's own: base64 ``data`` is bytes; a shared-memory
+#: result (``shared``) is mapped into ``buffer``.
+PYTHON_FIELD_TYPES = {"data": ("Optional[bytes]", "field(default=None, repr=False)"),
+                      "shared": ("Optional[memoryview]", "field(default=None, repr=False, compare=False)")}
+PYTHON_FIELD_DOCS = {
+    "shared": "the delivered bytes in shared memory (``delivery=\"shared\"``, the default for raw pixel formats without "
+              "``dir``): mapped; its file, taken from the worker's folder, is given back for a later image when the last "
+              "view of it goes",
+    "metrics": "where the time went (on errors and cancellations too)",
+    "data": "the delivered bytes: delivery ``inline``, or ``shared`` when they are 16 KiB or less or shared memory had no room",
+}
+PY_SCALARS = {"integer": ("int", "0"), "number": ("float", "0.0"), "string": ("str", '""'), "boolean": ("bool", "False")}
+
+
+def python_field(name, schema, required):
+    """A wire field as a dataclass attribute: (annotation, default). Required fields are their
+    type, with its zero (or the schema's `default`) where a worker left one out; optional and
+    nullable ones are Optional, None when absent; `const: true` flags are False when absent."""
+    if name in PYTHON_FIELD_TYPES:
+        return PYTHON_FIELD_TYPES[name]
+    ref = json.dumps(schema)
+    if ref.find("/metrics") >= 0:
+        return "Optional[Metrics]", "None"
+    if ref.find("/downloadError") >= 0:
+        return "Optional[DownloadError]", "None"
+    if schema.get("const") is True:
+        return "bool", "False"
+    if "const" in schema or "enum" in schema:
+        kind, nullable = "string", False
+    else:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        nullable = "null" in kinds
+        kind = next(k for k in kinds if k != "null")
+    annotation, zero = PY_SCALARS[kind]
+    if "default" in schema:
+        return annotation, repr(schema["default"])
+    if required and not nullable:
+        return annotation, zero
+    return f"Optional[{annotation}]", "None"
+
+
+def python_merged_fields(variants, skip=()):
+    """Attributes of one or more variants' params: {wire name: (annotation, default, description)};
+    a field optional in one variant is Optional."""
+    out = {}
+    for variant in variants:
+        required = set(variant.get("required", []))
+        for name, schema in variant["properties"].items():
+            if name in skip:
+                continue
+            annotation, default = python_field(name, schema, name in required)
+            doc = PYTHON_FIELD_DOCS.get(name, schema.get("description", ""))
+            if name in out and out[name][0] != annotation and not annotation.startswith("Optional["):
+                annotation, default = out[name][0], out[name][1]
+            out[name] = (annotation, default, out.get(name, (None, None, ""))[2] or doc)
+    return out
+
+
+def python_event_types_source():
     common, events = event_schemas()
     header = HEADER.replace("/requests", "/events and common.schema.json")
-    lines = [f'"""{header}', "", "Each event's wire fields and the attribute each becomes (``_events.py`` reads events by them).", '"""',
-             "", "from typing import Dict", "",
-             "#: ``download/*`` params by method: wire name -> attribute (``download/completed``: an error's and a cancel's).",
-             "EVENT_WIRE: Dict[str, Dict[str, str]] = {"]
-    image = {}
-    for method, params in events.items():
-        if method.startswith("worker/"):
-            continue
-        fields = {}
-        for variant in params if isinstance(params, list) else [params]:
-            success = variant["properties"].get("outcome", {}).get("const") == "success"
-            for name in variant["properties"]:
-                if success:
-                    image.setdefault(name, PYTHON_IMAGE_NAMES.get(name, snake(name)))
-                else:
-                    fields.setdefault(name, snake(name))
-        lines.append(f"    {json.dumps(method)}: {{")
-        lines += [f"        {json.dumps(k)}: {json.dumps(v)}," for k, v in fields.items()]
-        lines.append("    },")
-    lines += ["}", "", "#: A successful ``download/completed`` (a fetched image, or a kept file): wire name -> ``Image``",
-              "#: attribute ('': none).", "IMAGE_WIRE: Dict[str, str] = {"]
-    lines += [f"    {json.dumps(k)}: {json.dumps(v)}," for k, v in image.items()]
-    lines += ["}", "", "#: A download's metrics: wire name -> ``Metrics`` attribute.", "METRICS_WIRE: Dict[str, str] = {"]
-    lines += [f"    {json.dumps(k)}: {json.dumps(snake(k))}," for k in common["$defs"]["metrics"]["properties"]]
-    lines += ["}", ""]
+    lines = [f'"""{header}', "",
+             "The typed events of a download and what they carry: one attribute per wire field (its description as",
+             "the attribute's comment), read by ``_events.py``; their behaviour is ``_event_base.py``'s.", '"""', "",
+             "from __future__ import annotations", "",
+             "from dataclasses import dataclass, field",
+             "from typing import Any, ClassVar, Dict, Mapping, Optional", "",
+             "from ._errors import DownloadError",
+             "from ._event_base import Event, Token, _Fraction, _Outcome, _Pixels", ""]
+
+    def block(name, bases, doc, fields, wire, extra_class_vars=(), first=()):
+        out = ["", "@dataclass(frozen=True)", f"class {name}({bases}):" if bases else f"class {name}:", f'    """{doc}"""', ""]
+        out += first
+        for wire_name, (annotation, default, description) in fields.items():
+            if description:
+                out += py_comment(description)
+            out.append(f"    {wire[wire_name]}: {annotation} = {default}")
+        for cls, attr, annotation, default, comment in PYTHON_EXTRA_FIELDS:
+            if cls == name:
+                out += py_comment(comment)
+                out.append(f"    {attr}: {annotation} = {default}")
+        out += ["", *extra_class_vars, "    #: Wire name -> attribute ('': none), for every field the protocol defines.",
+                "    WIRE: ClassVar[Dict[str, str]] = {"]
+        out += [f"        {json.dumps(k)}: {json.dumps(v)}," for k, v in wire.items()]
+        out += ["    }", ""]
+        return out
+
+    metrics = common["$defs"]["metrics"]
+    metric_fields = python_merged_fields([metrics])
+    lines += block("Metrics", "", sentence(metrics["description"]).replace("(every download/completed)", "(every ``download/completed``)"),
+                   metric_fields, {k: snake(k) for k in metric_fields})
+    success = [v for v in events["download/completed"] if v["properties"].get("outcome", {}).get("const") == "success"]
+    image_fields = python_merged_fields(success, skip=("token", "outcome"))
+    image_wire = {"token": "token", "outcome": ""}
+    image_wire.update({k: PYTHON_IMAGE_NAMES.get(k, snake(k)) for k in image_fields})
+    lines += block("Image", "_Pixels", "A finished download: what was delivered and what it is.", image_fields, image_wire,
+                   first=["    token: Token"])
+    for method, (name, bases, doc) in PYTHON_EVENT_CLASSES.items():
+        params = events[method]
+        variants = [v for v in params if v not in success] if isinstance(params, list) else [params]
+        fields = python_merged_fields(variants, skip=("token",))
+        wire = {"token": "token", **{k: snake(k) for k in fields}}
+        lines += block(name, bases, doc, fields, wire, extra_class_vars=[f"    METHOD: ClassVar[str] = {json.dumps(method)}"])
+    lines += ["", "#: Every event type, in the order a download sends them.",
+              "EVENT_TYPES = (Started, Response, Progress, PartialImage, Completed)", ""]
     return "\n".join(lines)
 
 
@@ -837,7 +936,7 @@ def main():
         DTS: with_dts_header(with_dts(with_dts(dts, dts_block(wire, out, client, settings)), dts_events_block(),
                                       DTS_EVENTS_BEGIN, DTS_EVENTS_END)),
         EVENTS_OUT: node_events_source(),
-        PY_EVENTS_OUT: python_events_source(),
+        PY_EVENTS_OUT: python_event_types_source(),
         SWIFT_OUT: swift_source(wire, out, settings, rules),
         GET_OUT: get_source(wire, out, settings, defaults),
         SERVE_OUT: serve_source(wire, out, settings),

@@ -151,7 +151,7 @@ export interface ImageResult extends Delivered {
   sourceHeight?: number;
   /** The source is an animation (GIF, WebP, AVIF sequence): the image is its first frame. */
   animated?: true;
-  /** An animated source's frames. */
+  /** An animated source's frames; absent: 1 (a still image). */
   frameCount?: number;
   /** An animated source's repetitions after the first play, 0: forever; absent when the file does not say. */
   loopCount?: number;
@@ -194,7 +194,7 @@ export interface Metrics {
   remoteAddress?: string;
   /** Attempts made, retries included. */
   attempts: number;
-  /** Attempts that resumed a body part-way (Range). */
+  /** Attempts that resumed a body part-way (Range); absent: none. */
   resumed?: number;
   /** Redirects followed by the last attempt. */
   redirects: number;

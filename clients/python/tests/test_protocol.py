@@ -187,6 +187,40 @@ def test_every_event_field_in_the_schema_is_in_the_typed_events() -> None:
             assert {a for a in Image.WIRE.values() if a} <= {f.name for f in dataclasses.fields(Image)}
 
 
+def test_the_typed_events_are_as_optional_as_the_schema_says() -> None:
+    # A field every worker sends (required, not nullable) is its plain type in Python; one it may
+    # leave out is Optional, unless the schema says what its absence means (a default) or it is a
+    # `true`-only flag (False when absent). Objects (metrics, an error) are Optional: a success has
+    # no error, and an older worker's kept file had no metrics.
+    from image_worker import Image, Metrics
+    variants = {cls: [_params_schema(n)] for n in SCHEMAS.documents for cls in EVENT_TYPES
+                if n.startswith("events/download-") and SCHEMAS.documents[n]["properties"]["method"]["const"] == cls.METHOD}
+    completed = variants.pop(image_worker.Completed)[0]["oneOf"]
+    variants[image_worker.Completed] = [v for v in completed if v["properties"]["outcome"]["const"] != "success"]
+    variants[Image] = [v for v in completed if v["properties"]["outcome"]["const"] == "success"]
+    variants[Metrics] = [SCHEMAS.documents["common.schema.json"]["$defs"]["metrics"]]
+    checked = 0
+    for cls, params in variants.items():
+        attributes = {f.name: f for f in dataclasses.fields(cls)}
+        for wire_name, attribute in cls.WIRE.items():
+            if not attribute or attribute == "token" or wire_name in ("data", "shared"):
+                continue
+            schemas = [(v["properties"][wire_name], wire_name in v.get("required", [])) for v in params if wire_name in v["properties"]]
+            if any("$ref" in s or "allOf" in s for s, _ in schemas):
+                assert str(attributes[attribute].type).startswith("Optional["), f"{cls.__name__}.{attribute}"
+                continue
+            nullable = any("null" in (s.get("type") if isinstance(s.get("type"), list) else [s.get("type")]) for s, _ in schemas)
+            always = all(required for _, required in schemas) and not nullable
+            flag = all(s.get("const") is True for s, _ in schemas)
+            defaulted = all("default" in s for s, _ in schemas)
+            optional = str(attributes[attribute].type).startswith("Optional[")
+            assert optional == (not always and not flag and not defaulted), f"{cls.__name__}.{attribute}: {attributes[attribute].type}"
+            if defaulted:
+                assert attributes[attribute].default == schemas[0][0]["default"], f"{cls.__name__}.{attribute}"
+            checked += 1
+    assert checked > 60
+
+
 def test_every_error_code_has_its_exception() -> None:
     error = SCHEMAS.documents["common.schema.json"]["$defs"]["downloadError"]
     codes = error["properties"]["code"]["enum"]
