@@ -55,6 +55,29 @@ struct MachineDriver {
         .retry(cause: cause, failing: failing, failure: failure ?? cause, attempt: attempt, delayMs: delayMs)
     }
 
+    @Test func aHostAdmissionIsReportedOnceForItsAttemptEvenAfterACancel() {
+        var op = FetchOperation(token: a, priority: .normal)
+        _ = op.start()
+        // Refused, or a file: nothing to report.
+        op.attemptLaunched(1, admittedTo: nil)
+        #expect(op.takeHostAdmission(of: 1) == nil)
+        // Admitted with no host failing: the key is made only if needed.
+        op.attemptLaunched(1, admittedTo: .some(nil))
+        #expect(op.takeHostAdmission(of: 2) == nil)
+        #expect(op.takeHostAdmission(of: 1) == .init(attempt: 1, host: nil))
+        #expect(op.takeHostAdmission(of: 1) == nil)
+        // The next attempt's admission replaces one never reported.
+        op.attemptLaunched(1, admittedTo: "a.example:80")
+        guard case .retry = D.end(&op, reset), let launch = op.retryTimerFired() else { Issue.record("no retry"); return }
+        op.attemptLaunched(launch.attempt, admittedTo: "b.example:80")
+        #expect(op.takeHostAdmission(of: 1) == nil)
+        // Cancelled with the attempt in flight: the fetch's end still finds it (a probe abandoned).
+        _ = op.cancel(a)
+        #expect(op.state == .finished)
+        #expect(op.takeHostAdmission() == .init(attempt: 2, host: "b.example:80"))
+        #expect(op.takeHostAdmission() == nil)
+    }
+
     @Test func aSuccessfulFetchFromQueueToFinished() {
         var op = FetchOperation(token: a, priority: .normal)
         #expect(op.start() == .init(started: [a], launch: .init(attempt: 1, resume: nil, discardsBody: false)))

@@ -114,7 +114,7 @@ extension Downloader {
     func finish(_ id: FetchID) {
         startFetches(queue.leaveDelivery(id, now: clock()))
         guard let fetch = fetches.removeValue(forKey: id) else { return }
-        if fetch.running?.hostAdmitted == true, let host = fetch.running?.admittedHost {
+        if let host = fetch.machine.takeHostAdmission()?.host {
             // Ended with an attempt in flight (cancelled): a probe's answer will not come.
             apply(hostHealth.ended(id, host: host, .abandoned, now: clock(), settings: configuration.hostHealthSettings), to: host)
         }

@@ -21,25 +21,27 @@ extension Downloader {
         // A host that is down: the attempt ends at once (but for its probe), holding no slot for
         // a connect timeout.
         var refusal: DownloadFailure? = nil
-        io.hostAdmitted = false
-        io.admittedHost = nil
+        // nil: not admitted (a file, a refusal, the cache's answer); .some(nil): admitted, its
+        // host's key not made yet.
+        var admittedTo: String?? = nil
         if !fetch.isFile {
             if hostHealth.isEmpty {
-                io.hostAdmitted = true
+                admittedTo = .some(nil)
             } else {
                 let host = Downloader.hostKey(request.url)
                 // A down host's attempt that the HTTP cache answers goes, neither probe nor refused.
                 if !(hostHealth.isDown(host) && loader.answersWithoutNetwork(request)) {
                     switch hostHealth.admit(id, host: host, now: clock(), settings: configuration.hostHealthSettings) {
-                    case .go: (io.hostAdmitted, io.admittedHost) = (true, host)
+                    case .go: admittedTo = host
                     case .probe(let holdsOthers):
-                        (io.hostAdmitted, io.admittedHost) = (true, host)
+                        admittedTo = host
                         if holdsOthers { queue.holdProbing(host) }  // the host's other downloads wait for its answer
                     case .refuse(let failure): refusal = failure
                     }
                 }
             }
         }
+        fetch.machine.attemptLaunched(number, admittedTo: admittedTo)
         let transfer = Task {
             self.attemptBegan(id, number)
             if let refusal {
@@ -139,16 +141,16 @@ extension Downloader {
         let action = fetch.machine.attemptEnded(
             number, error: notReached?.underlying ?? error, retryPolicy: RetryPolicy(configuration), jitter: Double.random(in: 0..<1),
             now: now)
+        // (A stale end leaves the admission to the fetch's own end: reported abandoned there.)
         if case .stale = action { return }
         let io = fetch.runs()
-        if io.hostAdmitted {
+        if let admission = fetch.machine.takeHostAdmission(of: number) {
             let outcome = Self.hostOutcome(action, notReached: notReached != nil, connected: io.metrics.headAt != nil && io.metrics.head?.connection != nil)
             // (Reaching a host when none is failing changes nothing: the common case, kept cheap.)
             if outcome != .reached || !hostHealth.isEmpty {
-                let host = io.admittedHost ?? Downloader.hostKey(fetch.parsedURL)
+                let host = admission.host ?? Downloader.hostKey(fetch.parsedURL)
                 apply(hostHealth.ended(id, host: host, outcome, now: now, settings: configuration.hostHealthSettings), to: host)
             }
-            (io.hostAdmitted, io.admittedHost) = (false, nil)
         }
         io.metrics.endedAt = now
         unwatch(id)

@@ -33,11 +33,6 @@ extension Downloader {
             var tasks = FetchTasks()
             /// What the attempts went through, for the tokens' metrics.
             var metrics = FetchMetrics()
-            /// The attempt in flight was admitted by `HostHealth` (not refused): its outcome is
-            /// reported there once it ends. `admittedHost`: its host's key, when it was made then
-            /// (with no host failing, the key is made only if the attempt fails).
-            var hostAdmitted = false
-            var admittedHost: String?
             /// What follows the fetch for its tokens (`FetchFollower`): told the body's events,
             /// handed to each token's processor with the resource.
             var follower: (any FetchFollower)?

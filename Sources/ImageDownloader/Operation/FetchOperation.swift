@@ -87,6 +87,17 @@ public struct FetchOperation: Sendable {
     /// The body came in whole and went to the tokens' processors (whatever happens after):
     /// else the fetch ended without one.
     public internal(set) var bodyDelivered = false
+    /// The attempt `HostHealth` admitted (not refused) and has not heard the end of: its outcome
+    /// goes there once it ends, or its abandonment once the fetch ends first (cancelled). Kept
+    /// apart from the stage, which a cancel ends while the attempt is still in flight.
+    public private(set) var hostAdmission: HostAdmission?
+
+    /// An attempt let through by `HostHealth`, and its host's key when it was made then (with no
+    /// host failing, the key is made only if the attempt fails).
+    public struct HostAdmission: Sendable, Equatable {
+        public var attempt: Int
+        public var host: String?
+    }
 
     public init(
         token: DownloadToken, priority: DownloadPriority, limits: TokenLimits = TokenLimits(), callerRange: Bool = false,
@@ -137,6 +148,22 @@ public struct FetchOperation: Sendable {
     }
 
     public func contains(_ token: DownloadToken) -> Bool { tokens.contains { $0.token == token } }
+
+    // MARK: Host admission
+
+    /// Attempt `number` goes to its host as `HostHealth` said (a refused one records nothing):
+    /// any earlier attempt's admission is replaced.
+    public mutating func attemptLaunched(_ number: Int, admittedTo host: String??) {
+        hostAdmission = host.map { HostAdmission(attempt: number, host: $0) }
+    }
+
+    /// The admission to report for attempt `number` (nil: whichever attempt holds one), once:
+    /// none for an attempt that was refused, replaced or already reported.
+    public mutating func takeHostAdmission(of number: Int? = nil) -> HostAdmission? {
+        guard let admission = hostAdmission, number == nil || admission.attempt == number else { return nil }
+        hostAdmission = nil
+        return admission
+    }
 
     // MARK: Token events (the transfer's are in FetchOperation+Transfer.swift)
 
