@@ -1,6 +1,23 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// The other packages' modules the targets use.
+let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioLocks: Target.Dependency = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let nioSOCKS: Target.Dependency = .product(name: "NIOSOCKS", package: "swift-nio-extras")
+let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+let deque: Target.Dependency = .product(name: "DequeModule", package: "swift-collections")
+let heap: Target.Dependency = .product(name: "HeapModule", package: "swift-collections")
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
+let asn1: Target.Dependency = .product(name: "SwiftASN1", package: "swift-asn1")
+
 let package = Package(
     name: "image-worker",
     platforms: [.macOS(.v13)],
@@ -39,18 +56,8 @@ let package = Package(
             name: "ImageDownloader",
             dependencies: [
                 "InputValidation",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOSOCKS", package: "swift-nio-extras"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "HeapModule", package: "swift-collections"),
+                asyncHTTPClient, nioCore, nioLocks, nioHTTP1, nioPosix, nioSSL, nioSOCKS, nioHTTP2, logging, crypto,
+                deque, heap,
             ]
         ),
         // System libraries, found with pkg-config (Debian: libjpeg62-turbo-dev, libturbojpeg0-dev, libpng-dev).
@@ -85,37 +92,25 @@ let package = Package(
         .target(
             name: "ImageWorkerServer",
             dependencies: [
-                "ImageWorkerProtocol",
-                "ImageDownloader",
-                "ImageDecoding",
-                "InputValidation",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                // A fetched body is a ByteBuffer.
-                .product(name: "NIOCore", package: "swift-nio"),
+                "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding", "InputValidation",
+                logging, nioLocks,
+                nioCore,  // A fetched body is a ByteBuffer.
             ]
         ),
         // `image-worker get`: the worker in process, driven for a person (progress bars, result lines).
         .target(
             name: "ImageWorkerConsole",
             dependencies: [
-                "ImageWorkerProtocol",
-                "ImageWorkerServer",
-                "InputValidation",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "ImageWorkerProtocol", "ImageWorkerServer", "InputValidation",
+                logging, nioLocks,
             ]
         ),
         // The `image-worker` executable: `serve` (the protocol, the default) and `get`.
         .executableTarget(
             name: "ImageWorkerCLI",
             dependencies: [
-                "ImageDecoding",
-                "ImageDownloader",
-                "ImageWorkerServer",
-                "ImageWorkerConsole",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                "ImageDecoding", "ImageDownloader", "ImageWorkerServer", "ImageWorkerConsole",
+                argumentParser, logging,
             ]
         ),
         // Benchmarks (not tests): drives the built binary against the loopback server, prints figures.
@@ -123,25 +118,14 @@ let package = Package(
             name: "ImageWorkerBenchmark",
             dependencies: [
                 "ImageWorkerProtocol", "ImageDecoding", "LoopbackFixtures",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                asyncHTTPClient, nioCore, nioHTTP1, nioLocks,
             ]
         ),
         // A misbehaving loopback HTTP server and a seeded generator, shared by tests and benchmarks.
         .target(
             name: "LoopbackFixtures",
             dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                nioCore, nioLocks, nioPosix, nioHTTP1, nioSSL, nioHTTP2, x509, asn1, crypto,
             ]
         ),
         // Helpers to drive the built binary in tests (transcripts, schemas, worker processes).
@@ -163,9 +147,7 @@ let package = Package(
             name: "ImageDownloaderTests",
             dependencies: [
                 "ImageDownloader", "InputValidation", "TestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                asyncHTTPClient, nioCore, logging,
             ]
         ),
         .testTarget(
@@ -176,8 +158,7 @@ let package = Package(
             name: "ImageWorkerServerTests",
             dependencies: [
                 "ImageWorkerServer", "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding", "TestSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                nioCore, logging,
             ]
         ),
         .testTarget(

@@ -108,23 +108,13 @@ struct RefinementScanTests {
     /// file refined ten times (large correction steps), and libjpeg's own script.
     static let scripts: [String: String] = [
         "split-bands": """
-            0,1,2: 0-0, 0, 2;
-            0: 1-5, 0, 3;
-            1: 1-63, 0, 2;
-            2: 1-63, 0, 2;
-            0: 6-63, 0, 3;
-            0: 1-63, 3, 2;
-            0: 1-20, 2, 1;
-            0: 21-63, 2, 1;
-            0,1,2: 0-0, 2, 1;
-            0,1,2: 0-0, 1, 0;
-            1: 1-63, 2, 1;
-            1: 1-63, 1, 0;
-            2: 1-10, 2, 1;
-            2: 11-63, 2, 1;
-            2: 1-63, 1, 0;
-            0: 1-40, 1, 0;
-            0: 41-63, 1, 0;
+            # DC, then each component's first AC pass (luma's in two bands, 3 bits short; chroma 2)
+            0,1,2: 0-0, 0, 2;   0: 1-5, 0, 3;   1: 1-63, 0, 2;   2: 1-63, 0, 2;   0: 6-63, 0, 3;
+            # luma refined whole, then in two bands; DC refined down to its last bit
+            0: 1-63, 3, 2;   0: 1-20, 2, 1;   0: 21-63, 2, 1;   0,1,2: 0-0, 2, 1;   0,1,2: 0-0, 1, 0;
+            # chroma refined to the last bit (Cr's middle step in two bands), then luma's in two bands
+            1: 1-63, 2, 1;   1: 1-63, 1, 0;   2: 1-10, 2, 1;   2: 11-63, 2, 1;   2: 1-63, 1, 0;
+            0: 1-40, 1, 0;   0: 41-63, 1, 0;
             """,
         "ten-levels-grey": """
             0: 0-0, 0, 0;

@@ -14,6 +14,14 @@ import TestSupport
         for id in 0..<3 { _ = health.ended(id, host: host, .notReached(refused), now: now, settings: rule) }
     }
 
+    /// `host` down since 0, its probe (attempt 10) let through at `now`.
+    func probing(_ host: String, since now: UInt64) -> Health {
+        var health = Health()
+        makeDown(&health, host, now: 0)
+        #expect(health.admit(10, host: host, now: now, settings: rule) == .probe(holdsOthers: true))
+        return health
+    }
+
     func isRefusal(_ admission: Health.Admission) -> Bool {
         if case .refuse = admission { return true } else { return false }
     }
@@ -108,10 +116,8 @@ import TestSupport
     }
 
     @Test func aProbeThatConnectsBringsTheWaitingDownloadsBack() {
-        var health = Health()
         let host = "http://h:80"
-        makeDown(&health, host, now: 0)
-        #expect(health.admit(10, host: host, now: 1_000, settings: rule) == .probe(holdsOthers: true))
+        var health = probing(host, since: 1_000)
         let back = health.ended(10, host: host, .reached, now: 1_001, settings: rule)
         #expect(back == .back, "the queue lets the host's downloads go")
         #expect(health.admit(11, host: host, now: 1_002, settings: rule) == .go)
@@ -132,10 +138,8 @@ import TestSupport
     }
 
     @Test func anAbandonedProbeLetsTheNextAttemptProbe() {
-        var health = Health()
         let host = "http://h:80"
-        makeDown(&health, host, now: 0)
-        #expect(health.admit(10, host: host, now: 5_000, settings: rule) == .probe(holdsOthers: true))
+        var health = probing(host, since: 5_000)
         // Cancelled before it knew: the probe's answer never comes; the queue lets one more start.
         let lost = health.ended(10, host: host, .abandoned, now: 5_001, settings: rule)
         #expect(lost == .hold(until: 5_001))
