@@ -1,0 +1,119 @@
+/// How an image is made to fit a box of `width` × `height`, in sharp's words (its `resize`
+/// options, which img2dataset's `resize_mode` and Pillow's `ImageOps.fit`/`pad` also map to):
+/// what size to resample the image to, and then which part of it to keep (`cover`) or where to
+/// put it on a canvas of the background (`contain`). Sizes are of the image as delivered (upright
+/// when orientation is applied): the caller turns the plan's resample size back to the stored
+/// orientation.
+public struct FitPlan: Sendable, Equatable {
+    public enum Fit: String, Sendable, CaseIterable {
+        /// Keep the aspect ratio; cover the box, cropping what lies outside it (at `position`).
+        case cover
+        /// Keep the aspect ratio; fit inside the box, the rest of it filled with the background.
+        case contain
+        /// Stretch to the box, aspect ratio ignored.
+        case fill
+        /// Keep the aspect ratio; as large as possible within the box (no canvas, no crop).
+        case inside
+        /// Keep the aspect ratio; as small as possible while covering the box (no crop).
+        case outside
+    }
+
+    /// Which part of a `cover` image is kept, or where a `contain` image sits on its canvas.
+    public enum Position: String, Sendable, CaseIterable {
+        case center
+        case top
+        case rightTop = "right top"
+        case right
+        case rightBottom = "right bottom"
+        case bottom
+        case leftBottom = "left bottom"
+        case left
+        case leftTop = "left top"
+
+        /// Where along each axis, 0 (left, top), 1 (centre) or 2 (right, bottom), in halves of the slack.
+        var halves: (x: Int, y: Int) {
+            switch self {
+            case .center: return (1, 1)
+            case .top: return (1, 0)
+            case .rightTop: return (2, 0)
+            case .right: return (2, 1)
+            case .rightBottom: return (2, 2)
+            case .bottom: return (1, 2)
+            case .leftBottom: return (0, 2)
+            case .left: return (0, 1)
+            case .leftTop: return (0, 0)
+            }
+        }
+    }
+
+    public typealias Size = (width: Int, height: Int)
+
+    /// The size the image is resampled to.
+    public var resampleWidth: Int
+    public var resampleHeight: Int
+    /// The delivered image's size: the crop's (`cover`), the canvas' (`contain`), or the
+    /// resampled size itself.
+    public var outputWidth: Int
+    public var outputHeight: Int
+    /// `cover`: the kept part's top-left corner in the resampled image; `contain`: the resampled
+    /// image's top-left corner on the canvas; (0, 0) otherwise.
+    public var offsetX: Int
+    public var offsetY: Int
+
+    public var crops: Bool { outputWidth < resampleWidth || outputHeight < resampleHeight }
+    public var pads: Bool { outputWidth > resampleWidth || outputHeight > resampleHeight }
+
+    /// The plan for an image of `source` size into a box of `width` × `height`; a side not given
+    /// follows from the other by the image's aspect ratio (and `fit` then has nothing to decide).
+    /// `withoutEnlargement`: never resampled larger than the image, so the output may be smaller
+    /// than the box (sharp's rule; `cover` then keeps what there is, `contain` pads to the box).
+    public init(source: Size, width: Int?, height: Int?, fit: Fit = .cover, position: Position = .center, withoutEnlargement: Bool = false) {
+        precondition(source.width > 0 && source.height > 0 && (width ?? 1) > 0 && (height ?? 1) > 0 && (width != nil || height != nil))
+        let sw = Double(source.width), sh = Double(source.height)
+        // Each side's scale to reach the box.
+        let sx = width.map { Double($0) / sw }
+        let sy = height.map { Double($0) / sh }
+        var scaleX: Double, scaleY: Double
+        switch (sx, sy) {
+        case (let x?, nil): (scaleX, scaleY) = (x, x)
+        case (nil, let y?): (scaleX, scaleY) = (y, y)
+        case (let x?, let y?):
+            switch fit {
+            case .fill: (scaleX, scaleY) = (x, y)
+            case .cover, .outside: (scaleX, scaleY) = (max(x, y), max(x, y))
+            case .contain, .inside: (scaleX, scaleY) = (min(x, y), min(x, y))
+            }
+        case (nil, nil): preconditionFailure("no side")
+        }
+        if withoutEnlargement {
+            scaleX = min(scaleX, 1)
+            scaleY = min(scaleY, 1)
+        }
+        // The side the box sets exactly is exact; the other rounds (at least 1 pixel).
+        func side(_ scale: Double, _ length: Double, exact: Int?) -> Int {
+            if let exact, scale == (Double(exact) / length) { return exact }
+            return max(1, Int((length * scale).rounded()))
+        }
+        var rw = side(scaleX, sw, exact: width)
+        var rh = side(scaleY, sh, exact: height)
+        var ow = rw, oh = rh
+        if let width, let height, sx != nil, sy != nil {
+            switch fit {
+            case .cover:
+                // Never less than the box on a side the image can fill (rounding kept it there).
+                if !withoutEnlargement { (rw, rh) = (max(rw, width), max(rh, height)) }
+                (ow, oh) = (min(rw, width), min(rh, height))
+            case .contain:
+                (ow, oh) = (width, height)
+            case .fill, .inside, .outside:
+                break
+            }
+        }
+        let halves = position.halves
+        // cover: the crop's origin in the resampled image; contain: the image's on the canvas.
+        let slackX = fit == .contain ? ow - rw : rw - ow
+        let slackY = fit == .contain ? oh - rh : rh - oh
+        (resampleWidth, resampleHeight, outputWidth, outputHeight) = (rw, rh, ow, oh)
+        (offsetX, offsetY) = (slackX * halves.x / 2, slackY * halves.y / 2)
+    }
+}
