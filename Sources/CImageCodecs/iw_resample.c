@@ -55,12 +55,43 @@ static void footprint(uint32_t o, double scale, uint32_t in, uint32_t *first, ui
     if (*last < *first) *last = *first;
 }
 
-/* The overlap of each output pixel's footprint [o * scale, (o + 1) * scale) with each input pixel,
+/* Reducing (or one input pixel): the overlap of each output pixel's footprint [o * scale, (o + 1) * scale) with each input pixel,
  * over the footprint's length, rounded to integers that sum to exactly 1 << bits (the rounding
  * remainder goes to the largest weight). An even number of taps where the axis is long enough,
  * so that the vector loops take them in pairs. The same size on both sides: one tap of weight 1. */
+/* An enlarging axis (out > in, in >= 2): each output pixel's centre, mapped into the input,
+ * between two input pixels' centres, weighted by its distance to each (a triangle filter:
+ * bilinear, as Pillow's and libvips' enlargements are at their simplest); at the ends, the edge
+ * pixel. Two taps, weights that sum to exactly 1 << 14 (a weight may be all of it: 1 << 15 would
+ * not fit an int16_t). */
+static int axis_make_enlarging(iw_axis *a, uint32_t in, uint32_t out) {
+    const double scale = (double)in / (double)out;
+    const int32_t one = (int32_t)1 << 14;
+    a->taps = 2;
+    a->bits = 14;
+    a->first = malloc(sizeof(uint32_t) * out);
+    a->weights = calloc((size_t)out * 2 + 1, sizeof(int16_t));
+    if (!a->first || !a->weights) {
+        axis_free(a);
+        return -1;
+    }
+    for (uint32_t o = 0; o < out; o++) {
+        double centre = (o + 0.5) * scale - 0.5;
+        if (centre < 0) centre = 0;
+        if (centre > in - 1) centre = in - 1;
+        uint32_t first = (uint32_t)centre;
+        if (first > in - 2) first = in - 2;
+        const int32_t right = (int32_t)lrint((centre - first) * one);
+        a->first[o] = first;
+        a->weights[(size_t)o * 2] = (int16_t)(one - right);
+        a->weights[(size_t)o * 2 + 1] = (int16_t)right;
+    }
+    return 0;
+}
+
 static int axis_make(iw_axis *a, uint32_t in, uint32_t out) {
     memset(a, 0, sizeof *a);
+    if (out > in && in >= 2) return axis_make_enlarging(a, in, out);
     const double scale = (double)in / (double)out;
     /* The most input pixels one footprint covers, made even where the axis is long enough. */
     uint32_t taps = 1;

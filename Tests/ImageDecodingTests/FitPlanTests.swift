@@ -90,3 +90,26 @@ import Testing
         #expect(rgba.pixels == [0, 0, 0, 0, 1, 2, 3, 4])
     }
 }
+
+@Suite struct EnlargingTests {
+    @Test func anEnlargedAxisIsInterpolatedBetweenPixelCentres() {
+        let row = DecodedImage(width: 2, height: 1, layout: .gray, pixels: [0, 255], format: .png)
+        #expect(ImageResampler.resize(row, width: 4, height: 1).pixels == [0, 64, 191, 255])
+        let column = DecodedImage(width: 1, height: 2, layout: .gray, pixels: [0, 255], format: .png)
+        #expect(ImageResampler.resize(column, width: 1, height: 4).pixels == [0, 64, 191, 255])
+        // A flat image stays flat whatever the factor; one pixel is repeated.
+        let flat = DecodedImage(width: 3, height: 2, layout: .rgb, pixels: [UInt8](repeating: 77, count: 18), format: .png)
+        #expect(Set(ImageResampler.resize(flat, width: 17, height: 11).pixels) == [77])
+        let dot = DecodedImage(width: 1, height: 1, layout: .rgb, pixels: [1, 2, 3], format: .png)
+        #expect(ImageResampler.resize(dot, width: 3, height: 2).pixels == [UInt8](repeating: 0, count: 0) + Array([[UInt8]](repeating: [1, 2, 3], count: 6).joined()))
+    }
+
+    @Test func enlargingOneAxisWhileReducingTheOther() {
+        // 8 × 2 gray, columns 0…7 × 32, to 2 × 6: across reduced (box), down enlarged (rows equal).
+        var pixels: [UInt8] = []
+        for _ in 0..<2 { for x in 0..<8 { pixels.append(UInt8(x * 32)) } }
+        let image = DecodedImage(width: 8, height: 2, layout: .gray, pixels: pixels, format: .png)
+        let resized = ImageResampler.resize(image, width: 2, height: 6)
+        #expect(resized.pixels == Array([[UInt8]](repeating: [48, 176], count: 6).joined()))
+    }
+}

@@ -132,7 +132,7 @@ import Testing
         for layout in [PixelLayout.gray, .rgb, .rgba] {
             for (inW, inH, outW, outH) in [
                 (97, 61, 33, 17), (600, 40, 256, 17), (301, 30, 256, 26), (5, 3, 2, 1), (64, 64, 64, 20), (7, 9, 13, 4),
-                (3, 3, 1, 1), (9, 130, 2, 1), (331, 186, 256, 144), (1024, 7, 256, 7),
+                (3, 3, 1, 1), (9, 130, 2, 1), (331, 186, 256, 144), (1024, 7, 256, 7), (3, 2, 40, 30), (100, 50, 512, 256),
             ] {
                 let source = image(inW, inH, layout) { _, _, _ in UInt8.random(in: 0...255, using: &generator) }
                 let vector = ImageResampler.resize(source, width: outW, height: outH)
@@ -143,13 +143,30 @@ import Testing
         }
     }
 
-    @Test func enlargingAnAxisKeepsEveryPixelInRange() {
-        // fittedSize never enlarges, but resize takes any size.
+    @Test func enlargingIsBilinearBetweenPixelCentres() {
+        // (fit cover and contain enlarge small images; a box filter would repeat pixels.)
         let source = image(3, 2, .rgb) { x, y, c in UInt8(x * 60 + y * 30 + c) }
         let big = ImageResampler.resize(source, width: 7, height: 5)
         #expect(big.width == 7 && big.height == 5)
-        let exact = exactAreaAverage(source, 7, 5)
-        #expect(zip(big.pixels, exact).allSatisfy { abs(Double($0) - $1) <= 1.0 })
+        func axis(_ o: Int, _ inLength: Int, _ outLength: Int) -> (Int, Double) {
+            let centre = min(max((Double(o) + 0.5) * Double(inLength) / Double(outLength) - 0.5, 0), Double(inLength - 1))
+            let first = min(Int(centre), inLength - 2)
+            return (first, centre - Double(first))
+        }
+        var exact: [Double] = []
+        for y in 0..<5 {
+            let (y0, fy) = axis(y, 2, 5)
+            for x in 0..<7 {
+                let (x0, fx) = axis(x, 3, 7)
+                for c in 0..<3 {
+                    func at(_ x: Int, _ y: Int) -> Double { Double(source.pixels[(y * 3 + x) * 3 + c]) }
+                    let top = at(x0, y0) * (1 - fx) + at(x0 + 1, y0) * fx
+                    let bottom = at(x0, y0 + 1) * (1 - fx) + at(x0 + 1, y0 + 1) * fx
+                    exact.append(top * (1 - fy) + bottom * fy)
+                }
+            }
+        }
+        #expect(zip(big.pixels, exact).allSatisfy { abs(Double($0) - $1) <= 1.0 }, "\(big.pixels) vs \(exact)")
     }
 
     /// Layout conversion (one C function for whole images and the row resampler): luma for grey,
