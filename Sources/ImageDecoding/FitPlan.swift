@@ -48,20 +48,25 @@ public struct FitPlan: Sendable, Equatable {
 
     public typealias Size = (width: Int, height: Int)
 
-    /// The size the image is resampled to.
-    public var resampleWidth: Int
-    public var resampleHeight: Int
-    /// The delivered image's size: the crop's (`cover`), the canvas' (`contain`), or the
-    /// resampled size itself.
+    /// The source's size the plan is for (as delivered: upright when orientation is applied).
+    public var sourceWidth: Int
+    public var sourceHeight: Int
+    /// Source to delivered pixels, per axis (equal but for `fill`).
+    public var scaleX: Double
+    public var scaleY: Double
+    /// The part of the source kept, in its pixels: all of it but for `cover`, which crops.
+    public var regionX: Double
+    public var regionY: Double
+    public var regionWidth: Double
+    public var regionHeight: Double
+    /// The image the region is resampled to.
+    public var imageWidth: Int
+    public var imageHeight: Int
+    /// The delivered size: the image's, or the canvas' (`contain`), with the image at `offset`.
     public var outputWidth: Int
     public var outputHeight: Int
-    /// `cover`: the kept part's top-left corner in the resampled image; `contain`: the resampled
-    /// image's top-left corner on the canvas; (0, 0) otherwise.
     public var offsetX: Int
     public var offsetY: Int
-
-    public var crops: Bool { outputWidth < resampleWidth || outputHeight < resampleHeight }
-    public var pads: Bool { outputWidth > resampleWidth || outputHeight > resampleHeight }
 
     /// The plan for an image of `source` size into a box of `width` × `height`; a side not given
     /// follows from the other by the image's aspect ratio (and `fit` then has nothing to decide).
@@ -74,6 +79,7 @@ public struct FitPlan: Sendable, Equatable {
         let sx = width.map { Double($0) / sw }
         let sy = height.map { Double($0) / sh }
         var scaleX: Double, scaleY: Double
+        let both = sx != nil && sy != nil
         switch (sx, sy) {
         case (let x?, nil): (scaleX, scaleY) = (x, x)
         case (nil, let y?): (scaleX, scaleY) = (y, y)
@@ -91,29 +97,41 @@ public struct FitPlan: Sendable, Equatable {
         }
         // The side the box sets exactly is exact; the other rounds (at least 1 pixel).
         func side(_ scale: Double, _ length: Double, exact: Int?) -> Int {
-            if let exact, scale == (Double(exact) / length) { return exact }
+            if let exact, scale == Double(exact) / length { return exact }
             return max(1, Int((length * scale).rounded()))
         }
-        var rw = side(scaleX, sw, exact: width)
-        var rh = side(scaleY, sh, exact: height)
-        var ow = rw, oh = rh
-        if let width, let height, sx != nil, sy != nil {
+        var iw = side(scaleX, sw, exact: width)
+        var ih = side(scaleY, sh, exact: height)
+        (regionX, regionY, regionWidth, regionHeight) = (0, 0, sw, sh)
+        let halves = position.halves
+        var (ow, oh, ox, oy) = (iw, ih, 0, 0)
+        if both, let width, let height {
             switch fit {
-            case .cover:
-                // Never less than the box on a side the image can fill (rounding kept it there).
-                if !withoutEnlargement { (rw, rh) = (max(rw, width), max(rh, height)) }
-                (ow, oh) = (min(rw, width), min(rh, height))
+            case .cover where iw > width || ih > height:
+                // The box's part of the scaled image, taken from the source before resampling
+                // (the resampled image is never larger than the box, however the source is shaped).
+                (iw, ih) = (min(iw, width), min(ih, height))
+                (ow, oh) = (iw, ih)
+                regionWidth = min(sw, Double(iw) / scaleX)
+                regionHeight = min(sh, Double(ih) / scaleY)
+                regionX = (sw - regionWidth) * Double(halves.x) / 2
+                regionY = (sh - regionHeight) * Double(halves.y) / 2
             case .contain:
-                (ow, oh) = (width, height)
-            case .fill, .inside, .outside:
+                (ow, oh) = (max(width, iw), max(height, ih))
+                (ox, oy) = ((ow - iw) * halves.x / 2, (oh - ih) * halves.y / 2)
+            default:
                 break
             }
         }
-        let halves = position.halves
-        // cover: the crop's origin in the resampled image; contain: the image's on the canvas.
-        let slackX = fit == .contain ? ow - rw : rw - ow
-        let slackY = fit == .contain ? oh - rh : rh - oh
-        (resampleWidth, resampleHeight, outputWidth, outputHeight) = (rw, rh, ow, oh)
-        (offsetX, offsetY) = (slackX * halves.x / 2, slackY * halves.y / 2)
+        (sourceWidth, sourceHeight, self.scaleX, self.scaleY) = (source.width, source.height, scaleX, scaleY)
+        (imageWidth, imageHeight, outputWidth, outputHeight, offsetX, offsetY) = (iw, ih, ow, oh, ox, oy)
+    }
+
+    /// The smallest decode of the whole source that serves the plan: the source scaled as the
+    /// plan scales it, never larger than the source (an enlargement resamples the full-size
+    /// decode's region).
+    public var decodeSize: Size {
+        (min(sourceWidth, max(1, Int((Double(sourceWidth) * scaleX).rounded(.up)))),
+         min(sourceHeight, max(1, Int((Double(sourceHeight) * scaleY).rounded(.up)))))
     }
 }

@@ -4,14 +4,21 @@ import Testing
 @Suite struct FitPlanTests {
     typealias Plan = FitPlan
 
-    func sizes(_ p: Plan) -> [Int] { [p.resampleWidth, p.resampleHeight, p.outputWidth, p.outputHeight, p.offsetX, p.offsetY] }
+    /// The resampled image's size, the delivered size, the image's place on the canvas.
+    func sizes(_ p: Plan) -> [Int] { [p.imageWidth, p.imageHeight, p.outputWidth, p.outputHeight, p.offsetX, p.offsetY] }
+    func region(_ p: Plan) -> [Double] { [p.regionX, p.regionY, p.regionWidth, p.regionHeight] }
 
     @Test func eachFitOfALandscapeIntoASquare() {
         let source = (width: 800, height: 600)
-        // cover: the short side fills the box, the long one is cropped around the centre.
-        #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .cover)) == [341, 256, 256, 256, 42, 0])
+        // cover: the short side fills the box; the source's centre 600 × 600 is resampled to it.
+        let cover = Plan(source: source, width: 256, height: 256, fit: .cover)
+        #expect(sizes(cover) == [256, 256, 256, 256, 0, 0])
+        #expect(region(cover) == [100, 0, 600, 600])
+        #expect(cover.decodeSize == (342, 256))
         // contain: the long side fits, the canvas is the box, the image centred on it.
-        #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .contain)) == [256, 192, 256, 256, 0, 32])
+        let contain = Plan(source: source, width: 256, height: 256, fit: .contain)
+        #expect(sizes(contain) == [256, 192, 256, 256, 0, 32])
+        #expect(region(contain) == [0, 0, 800, 600])
         #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .fill)) == [256, 256, 256, 256, 0, 0])
         #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .inside)) == [256, 192, 256, 192, 0, 0])
         #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .outside)) == [341, 256, 341, 256, 0, 0])
@@ -26,45 +33,84 @@ import Testing
 
     @Test func positionsPickTheKeptPartAndThePlaceOnTheCanvas() {
         let source = (width: 800, height: 600)
-        let cover: [Plan.Position: (Int, Int)] = [
-            .center: (42, 0), .leftTop: (0, 0), .left: (0, 0), .rightTop: (85, 0), .right: (85, 0), .rightBottom: (85, 0),
-            .top: (42, 0), .bottom: (42, 0), .leftBottom: (0, 0),
+        let cover: [Plan.Position: Double] = [
+            .center: 100, .leftTop: 0, .left: 0, .rightTop: 200, .right: 200, .rightBottom: 200, .top: 100, .bottom: 100, .leftBottom: 0,
         ]
-        for (position, offset) in cover {
+        for (position, x) in cover {
             let plan = Plan(source: source, width: 256, height: 256, fit: .cover, position: position)
-            #expect(plan.offsetX == offset.0 && plan.offsetY == offset.1, "\(position)")
+            #expect(plan.regionX == x && plan.regionY == 0, "\(position)")
         }
         // A portrait, so that the vertical positions move.
-        let tall = Plan(source: (600, 800), width: 256, height: 256, fit: .cover, position: .bottom)
-        #expect(sizes(tall) == [256, 341, 256, 256, 0, 85])
-        let top = Plan(source: (600, 800), width: 256, height: 256, fit: .cover, position: .top)
-        #expect(top.offsetY == 0)
-        let padded = Plan(source: source, width: 256, height: 256, fit: .contain, position: .bottom)
-        #expect(sizes(padded) == [256, 192, 256, 256, 0, 64])
-        let leftTop = Plan(source: (600, 800), width: 256, height: 256, fit: .contain, position: .leftTop)
-        #expect(sizes(leftTop) == [192, 256, 256, 256, 0, 0])
-        let right = Plan(source: (600, 800), width: 256, height: 256, fit: .contain, position: .right)
-        #expect(sizes(right) == [192, 256, 256, 256, 64, 0])
+        #expect(region(Plan(source: (600, 800), width: 256, height: 256, fit: .cover, position: .bottom)) == [0, 200, 600, 600])
+        #expect(region(Plan(source: (600, 800), width: 256, height: 256, fit: .cover, position: .top)) == [0, 0, 600, 600])
+        #expect(sizes(Plan(source: source, width: 256, height: 256, fit: .contain, position: .bottom)) == [256, 192, 256, 256, 0, 64])
+        #expect(sizes(Plan(source: (600, 800), width: 256, height: 256, fit: .contain, position: .leftTop)) == [192, 256, 256, 256, 0, 0])
+        #expect(sizes(Plan(source: (600, 800), width: 256, height: 256, fit: .contain, position: .right)) == [192, 256, 256, 256, 64, 0])
     }
 
     @Test func smallImagesAreEnlargedUnlessAskedNotTo() {
-        // Enlarged: cover scales by the larger ratio (5.12 here) and crops.
-        #expect(sizes(Plan(source: (100, 50), width: 256, height: 256, fit: .cover)) == [512, 256, 256, 256, 128, 0])
+        // Enlarged: cover scales by the larger ratio (5.12 here), from the full-size decode.
+        let cover = Plan(source: (100, 50), width: 256, height: 256, fit: .cover)
+        #expect(sizes(cover) == [256, 256, 256, 256, 0, 0])
+        #expect(region(cover) == [25, 0, 50, 50])
+        #expect(cover.decodeSize == (100, 50))
         #expect(sizes(Plan(source: (100, 50), width: 256, height: 256, fit: .contain)) == [256, 128, 256, 256, 0, 64])
         // Without enlargement: cover keeps the image as it is (smaller than the box), contain pads it.
         #expect(sizes(Plan(source: (100, 50), width: 256, height: 256, fit: .cover, withoutEnlargement: true)) == [100, 50, 100, 50, 0, 0])
         #expect(sizes(Plan(source: (100, 50), width: 256, height: 256, fit: .contain, withoutEnlargement: true)) == [100, 50, 256, 256, 78, 103])
         #expect(sizes(Plan(source: (100, 50), width: 256, height: 256, fit: .fill, withoutEnlargement: true)) == [100, 50, 100, 50, 0, 0])
         // Larger on one side only: cover crops that side to the box, the other stays.
-        #expect(sizes(Plan(source: (400, 100), width: 256, height: 256, fit: .cover, withoutEnlargement: true)) == [400, 100, 256, 100, 72, 0])
+        let wide = Plan(source: (400, 100), width: 256, height: 256, fit: .cover, withoutEnlargement: true)
+        #expect(sizes(wide) == [256, 100, 256, 100, 0, 0])
+        #expect(region(wide) == [72, 0, 256, 100])
         // Reduced, withoutEnlargement changes nothing.
-        #expect(sizes(Plan(source: (800, 600), width: 256, height: 256, fit: .cover, withoutEnlargement: true)) == [341, 256, 256, 256, 42, 0])
+        #expect(sizes(Plan(source: (800, 600), width: 256, height: 256, fit: .cover, withoutEnlargement: true)) == [256, 256, 256, 256, 0, 0])
     }
 
-    @Test func extremeAspectRatiosKeepAPixel() {
+    @Test func extremeAspectRatiosKeepAPixelAndNeverAHugeImage() {
         #expect(sizes(Plan(source: (10_000, 1), width: 100, height: 100, fit: .inside)) == [100, 1, 100, 1, 0, 0])
         #expect(sizes(Plan(source: (10_000, 1), width: 100, height: 100, fit: .contain)) == [100, 1, 100, 100, 0, 49])
-        #expect(sizes(Plan(source: (1, 10_000), width: 100, height: 100, fit: .cover)) == [100, 1_000_000, 100, 100, 0, 499_950])
+        // Covering 100 × 100 with a 1 × 10,000 line: its middle 1 × 1 enlarged, not 100 × 1,000,000.
+        let line = Plan(source: (1, 10_000), width: 100, height: 100, fit: .cover)
+        #expect(sizes(line) == [100, 100, 100, 100, 0, 0])
+        #expect(region(line) == [0, 4999.5, 1, 1])
+        #expect(line.decodeSize == (1, 10_000))
+    }
+
+    @Test func filledRowsFollowTheRegion() {
+        let cover = Plan(source: (600, 800), width: 256, height: 256, fit: .cover)  // rows 100…700 kept
+        #expect(cover.filledRows(fraction: 0.1) == 0)
+        #expect(cover.filledRows(fraction: 0.5) == 128)
+        #expect(cover.filledRows(fraction: 0.9) == 256)
+        let contain = Plan(source: (800, 600), width: 256, height: 256, fit: .contain)  // image rows 32…224
+        #expect(contain.filledRows(fraction: 0) == 32)
+        #expect(contain.filledRows(fraction: 0.5) == 128)
+        #expect(contain.filledRows(fraction: 1) == 256)
+    }
+
+    /// Each EXIF orientation: the plan carried out on the stored pixels, then turned upright, is
+    /// the plan carried out on the upright pixels (crops and canvases to the pixel; no resampling
+    /// here, so exactly).
+    @Test func orientedImagesAreCroppedAndPaddedAsTheyWillStand() {
+        var pixels: [UInt8] = []
+        for y in 0..<6 { for x in 0..<10 { pixels += [UInt8(x * 20), UInt8(y * 40), UInt8((x * 7 + y * 13) % 256)] } }
+        for orientation in 1...8 {
+            let stored = DecodedImage(width: 10, height: 6, layout: .rgb, pixels: pixels, orientation: orientation, format: .jpeg)
+            let upright = stored.applyingOrientation()
+            let source = (width: upright.width, height: upright.height)
+            let short = min(source.width, source.height)
+            for position in Plan.Position.allCases {
+                for (fit, box) in [(Plan.Fit.cover, (short, short)), (.contain, (source.width + 4, source.height + 3))] {
+                    let plan = Plan(source: source, width: box.0, height: box.1, fit: fit, position: position, withoutEnlargement: true)
+                    let background = BackgroundColor(red: 1, green: 2, blue: 3)
+                    let viaStored = plan.apply(to: stored, upright: true, background: background).applyingOrientation()
+                    var flat = upright
+                    flat.orientation = 1
+                    let viaUpright = plan.apply(to: flat, upright: true, background: background)
+                    #expect(viaStored.pixels == viaUpright.pixels && viaStored.width == viaUpright.width, "\(orientation) \(fit) \(position)")
+                }
+            }
+        }
     }
 
     @Test func backgroundColoursParseOnlyAsHex() {
