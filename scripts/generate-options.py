@@ -478,6 +478,12 @@ GET_FLAGS = [
     ("quality", "download:output.quality", "Int", False),
     ("lossless", "download:output.lossless", "Bool", False),
     ("maxPixelSize", "download:output.maxPixelSize", "Int", False),
+    ("width", "download:output.width", "Int", False),
+    ("height", "download:output.height", "Int", False),
+    ("fit", "download:output.fit", "String", False),
+    ("position", "download:output.position", "String", False),
+    ("background", "download:output.background", "String", False),
+    ("withoutEnlargement", "download:output.withoutEnlargement", "Bool", False),
     ("applyOrientation", "download:output.applyOrientation", "Bool", False),
     ("partialMaxPixelSize", "download:output.partialMaxPixelSize", "Int", False),
     ("nameTemplate", "download:output.nameTemplate", "String", False),
@@ -513,7 +519,11 @@ def as_flags(text, names):
             text = re.sub(rf"\b{name}\b", kebab(name), text)
         else:
             text = re.sub(rf"\b(with|With) {name}\b", rf"\1 {kebab(name)}", text)
+    for name in names:
+        # "with --width and height": the second one a flag too.
+        text = re.sub(rf"(--[a-z-]+ (?:and|or)) {name}\b", rf"\1 {kebab(name)}", text)
     text = re.sub(r"\b(with|With) dir\b", r"\1 --output", text)  # (`get`'s directory)
+    text = re.sub(r"(?<!-)\bfit (cover|contain)\b", r"--fit \1", text)
     return re.sub(r"\b[Ff]ormat (jpeg|webp|png)", r"--format \1", text)
 
 

@@ -50,10 +50,12 @@ extension FitPlan {
         let (width, height) = turned ? (imageHeight, imageWidth) : (imageWidth, imageHeight)
         let resampled = ImageResampler.resize(cropped, width: width, height: height)
         guard outputWidth != imageWidth || outputHeight != imageHeight else { return resampled }
+        // A see-through background makes the canvas RGBA, whatever the image's layout.
+        let base = background.alpha < 255 && resampled.layout != .rgba ? resampled.converted(to: .rgba) : resampled
         let placed = Rect(x: Double(offsetX), y: Double(offsetY), width: Double(imageWidth), height: Double(imageHeight))
             .stored(orientation: orientation, upright: (Double(outputWidth), Double(outputHeight)))
         let (canvasWidth, canvasHeight) = turned ? (outputHeight, outputWidth) : (outputWidth, outputHeight)
-        return resampled.embedded(x: Int(placed.x), y: Int(placed.y), width: canvasWidth, height: canvasHeight, background: background)
+        return base.embedded(x: Int(placed.x), y: Int(placed.y), width: canvasWidth, height: canvasHeight, background: background)
     }
 
     /// Of the delivered image's rows, how many come from the source's first `fraction` of rows

@@ -147,11 +147,21 @@ public enum ImageDecoders {
     public static func decode(
         _ data: [UInt8], options: DecodeOptions, maxPixelSize: Int?, maxPixelCount: Int?
     ) throws(DecodeError) -> DecodedImage {
-        guard maxPixelSize != nil || maxPixelCount != nil, let (w, h) = probeSize(data), w > 0, h > 0 else {
-            return try decode(data, options: options)
+        guard maxPixelSize != nil || maxPixelCount != nil else { return try decode(data, options: options) }
+        return try decode(data, options: options) { w, h in
+            ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         }
+    }
+
+    /// Decodes a whole buffer at the size `target` gives for the stored size read from its
+    /// header (never larger: a larger answer decodes at full size), by the same means as above.
+    public static func decode(
+        _ data: [UInt8], options: DecodeOptions, target: (_ width: Int, _ height: Int) -> (width: Int, height: Int)
+    ) throws(DecodeError) -> DecodedImage {
+        guard let (w, h) = probeSize(data), w > 0, h > 0 else { return try decode(data, options: options) }
         try checkPixelLimit((w, h), options)
-        let target = ImageResampler.fittedSize(width: w, height: h, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
+        let asked = target(w, h)
+        let target = (width: max(1, min(w, asked.width)), height: max(1, min(h, asked.height)))
         let format = ImageFormat.detect(data)
         if format == .png, (target.width, target.height) != (w, h),
             let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)

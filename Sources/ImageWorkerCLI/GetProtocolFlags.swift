@@ -40,6 +40,24 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "Decoded formats: scale down so the longest side is at most this.")
     var maxPixelSize: Int?
 
+    @Option(help: "Decoded formats: the box's width in pixels (sharp's resize): with --height, the image fits the box as fit says; alone, the height follows the aspect ratio.")
+    var width: Int?
+
+    @Option(help: "Decoded formats: the box's height in pixels; alone, the width follows the aspect ratio.")
+    var height: Int?
+
+    @Option(help: "With --width and --height: cover (crop to fill the box), contain (fit inside it, the rest background), fill (stretch), inside (fit inside, no canvas) or outside (cover, no crop) (default 'cover').")
+    var fit: String?
+
+    @Option(help: "With --width or --height: the part --fit cover keeps, or where --fit contain puts the image on its canvas (default 'center'): center, top, right top, right, right bottom, bottom, left bottom, left, left top.")
+    var position: String?
+
+    @Option(help: "With --fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black).")
+    var background: String?
+
+    @Flag(help: "With --width or --height: never larger than the image (cover and inside may then come out smaller than the box; contain pads to it).")
+    var withoutEnlargement = false
+
     @Flag(help: "Decoded formats: turn the image upright by its EXIF orientation.")
     var applyOrientation = false
 
@@ -80,6 +98,10 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--format", format, oneOf: ["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"])
         try Self.check("--quality", quality, OptionTable.Output.quality)
         try Self.check("--max-pixel-size", maxPixelSize, OptionTable.Output.maxPixelSize)
+        try Self.check("--width", width, OptionTable.Output.width)
+        try Self.check("--height", height, OptionTable.Output.height)
+        try Self.check("--fit", fit, oneOf: ["cover", "contain", "fill", "inside", "outside"])
+        try Self.check("--position", position, oneOf: ["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"])
         try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
         try Self.check("--timeout-ms", timeoutMs, OptionTable.Configure.timeoutMs)
         try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
@@ -101,6 +123,12 @@ struct GetProtocolFlags: ParsableArguments {
         options.quality = quality
         options.lossless = lossless
         options.maxPixelSize = maxPixelSize
+        options.width = width
+        options.height = height
+        options.fit = fit
+        options.position = position
+        options.background = background
+        options.withoutEnlargement = withoutEnlargement
         options.applyOrientation = applyOrientation
         options.partialMaxPixelSize = partialMaxPixelSize
         options.nameTemplate = nameTemplate

@@ -78,6 +78,14 @@ public struct GetOptions: Sendable {
     public var progressBars = false
     public var overwrite = false
     public var maxPixelSize: Int?
+    /// Decoded formats: a box (`width`, `height`) and how the image fits it (`fit`, `position`,
+    /// `background`, `withoutEnlargement`: sharp's resize).
+    public var width: Int?
+    public var height: Int?
+    public var fit: String?
+    public var position: String?
+    public var background: String?
+    public var withoutEnlargement = false
     /// Decoded formats: turned upright by the file's EXIF orientation (`applyOrientation`).
     public var applyOrientation = false
     /// With `progressive`: partial images at most this many pixels on their longest side.
@@ -149,6 +157,12 @@ public struct GetOptions: Sendable {
             output["index"] = JSONValue(entry.index)  // {index}, {index:N}
         }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
+        if let width { output["width"] = JSONValue(width) }
+        if let height { output["height"] = JSONValue(height) }
+        if let fit { output["fit"] = .string(fit) }
+        if let position { output["position"] = .string(position) }
+        if let background { output["background"] = .string(background) }
+        if withoutEnlargement { output["withoutEnlargement"] = true }
         if applyOrientation { output["applyOrientation"] = true }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         if let quality { output["quality"] = JSONValue(quality) }

@@ -269,6 +269,8 @@ export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
 export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
 export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
 export type Verify = false | true | 'header' | 'full';
+export type Fit = 'cover' | 'contain' | 'fill' | 'inside' | 'outside';
+export type Position = 'center' | 'top' | 'right top' | 'right' | 'right bottom' | 'bottom' | 'left bottom' | 'left' | 'left top';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type ExecutionOrder = 'fifo' | 'lifo';
 
@@ -348,6 +350,30 @@ export interface DownloadOptions {
   maxPixelSize?: number;
   /** Decoded formats: scale down to at most this many pixels. */
   maxPixelCount?: number;
+  /**
+   * Decoded formats: the box's width in pixels (sharp's resize): with height, the image fits the box as fit says;
+   * alone, the height follows the aspect ratio.
+   */
+  width?: number;
+  /** Decoded formats: the box's height in pixels; alone, the width follows the aspect ratio. */
+  height?: number;
+  /**
+   * With width and height: cover (crop to fill the box), contain (fit inside it, the rest background), fill
+   * (stretch), inside (fit inside, no canvas) or outside (cover, no crop) (default 'cover').
+   */
+  fit?: Fit;
+  /**
+   * With width or height: the part fit cover keeps, or where fit contain puts the image on its canvas (default
+   * 'center').
+   */
+  position?: Position;
+  /** With fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black). */
+  background?: string;
+  /**
+   * With width or height: never larger than the image (cover and inside may then come out smaller than the box;
+   * contain pads to it).
+   */
+  withoutEnlargement?: boolean;
   /** Decoded formats: turn the image upright by its EXIF orientation. */
   applyOrientation?: boolean;
   /** With progressive: the least time between two partial images (default 200). */

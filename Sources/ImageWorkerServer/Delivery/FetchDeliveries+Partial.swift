@@ -23,9 +23,10 @@ extension FetchDeliveries {
     /// serves the token's partial images: when it is at least 90% of their size on both sides
     /// (enlarged by at most a ninth, a difference the eye does not see in a preview: 500 pixels
     /// for 512 from a 4000-pixel photo). Then they need no partial frame.
+    /// (Not for a box: its crop or canvas is made from the frame.)
     static func previewServes(_ spec: OutputSpec, _ decoder: any IncrementalImageDecoder, source: (width: Int, height: Int)) -> Bool {
-        guard spec.partialMaxPixelSize != nil, let preview = decoder.previewSize else { return false }
-        let size = spec.geometry.partialSize(of: source)
+        guard spec.partialMaxPixelSize != nil, spec.geometry.box == nil, let preview = decoder.previewSize else { return false }
+        let size = spec.geometry.partialSize(of: source, orientation: decoder.orientation)
         return preview.width * 10 >= size.width * 9 && preview.height * 10 >= size.height * 9
     }
 
@@ -54,8 +55,25 @@ extension FetchDeliveries {
             let spec = target.spec
             let key = RenderKey(spec)
             if renders[key] == nil {
-                let size = spec.geometry.partialSize(of: source)
-                if Self.previewServes(spec, decoder, source: source) {
+                let size = spec.geometry.partialSize(of: source, orientation: orientation)
+                if let plan = spec.geometry.plan(source: source, orientation: orientation) {
+                    guard frameUpdated else { continue }
+                    // The box's plan carried out on the frame so far (taken out of the decoder at
+                    // its size), fitted into partialMaxPixelSize; the rows arrived mapped into it.
+                    let fraction = frameHeight > 0 ? Double(filled) / Double(frameHeight) : 0
+                    let rows = plan.filledRows(fraction: fraction) * size.height / max(1, plan.outputHeight)
+                    var rendered: Renderer.Rendered?
+                    if spec.delivery == .none, !spec.format.isEncoded {
+                        rendered = Renderer.described(
+                            width: size.width, height: size.height, orientation: orientation, source: decoder.format, spec: spec)
+                    } else if let frame = decoder.withCurrentPixels({ frame in
+                        ImageResampler.resize(frame, width: frame.width, height: frame.height, orientation: orientation, format: decoder.format)
+                    }) {
+                        rendered = try? Renderer.render(spec.format.pixels(of: spec.geometry.partialShaped(frame, source: source)), spec: spec)
+                    }
+                    guard let rendered else { continue }
+                    renders[key] = (rendered, decoder.completedPasses, rows)
+                } else if Self.previewServes(spec, decoder, source: source) {
                     if preview == nil { preview = decoder.preview() }
                     guard let (image, passes) = preview ?? nil,
                         let rendered = try? Renderer.render(Renderer.resized(image, to: size, spec: spec), spec: spec)

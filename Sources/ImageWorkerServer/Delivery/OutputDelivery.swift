@@ -67,7 +67,9 @@ enum OutputDelivery {
         // `bitmapCost`, reads no further than 64 KiB).
         let header = spec.format.needsDecoding || spec.verify ? SourceFacts.header(resource.body) : nil
         if spec.format.needsDecoding {
-            let cost = bitmapCost(resource.body, source: source)
+            // (An enlarged image takes more than its source: a box's size counts too.)
+            let stored = (try? header?.get()).map { (width: $0.width, height: $0.height) }
+            let cost = bitmapCost(resource.body, source: source) &+ spec.geometry.boxCost(source: stored)
             let finished: Finished
             if !resource.streamed {
                 finished = try await decodedWhole(

@@ -116,12 +116,12 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
     /// `source` size (the largest of their fitted sizes; the full size when one asks no
     /// scaling), in their layout when they share one (so that the pixels are the whole-buffer
     /// path's), else RGBA.
-    static func plan(for specs: [OutputSpec], source: (width: Int, height: Int)) -> (
+    static func plan(for specs: [OutputSpec], source: (width: Int, height: Int), orientation: Int) -> (
         target: (width: Int, height: Int), layout: PixelLayout
     ) {
         let layouts = Set(specs.map(\.format.layout))
         let layout = layouts.count == 1 ? layouts.first! : .rgba
-        return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source), layout)
+        return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source, orientation: orientation), layout)
     }
 
     /// Creates the decoder, for an image of `source` size when its header was read (nil, with
@@ -139,7 +139,11 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             if let (width, height) = probed, width > 0, height > 0 {
                 source = (width, height)
                 try ImageDecoders.checkPixelLimit((width, height), options)
-                let plan = Self.plan(for: demand.specs, source: (width, height))
+                // (The EXIF orientation comes before the frame header: a box for the upright image
+                // swaps a fill's scales when the image is stored turned.)
+                let orientation = pending.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
+                for spec in demand.specs { try spec.geometry.checkLimit(source: (width, height), orientation: orientation, options: options) }
+                let plan = Self.plan(for: demand.specs, source: (width, height), orientation: orientation)
                 options.layout = plan.layout
                 // A GIF is decoded onto its whole canvas, whatever the target.
                 let held = format == .gif ? (width, height) : plan.target

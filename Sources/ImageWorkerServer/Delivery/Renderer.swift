@@ -21,9 +21,9 @@ enum Renderer {
     /// A progressive decode's image at what the token asked of the file's image, or nil when the
     /// decode holds fewer pixels than that (it was scaled for the fetch's other tokens).
     static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
-        let target = spec.geometry.finalSize(of: frame.source)
-        guard frame.image.width >= target.width, frame.image.height >= target.height else { return nil }
-        return resized(frame.image, to: target, spec: spec)
+        let needed = spec.geometry.decodeSize(of: frame.source, orientation: frame.image.orientation)
+        guard frame.image.width >= needed.width, frame.image.height >= needed.height else { return nil }
+        return spec.format.pixels(of: spec.geometry.shaped(frame.image, source: frame.source))
     }
 
     /// In the token's layout, at `target`.

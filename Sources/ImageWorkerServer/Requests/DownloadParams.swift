@@ -84,7 +84,8 @@ public struct OutputSpec: Sendable, Equatable {
 
     /// Whether the event and the name need the delivered bytes' digest.
     var needsDigest: Bool { sha256 || fileName?.needsDigest == true }
-    /// The image's size: `maxPixelSize`, `maxPixelCount`, `partialMaxPixelSize`.
+    /// The image's size: `maxPixelSize`, `maxPixelCount`, or a box (`width`, `height`, `fit`,
+    /// `position`, `background`, `withoutEnlargement`); `partialMaxPixelSize`.
     var geometry = OutputGeometry()
     /// Scale down (never up) so the longest side is at most this many pixels.
     public var maxPixelSize: Int? {
@@ -96,8 +97,12 @@ public struct OutputSpec: Sendable, Equatable {
         get { geometry.maxPixelCount }
         set { geometry.maxPixelCount = newValue }
     }
-    /// Turn the image upright per its EXIF orientation (it is reported either way).
-    public var applyOrientation = false
+    /// Turn the image upright per its EXIF orientation (it is reported either way); a box is for
+    /// the upright image then.
+    public var applyOrientation: Bool {
+        get { geometry.upright }
+        set { geometry.upright = newValue }
+    }
     /// With `progressive`: at least this long between two partial images of the token.
     public var partialIntervalMs: Int64 = 200
     /// With `progressive`: partial images no larger than this on their longest side (the final
@@ -195,8 +200,8 @@ struct DownloadParams {
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
                 "delivery", "format", "path", "dir", "name", "nameTemplate", "index", "overwrite", "skipExisting", "verify", "sha256",
-                "maxPixelSize", "maxPixelCount", "applyOrientation", "partialIntervalMs", "partialMaxPixelSize", "quality",
-                "lossless", "chromaSubsampling",
+                "maxPixelSize", "maxPixelCount", "width", "height", "fit", "position", "background", "withoutEnlargement",
+                "applyOrientation", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -232,6 +237,25 @@ struct DownloadParams {
         spec.maxPixelSize = try p.integer("maxPixelSize", in: OptionTable.Output.maxPixelSize).map { Int($0) }
         spec.maxPixelCount = try p.integer("maxPixelCount", in: OptionTable.Output.maxPixelCount).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
+        let width = try p.integer("width", in: OptionTable.Output.width).map { Int($0) }
+        let height = try p.integer("height", in: OptionTable.Output.height).map { Int($0) }
+        // Without width and height, fit, position, background and withoutEnlargement are refused
+        // by `OptionRule` (in `init`).
+        if width != nil || height != nil {
+            var box = OutputGeometry.Box(width: width, height: height)
+            if let fit = try p.oneOf("fit", FitPlan.Fit.allCases.map(\.rawValue)) { box.fit = FitPlan.Fit(rawValue: fit)! }
+            if let position = try p.oneOf("position", FitPlan.Position.allCases.map(\.rawValue)) {
+                box.position = FitPlan.Position(rawValue: position)!
+            }
+            box.withoutEnlargement = try p.bool("withoutEnlargement") ?? false
+            spec.geometry.box = box
+            if let text = try p.string("background") {
+                guard let color = BackgroundColor(hex: text) else {
+                    throw .invalidParams("output.background must be #rrggbb or #rrggbbaa (hex), not \"\(text)\"")
+                }
+                spec.geometry.background = color
+            }
+        }
         spec.partialIntervalMs = try p.integer("partialIntervalMs", in: OptionTable.Output.partialIntervalMs) ?? spec.partialIntervalMs
         spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: OptionTable.Output.partialMaxPixelSize).map { Int($0) }
         spec.quality = try p.integer("quality", in: OptionTable.Output.quality).map { Int($0) }

@@ -13,6 +13,8 @@ public enum OptionTable {
         public static let index: ClosedRange<Int64> = 0...9_007_199_254_740_991
         public static let maxPixelSize: ClosedRange<Int64> = 1...1_000_000
         public static let maxPixelCount: ClosedRange<Int64> = 1...1_000_000_000_000
+        public static let width: ClosedRange<Int64> = 1...16_384
+        public static let height: ClosedRange<Int64> = 1...16_384
         public static let partialIntervalMs: ClosedRange<Int64> = 0...3_600_000
         public static let partialMaxPixelSize: ClosedRange<Int64> = 1...1_000_000
         public static let quality: ClosedRange<Int64> = 1...100
@@ -51,6 +53,8 @@ public enum OptionTable {
         }
         public enum Output {
             public static let format = "original"
+            public static let fit = "cover"
+            public static let position = "center"
             public static let partialIntervalMs: Int64 = 200
             public static let chromaSubsampling = "4:2:0"
         }
@@ -79,6 +83,8 @@ public enum OptionTable {
         "priority": "normal",
         "output.delivery": "none",
         "output.format": "original",
+        "output.fit": "cover",
+        "output.position": "center",
         "output.chromaSubsampling": "4:2:0",
     ]
 
@@ -93,6 +99,16 @@ public enum OptionTable {
         .formats("output.chromaSubsampling", ["jpeg"]),
         .decoded("output.maxPixelSize"),
         .decoded("output.maxPixelCount"),
+        .decoded("output.width"),
+        .decoded("output.height"),
+        .exclusive("output.width", "output.maxPixelSize"),
+        .exclusive("output.height", "output.maxPixelSize"),
+        .exclusive("output.width", "output.maxPixelCount"),
+        .exclusive("output.height", "output.maxPixelCount"),
+        .with("output.fit", ["output.width", "output.height"]),
+        .with("output.position", ["output.width", "output.height"]),
+        .with("output.background", ["output.width", "output.height"]),
+        .with("output.withoutEnlargement", ["output.width", "output.height"]),
         .decoded("output.applyOrientation"),
         .decoded("output.partialMaxPixelSize"),
         .decoded("progressive"),

@@ -5,6 +5,8 @@ export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
 export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
 export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
 export const VERIFIES = [false, true, 'header', 'full'];
+export const FITS = ['cover', 'contain', 'fill', 'inside', 'outside'];
+export const POSITIONS = ['center', 'top', 'right top', 'right', 'right bottom', 'bottom', 'left bottom', 'left', 'left top'];
 export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
 export const EXECUTION_ORDERS = ['fifo', 'lifo'];
 
@@ -36,6 +38,12 @@ export const DOWNLOAD_OPTIONS = {
   sha256: { wire: 'sha256', kind: 'bool', output: true },
   maxPixelSize: { wire: 'maxPixelSize', kind: 'int', min: 1, max: 1_000_000, output: true },
   maxPixelCount: { wire: 'maxPixelCount', kind: 'int', min: 1, max: 1_000_000_000_000, output: true },
+  width: { wire: 'width', kind: 'int', min: 1, max: 16_384, output: true },
+  height: { wire: 'height', kind: 'int', min: 1, max: 16_384, output: true },
+  fit: { wire: 'fit', kind: 'enum', output: true, choices: FITS },
+  position: { wire: 'position', kind: 'enum', output: true, choices: POSITIONS },
+  background: { wire: 'background', kind: 'text', output: true },
+  withoutEnlargement: { wire: 'withoutEnlargement', kind: 'bool', output: true },
   applyOrientation: { wire: 'applyOrientation', kind: 'bool', output: true },
   partialIntervalMs: { wire: 'partialIntervalMs', kind: 'int', min: 0, max: 3_600_000, output: true },
   partialMaxPixelSize: { wire: 'partialMaxPixelSize', kind: 'int', min: 1, max: 1_000_000, output: true },
@@ -55,6 +63,16 @@ export const RELATIONS = [
   { option: 'output.chromaSubsampling', formats: ['jpeg'] },
   { option: 'output.maxPixelSize', decoded: true },
   { option: 'output.maxPixelCount', decoded: true },
+  { option: 'output.width', decoded: true },
+  { option: 'output.height', decoded: true },
+  { exclusive: ['output.width', 'output.maxPixelSize'] },
+  { exclusive: ['output.height', 'output.maxPixelSize'] },
+  { exclusive: ['output.width', 'output.maxPixelCount'] },
+  { exclusive: ['output.height', 'output.maxPixelCount'] },
+  { option: 'output.fit', with: ['output.width', 'output.height'] },
+  { option: 'output.position', with: ['output.width', 'output.height'] },
+  { option: 'output.background', with: ['output.width', 'output.height'] },
+  { option: 'output.withoutEnlargement', with: ['output.width', 'output.height'] },
   { option: 'output.applyOrientation', decoded: true },
   { option: 'output.partialMaxPixelSize', decoded: true },
   { option: 'progressive', decoded: true, names: 'output.format' },
@@ -69,7 +87,7 @@ export const RELATIONS = [
 ];
 
 /** Each choice's value when absent, by wire path (the schema's `default`s). */
-export const CHOICE_DEFAULTS = { priority: 'normal', 'output.delivery': 'none', 'output.format': 'original', 'output.chromaSubsampling': '4:2:0' };
+export const CHOICE_DEFAULTS = { priority: 'normal', 'output.delivery': 'none', 'output.format': 'original', 'output.fit': 'cover', 'output.position': 'center', 'output.chromaSubsampling': '4:2:0' };
 
 /** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */
 export const CLIENT_DEFAULTS = [

@@ -15,6 +15,8 @@ Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
 CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
 Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
 Verify = Literal[False, True, "header", "full"]
+Fit = Literal["cover", "contain", "fill", "inside", "outside"]
+Position = Literal["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
 
@@ -22,6 +24,8 @@ PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
 CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnly")
 FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
 VERIFIES: Tuple[Union[bool, str], ...] = (False, True, "header", "full")
+FITS: Tuple[str, ...] = ("cover", "contain", "fill", "inside", "outside")
+POSITIONS: Tuple[str, ...] = ("center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
@@ -86,6 +90,22 @@ class ManyOptions(TypedDict, total=False):
     max_pixel_size: int
     #: decoded formats: scale down to at most this many pixels
     max_pixel_count: int
+    #: decoded formats: the box's width in pixels (sharp's resize): with height, the image fits the box as fit says;
+    #: alone, the height follows the aspect ratio
+    width: int
+    #: decoded formats: the box's height in pixels; alone, the width follows the aspect ratio
+    height: int
+    #: with width and height: cover (crop to fill the box), contain (fit inside it, the rest background), fill
+    #: (stretch), inside (fit inside, no canvas) or outside (cover, no crop) (default 'cover')
+    fit: Fit
+    #: with width or height: the part fit cover keeps, or where fit contain puts the image on its canvas (default
+    #: 'center')
+    position: Position
+    #: with fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black)
+    background: str
+    #: with width or height: never larger than the image (cover and inside may then come out smaller than the box;
+    #: contain pads to it)
+    without_enlargement: bool
     #: decoded formats: turn the image upright by its EXIF orientation
     apply_orientation: bool
     #: with progressive: the least time between two partial images (default 200)
@@ -216,6 +236,12 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "sha256": Rule("sha256", "bool", output=True),
     "max_pixel_size": Rule("maxPixelSize", "int", 1, 1_000_000, output=True),
     "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),
+    "width": Rule("width", "int", 1, 16_384, output=True),
+    "height": Rule("height", "int", 1, 16_384, output=True),
+    "fit": Rule("fit", "enum", choices=FITS, output=True),
+    "position": Rule("position", "enum", choices=POSITIONS, output=True),
+    "background": Rule("background", "text", output=True),
+    "without_enlargement": Rule("withoutEnlargement", "bool", output=True),
     "apply_orientation": Rule("applyOrientation", "bool", output=True),
     "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
     "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
@@ -271,6 +297,16 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("formats", "output.chromaSubsampling", formats=("jpeg",)),
     Relation("decoded", "output.maxPixelSize"),
     Relation("decoded", "output.maxPixelCount"),
+    Relation("decoded", "output.width"),
+    Relation("decoded", "output.height"),
+    Relation("exclusive", "output.width", "output.maxPixelSize"),
+    Relation("exclusive", "output.height", "output.maxPixelSize"),
+    Relation("exclusive", "output.width", "output.maxPixelCount"),
+    Relation("exclusive", "output.height", "output.maxPixelCount"),
+    Relation("with", "output.fit", others=("output.width", "output.height")),
+    Relation("with", "output.position", others=("output.width", "output.height")),
+    Relation("with", "output.background", others=("output.width", "output.height")),
+    Relation("with", "output.withoutEnlargement", others=("output.width", "output.height")),
     Relation("decoded", "output.applyOrientation"),
     Relation("decoded", "output.partialMaxPixelSize"),
     Relation("decoded", "progressive", names="output.format"),
@@ -285,7 +321,7 @@ RELATIONS: Tuple[Relation, ...] = (
 )
 
 #: Each choice's value when absent, by wire path (the schema's ``default``s).
-CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.chromaSubsampling": "4:2:0"}
+CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.fit": "cover", "output.position": "center", "output.chromaSubsampling": "4:2:0"}
 
 #: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:
 #: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.
