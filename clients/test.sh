@@ -12,8 +12,11 @@ venv="$(mktemp -d)/venv"
 trap 'rm -rf "$(dirname "$venv")"' EXIT
 python3 -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/clients/python"
-for module in pytest jsonschema mypy pyarrow numpy; do
-    "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check "$module"
+# (Pillow: the reference the geometry tests are held to; imported as PIL.)
+for module in pytest jsonschema mypy pyarrow numpy PIL; do
+    package=$module
+    [ "$module" = PIL ] && package=Pillow
+    "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check "$package"
 done
 echo "clients: mypy --strict"
 (cd "$root/clients/python" && "$venv/bin/python" -m mypy --strict src/image_worker)

@@ -189,7 +189,9 @@ test('requests the client builds are valid, and every download option can be set
   for (const encoded of [jpeg, webp]) {
     assert.deepEqual(schemas.problems({ jsonrpc: '2.0', method: 'download', params: encoded }, 'requests/download.schema.json'), []);
   }
+  const boxed = downloadParams('u', 8, { format: 'png', width: 64, height: 64, fit: 'contain', position: 'left', background: '#ffffff', withoutEnlargement: true });
+  assert.deepEqual(schemas.problems({ jsonrpc: '2.0', method: 'download', params: boxed }, 'requests/download.schema.json'), []);
   const output = new Set([...Object.keys(params.output), ...Object.keys(named.output), ...Object.keys(jpeg.output),
-    ...Object.keys(webp.output), 'path', 'delivery']);
+    ...Object.keys(webp.output), ...Object.keys(boxed.output), 'path', 'delivery']);
   for (const key of Object.keys(schemaParams.output.properties)) assert.ok(output.has(key), `output.${key}`);
 });

@@ -113,6 +113,16 @@ test('each error code rejects with its own class', () => withSetup(async (server
   assert.throws(() => worker.download('u', { skipExisting: true }), /skipExisting goes with dir or path/);
   assert.throws(() => worker.download('u', { overwrite: true }), /overwrite goes with delivery 'file'/);
   assert.throws(() => worker.download('u', { format: 'png', maxPixelSize: 0 }), /maxPixelSize must be an integer in 1…1,000,000/);
+  // A box (sharp's resize): its rules, then the sizes each fit gives a 227 × 149 photo.
+  assert.throws(() => worker.download('u', { format: 'png', fit: 'cover' }), /fit goes with width or height/);
+  assert.throws(() => worker.download('u', { format: 'png', width: 10, maxPixelSize: 20 }), /exclude each other/);
+  assert.throws(() => worker.download('u', { format: 'png', width: 10, position: 'middle' }), /position must be one of/);
+  for (const [fit, size] of [['cover', [100, 100]], ['contain', [100, 100]], ['fill', [100, 100]], ['inside', [100, 66]], ['outside', [152, 100]]]) {
+    const boxed = await worker.download(server.url('/files/testorig.jpg'), { format: 'rgb', width: 100, height: 100, fit, inline: true }).done;
+    assert.deepEqual([boxed.width, boxed.height, boxed.data.length], [...size, size[0] * size[1] * 3], fit);
+  }
+  const padded = await worker.download(server.url('/files/testorig.jpg'), { format: 'rgba', width: 100, height: 100, fit: 'contain', background: '#10203040', inline: true }).done;
+  assert.deepEqual([...padded.data.subarray(0, 4)], [0x10, 0x20, 0x30, 0x40]);
   assert.equal((await worker.download(server.url('/files/testorig.jpg')).done).byteLength, 5770);
   await worker.close();
 }));

@@ -251,10 +251,12 @@ def test_requests_the_client_builds_are_valid() -> None:
     assert set(params) | set(quiet) == set(schema_params) - {"_meta"}, "quiet excludes progressive: set apart"
     jpeg = download_params("u", 3, dict(format="jpeg", quality=75, chroma_subsampling="4:4:4"))
     webp = download_params("u", 4, dict(format="webp", quality=60, lossless=True, inline=True))
-    for encoded in (jpeg, webp):
+    boxed = download_params("u", 8, dict(format="png", width=64, height=64, fit="contain", position="left", background="#ffffff",
+                                         without_enlargement=True))
+    for encoded in (jpeg, webp, boxed):
         assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": encoded}, "requests/download.schema.json")
-    assert (set(params["output"]) | set(named["output"]) | set(jpeg["output"]) | set(webp["output"]) | {"path", "delivery"}
-            >= set(schema_params["output"]["properties"]))
+    assert (set(params["output"]) | set(named["output"]) | set(jpeg["output"]) | set(webp["output"]) | set(boxed["output"])
+            | {"path", "delivery"} >= set(schema_params["output"]["properties"]))
     inline = download_params("u", 1, {"inline": True})
     assert not SCHEMAS.problems({"jsonrpc": "2.0", "method": "download", "params": inline}, "requests/download.schema.json")
 

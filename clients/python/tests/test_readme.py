@@ -77,6 +77,10 @@ def test_the_shell_blocks(binary: str, server: LoopbackServer, tmp_path: Path) -
     # A photo's thumbnail is smaller than the photo (PNG thumbnails of JPEG photos were larger).
     (photo,) = [r for r in records if r["path"].endswith("testimgp.webp")]
     assert os.path.getsize(photo["path"]) < len(server.files["testimgp.jpg"]), photo
+    # Exact squares: every URL's image cropped to 256 x 256 (a JPEG's size is in its frame header).
+    from PIL import Image
+    squares = sorted((tmp_path / "squares").iterdir())
+    assert len(squares) == len(records) and all(Image.open(p).size == (256, 256) for p in squares), squares
 
     stdout, _ = run(["bash", "-euo", "pipefail", "-c", localised(protocol, server)], tmp_path, env)
     assert len(stdout.splitlines()) == 1, stdout
@@ -97,7 +101,8 @@ def test_the_python_block(binary: str, server: LoopbackServer, tmp_path: Path) -
     stdout, _ = run([sys.executable, str(script)], tmp_path, env)
     lines = stdout.splitlines()
     assert sum(1 for line in lines if line.startswith("partial image")) >= 1, stdout
-    assert lines[-1].endswith("227 149 jpeg") and "previews/testimgp.png" in lines[-1], stdout
+    assert lines[-2].endswith("227 149 jpeg") and "previews/testimgp.png" in lines[-2], stdout
+    assert lines[-1] == "(256, 256, 3)", stdout
     assert sorted(p.name for p in (tmp_path / "images").iterdir()) == ["basn2c08.png", "testimgp.jpg"]
 
 
