@@ -23,7 +23,9 @@ enum Renderer {
     static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
         let needed = spec.geometry.decodeSize(of: frame.source, orientation: frame.image.orientation)
         guard frame.image.width >= needed.width, frame.image.height >= needed.height else { return nil }
-        return spec.format.pixels(of: spec.geometry.shaped(frame.image, source: frame.source))
+        // In the token's layout first (as the whole-buffer path decodes in it), and again after:
+        // a see-through canvas is RGBA.
+        return spec.format.pixels(of: spec.geometry.shaped(spec.format.pixels(of: frame.image), source: frame.source))
     }
 
     /// In the token's layout, at `target`.
@@ -58,7 +60,8 @@ enum Renderer {
             rendered.byteLength = rendered.payload.count
             return rendered
         }
-        rendered.payload = Payload(upright.pixels)
+        // Raw pixels in the layout the format names (a see-through `contain` canvas is RGBA).
+        rendered.payload = Payload(upright.layout == spec.format.layout ? upright.pixels : upright.converted(to: spec.format.layout).pixels)
         return rendered
     }
 

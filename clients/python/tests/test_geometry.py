@@ -100,6 +100,16 @@ def test_a_see_through_background_gives_an_rgba_png(binary: str, server: Loopbac
     image = Image.open(io.BytesIO(png.read_bytes()))
     assert image.mode == "RGBA" and image.size == (100, 100)
     assert image.getpixel((50, 0)) == (0, 0, 0, 0) and image.getpixel((50, 50))[3] == 255
+    # Raw rgb and gray, and JPEG, have no alpha: the background's colour shows, in their layout.
+    with image_worker.Worker(binary) as worker:
+        url = server.url("/files/testorig.jpg")
+        rgb = pixels(worker, url, width=100, height=100, fit="contain", background="#10203040")
+        gray = worker.download(url, format="gray", inline=True, width=100, height=100, fit="contain", background="#10203040").result()
+        jpeg = worker.download(url, format="jpeg", inline=True, width=100, height=100, fit="contain", background="#ff000080").result()
+    assert rgb.shape == (100, 100, 3) and tuple(rgb[0, 50]) == (0x10, 0x20, 0x30)
+    assert gray.to_numpy().shape == (100, 100, 1) and len(gray.read_bytes()) == 100 * 100
+    corner = Image.open(io.BytesIO(jpeg.read_bytes())).convert("RGB").getpixel((50, 2))
+    assert corner[0] > 240 and corner[1] < 16 and corner[2] < 16, corner
 
 
 def test_the_rules_between_the_options(binary: str, server: LoopbackServer) -> None:
