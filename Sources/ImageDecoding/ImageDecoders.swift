@@ -155,12 +155,13 @@ public enum ImageDecoders {
 
     /// Decodes a whole buffer at the size `target` gives for the stored size read from its
     /// header (never larger: a larger answer decodes at full size), by the same means as above.
+    /// `target` may refuse the size, before any pixel buffer.
     public static func decode(
-        _ data: [UInt8], options: DecodeOptions, target: (_ width: Int, _ height: Int) -> (width: Int, height: Int)
+        _ data: [UInt8], options: DecodeOptions, target: (_ width: Int, _ height: Int) throws(DecodeError) -> (width: Int, height: Int)
     ) throws(DecodeError) -> DecodedImage {
         guard let (w, h) = probeSize(data), w > 0, h > 0 else { return try decode(data, options: options) }
         try checkPixelLimit((w, h), options)
-        let asked = target(w, h)
+        let asked = try target(w, h)
         let target = (width: max(1, min(w, asked.width)), height: max(1, min(h, asked.height)))
         let format = ImageFormat.detect(data)
         if format == .png, (target.width, target.height) != (w, h),

@@ -45,6 +45,8 @@ extension FetchDeliveries {
             !backedUp || ($0.1.spec.delivery != .inline && $0.1.spec.delivery != .shared)
         }
         guard !due.isEmpty, let (frameWidth, frameHeight) = decoder.size else { return }
+        var limits = DecodeOptions()
+        limits.maxPixels = settings.withLock { $0.maxPixels }
         let filled = decoder.filledRows
         let orientation = decoder.orientation
         // Each distinct rendering once, however many tokens want it. A full-size PNG of the frame
@@ -57,7 +59,9 @@ extension FetchDeliveries {
             if renders[key] == nil {
                 let size = spec.geometry.partialSize(of: source, orientation: orientation)
                 if let plan = spec.geometry.plan(source: source, orientation: orientation) {
-                    guard frameUpdated else { continue }
+                    // (A box over the pixel limit gets none: its token fails when the body is in.)
+                    guard frameUpdated, (try? spec.geometry.checkLimit(source: source, orientation: orientation, options: limits)) != nil
+                    else { continue }
                     // The box's plan carried out on the frame so far (taken out of the decoder at
                     // its size), fitted into partialMaxPixelSize; the rows arrived mapped into it.
                     let fraction = frameHeight > 0 ? Double(filled) / Double(frameHeight) : 0

@@ -67,9 +67,21 @@ enum OutputDelivery {
         // `bitmapCost`, reads no further than 64 KiB).
         let header = spec.format.needsDecoding || spec.verify ? SourceFacts.header(resource.body) : nil
         if spec.format.needsDecoding {
-            // (An enlarged image takes more than its source: a box's size counts too.)
             let stored = (try? header?.get()).map { (width: $0.width, height: $0.height) }
-            let cost = bitmapCost(resource.body, source: source) &+ spec.geometry.boxCost(source: stored)
+            if let stored {
+                // This token's box, over the pixel limit, fails it alone (before its decode, which
+                // other tokens of the fetch may share).
+                var limits = DecodeOptions()
+                limits.maxPixels = settings.maxPixels
+                let orientation = resource.body.withUnsafeReadableBytes { spec.geometry.orientation(of: $0, format: source) }
+                do throws(DecodeError) { try spec.geometry.checkLimit(source: stored, orientation: orientation, options: limits) } catch {
+                    throw DeliveryFailure(error, settings: settings)
+                }
+            }
+            // The stored size read once (else a guess from the body); an enlarged image takes more
+            // than its source: a box's size counts too.
+            let cost = (stored.map { bitmapCost(width: $0.width, height: $0.height) } ?? bitmapCost(resource.body, source: source))
+                &+ spec.geometry.boxCost(source: stored)
             let finished: Finished
             if !resource.streamed {
                 finished = try await decodedWhole(

@@ -81,6 +81,8 @@ struct OutputGeometry: Sendable, Hashable {
 
     /// Refuses a box whose image would hold more than `options.maxPixels` (a thin image enlarged
     /// by one side, or `outside`), before any pixel buffer: what the source's own size is held to.
+    /// It fails the token that asked it, never a decode other tokens share: a progressive decode
+    /// is never larger than the source (`decodeSize`), and the box is made per token.
     func checkLimit(source: Size, orientation: Int, options: DecodeOptions) throws(DecodeError) {
         guard let plan = plan(source: source, orientation: orientation) else { return }
         let pixels = UInt64(plan.outputWidth) * UInt64(plan.outputHeight)
@@ -88,6 +90,13 @@ struct OutputGeometry: Sendable, Hashable {
         throw .limit(
             "the image asked (\(plan.outputWidth)x\(plan.outputHeight) pixels from \(source.width)x\(source.height)) exceeds the limit of \(options.maxPixels) pixels",
             width: plan.outputWidth, height: plan.outputHeight)
+    }
+
+    /// The source's EXIF orientation in `bytes`, where the box depends on it (it is for the upright
+    /// image); 1 otherwise, without reading them.
+    func orientation(of bytes: UnsafeRawBufferPointer, format: ImageFormat?) -> Int {
+        guard box != nil, upright, let format else { return 1 }
+        return ImageDecoders.recordedOrientation(bytes, format: format)
     }
 
     /// The memory the box's image takes beside the decode's (an enlargement is larger than its
@@ -107,13 +116,10 @@ struct OutputGeometry: Sendable, Hashable {
         guard box != nil else {
             return try ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         }
-        var orientation = 1
-        if upright, let format = ImageFormat.detect(bytes) {
-            orientation = bytes.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
-        }
-        if let probed = ImageDecoders.probeSize(bytes) { try checkLimit(source: probed, orientation: orientation, options: options) }
+        let orientation = bytes.withUnsafeBytes { self.orientation(of: $0, format: ImageFormat.detect(bytes)) }
         var source: Size?
-        let image = try ImageDecoders.decode(bytes, options: options) { w, h in
+        let image = try ImageDecoders.decode(bytes, options: options) { (w, h) throws(DecodeError) in
+            try checkLimit(source: (w, h), orientation: orientation, options: options)
             source = (w, h)
             return decodeSize(of: (w, h), orientation: orientation)
         }

@@ -142,7 +142,6 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
                 // (The EXIF orientation comes before the frame header: a box for the upright image
                 // swaps a fill's scales when the image is stored turned.)
                 let orientation = pending.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
-                for spec in demand.specs { try spec.geometry.checkLimit(source: (width, height), orientation: orientation, options: options) }
                 let plan = Self.plan(for: demand.specs, source: (width, height), orientation: orientation)
                 options.layout = plan.layout
                 // A GIF is decoded onto its whole canvas, whatever the target.

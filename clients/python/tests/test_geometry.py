@@ -145,3 +145,16 @@ def test_partial_images_follow_the_box(binary: str, server: LoopbackServer, tmp_
     written = Image.open(final.path).convert("RGB")
     assert mean_difference(numpy.asarray(written), ImageOps.fit(image, (80, 80), Image.LANCZOS, centering=(0, 0.5))) < 6
     assert small and all((p.width, p.height) == (40, 40) for p in small)
+
+
+def test_a_box_over_the_pixel_limit_fails_its_own_download_only(binary: str, server: LoopbackServer, tmp_path: Any) -> None:
+    # 16,384 wide keeps the aspect ratio: 16,384 x 10,754 (176 M pixels) is over the 100 M limit.
+    url = server.url("/files/testimgp.jpg?chunk=400&delayMs=20")
+    with image_worker.Worker(binary) as worker:
+        for progressive in (True, False):
+            plain = worker.download(url, dir=str(tmp_path / f"plain-{progressive}"), format="png", progressive=progressive)
+            huge = worker.download(url, dir=str(tmp_path / f"huge-{progressive}"), format="png", progressive=progressive, width=16384,
+                                   partial_interval_ms=0)
+            with pytest.raises(image_worker.LimitExceeded, match="16384x10754"):
+                huge.result(30)
+            assert (plain.result(30).width, plain.result(30).height) == (227, 149)
