@@ -72,15 +72,17 @@ let package = Package(
         .systemLibrary(name: "CLibWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
         .systemLibrary(name: "CLibGIF", providers: [.apt(["libgif-dev"])]),
         .systemLibrary(name: "CLibAVIF", providers: [.apt(["libavif-dev"])]),
+        // Colour management: embedded profiles to sRGB (Debian: liblcms2-dev).
+        .systemLibrary(name: "CLittleCMS", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
         // The C side of the decoders and encoders: every libjpeg/libpng call under a setjmp in C, so
         // their error exits return codes and never longjmp through Swift frames; libwebp, giflib,
         // libavif and TurboJPEG return codes of their own.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF"],
-            // A module map's `link` reaches the linker only through a Swift import; these two have
-            // no pkg-config flags to carry it.
-            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif")]
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS"],
+            // A module map's `link` reaches the linker only through a Swift import; giflib and libavif
+            // have no pkg-config flags to carry it, and lcms2's link flags do not reach a C target.
+            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2")]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
         // PNG encoding. The only module that calls C.

@@ -4,6 +4,7 @@
 #include "iw_limits.h"
 #include <avif/avif.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int result_kind(avifResult result) {
@@ -61,6 +62,8 @@ static int orientation(const avifImage *image) {
     return turned[angle];
 }
 
+static int header_checks(const iw_avif_info *info, uint64_t max_pixels, uint32_t max_frames, iw_image *out);
+
 int iw_avif_header(const uint8_t *data, size_t length, uint64_t max_pixels, uint32_t max_frames, iw_avif_info *info,
                    iw_image *out) {
     memset(info, 0, sizeof *info);
@@ -76,7 +79,24 @@ int iw_avif_header(const uint8_t *data, size_t length, uint64_t max_pixels, uint
     info->has_alpha = decoder->alphaPresent;
     info->frame_count = decoder->imageCount > 0 ? (uint32_t)decoder->imageCount : 1;
     info->orientation = orientation(image);
+    info->color_primaries = image->colorPrimaries;
+    info->transfer = image->transferCharacteristics;
+    if (image->icc.size > 0 && (info->icc = malloc(image->icc.size))) {
+        memcpy(info->icc, image->icc.data, image->icc.size);
+        info->icc_length = image->icc.size;
+    }
     avifDecoderDestroy(decoder);
+    int status = header_checks(info, max_pixels, max_frames, out);
+    if (status != 0) {
+        free(info->icc);
+        info->icc = NULL;
+        info->icc_length = 0;
+    }
+    return status;
+}
+
+/* The header's size and frames against the limits. */
+static int header_checks(const iw_avif_info *info, uint64_t max_pixels, uint32_t max_frames, iw_image *out) {
     char message[IW_LIMIT_MESSAGE_SIZE];
     if (info->width == 0 || info->height == 0) return iw_image_fail(out, IW_ERR_CORRUPT, "image has 0 pixels");
     if (iw_over_pixel_limit(info->width, info->height, max_pixels, message)) return iw_image_fail(out, IW_ERR_LIMIT, message);

@@ -3,6 +3,7 @@
  * scan), rows from the top for baseline files. Every libjpeg call runs under a setjmp in this
  * file, so libjpeg's error exit returns here and never crosses a Swift frame. */
 #include "iw_jpeg.h"
+#include "iw_color.h"
 #include "iw_exif.h"
 #include "iw_limits.h"
 #include "iw_pixels.h"
@@ -70,6 +71,10 @@ struct iw_jpeg {
     uint8_t *pixels;
     JSAMPROW *rows;
     uint8_t *cmyk_row;
+    /* Colour management (iw_jpeg_manage_color): a CMYK or YCCK file's rows through its APP2
+     * profile, when it has one. */
+    int manage_color;
+    iw_color_transform *cmyk_transform;
     int channels;
     int error_kind;
     char error[JMSG_LENGTH_MAX + 64];
@@ -231,6 +236,44 @@ int iw_jpeg_scan_orientation(const uint8_t *data, size_t length) {
     return o ? o : 1;
 }
 
+/* The APP2 "ICC_PROFILE" chunks (ICC.1 annex B.4): each numbered 1..count; collected into
+ * context (struct icc_chunks) in any order. -1 for a malformed set. */
+struct icc_chunks {
+    const uint8_t *data[256];
+    size_t size[256];
+    unsigned count;
+};
+
+static int icc_chunk(unsigned marker, const uint8_t *payload, size_t size, void *context) {
+    if (marker != JPEG_APP0 + 2 || size < 14 || memcmp(payload, "ICC_PROFILE\0", 12) != 0) return 0;
+    struct icc_chunks *chunks = context;
+    unsigned number = payload[12], count = payload[13];
+    if (number == 0 || count == 0 || number > count || (chunks->count && chunks->count != count) || chunks->data[number - 1]) return -1;
+    chunks->count = count;
+    chunks->data[number - 1] = payload + 14;
+    chunks->size[number - 1] = size - 14;
+    return 0;
+}
+
+int iw_jpeg_scan_icc(const uint8_t *data, size_t length, uint8_t **icc, size_t *icc_length) {
+    *icc = NULL;
+    *icc_length = 0;
+    struct icc_chunks chunks;
+    memset(&chunks, 0, sizeof chunks);
+    if (walk_markers(data, length, icc_chunk, &chunks) == -1 || chunks.count == 0) return 0;
+    size_t total = 0;
+    for (unsigned i = 0; i < chunks.count; i++) {
+        if (!chunks.data[i]) return 0; /* a chunk is missing: no profile, as libjpeg's reader says */
+        total += chunks.size[i];
+    }
+    uint8_t *profile = malloc(total ? total : 1);
+    if (!profile) return 0;
+    for (unsigned i = 0, at = 0; i < chunks.count; at += (unsigned)chunks.size[i], i++) memcpy(profile + at, chunks.data[i], chunks.size[i]);
+    *icc = profile;
+    *icc_length = total;
+    return 1;
+}
+
 /* 1 for a progressive frame header (SOF2, 6, 10, 14), -1 for another frame header. */
 static int frame_kind(unsigned marker, const uint8_t *payload, size_t size, void *context) {
     (void)payload;
@@ -289,6 +332,12 @@ iw_jpeg *iw_jpeg_create(iw_layout layout, uint64_t max_pixels, int max_scans, in
     return d;
 }
 
+void iw_jpeg_manage_color(iw_jpeg *d, int on) {
+    d->manage_color = on;
+    /* The APP2 segments are kept only when they will be read. */
+    if (on && !setjmp(d->err.jump)) jpeg_save_markers(&d->cinfo, JPEG_APP0 + 2, 0xFFFF);
+}
+
 void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode) { d->refine.mode = mode; }
 
 uint64_t iw_jpeg_refined_blocks(const iw_jpeg *d) { return d->refine.blocks; }
@@ -300,6 +349,7 @@ void iw_jpeg_destroy(iw_jpeg *d) {
     free(d->pixels);
     free(d->rows);
     free(d->cmyk_row);
+    iw_color_release(d->cmyk_transform);
     free(d->preview);
     free(d);
 }
@@ -326,7 +376,8 @@ static JDIMENSION read_rows(struct iw_jpeg *d) {
         if (d->cmyk) {
             JSAMPROW row = d->cmyk_row;
             n = jpeg_read_scanlines(&d->cinfo, &row, 1);
-            if (n == 1) convert_cmyk(d, d->cmyk_row, d->rows[y], d->cinfo.output_width);
+            if (n == 1 && d->cmyk_transform) iw_color_convert(d->cmyk_transform, d->cmyk_row, d->rows[y], d->cinfo.output_width);
+            else if (n == 1) convert_cmyk(d, d->cmyk_row, d->rows[y], d->cinfo.output_width);
         } else {
             n = jpeg_read_scanlines(&d->cinfo, d->rows + y, d->cinfo.output_height - y);
         }
@@ -351,6 +402,12 @@ static int header(struct iw_jpeg *d) {
     }
     d->cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
     d->inverted_cmyk = c->saw_Adobe_marker;
+    JOCTET *icc = NULL;
+    unsigned icc_length = 0;
+    if (d->cmyk && d->manage_color && jpeg_read_icc_profile(c, &icc, &icc_length)) {
+        d->cmyk_transform = iw_color_from_icc(icc, icc_length, d->inverted_cmyk ? IW_COLOR_FROM_CMYK_INVERTED : IW_COLOR_FROM_CMYK, d->layout);
+        free(icc);
+    }
     switch (d->layout) {
     case IW_RGBA: d->channels = 4; c->out_color_space = JCS_EXT_RGBA; break;
     case IW_RGB: d->channels = 3; c->out_color_space = JCS_RGB; break;

@@ -14,6 +14,12 @@ public enum AVIFDecoder {
             iw_avif_header($0.baseAddress, $0.count, options.maxPixels, UInt32(clamping: options.maxFrames), &info, &image)
         }
         guard status == 0 else { throw ImageDecoders.error(image, format: "AVIF") }
+        // The colr box: an ICC profile, or colour primaries and a transfer curve.
+        var profile = ColorProfile(icc: nil, cicp: (Int(info.color_primaries), Int(info.transfer)))
+        if let icc = info.icc {
+            profile = ColorProfile(icc: Array(UnsafeBufferPointer(start: icc, count: info.icc_length)))
+            iw_free(icc)
+        }
         let (width, height) = (Int(info.width), Int(info.height))
         // Alpha is decoded only when asked for and present; otherwise RGB (grey from it).
         let channels = options.layout == .rgba && info.has_alpha != 0 ? 4 : 3
@@ -22,9 +28,11 @@ public enum AVIFDecoder {
                 iw_avif_decode_into($0.baseAddress, $0.count, Int32(channels), info.width, info.height, buffer, &result)
             }
         }
-        return DecodedImage(
+        var decoded = DecodedImage(
             width: width, height: height, layout: channels == 4 ? .rgba : .rgb, pixels: pixels, orientation: Int(info.orientation),
-            format: .avif, animation: Animation.of(frames: Int(info.frame_count), loops: nil)
-        ).converted(to: options.layout)
+            format: .avif, animation: Animation.of(frames: Int(info.frame_count), loops: nil))
+        // Before any conversion to gray: its luma is the sRGB values'.
+        decoded.manageColor(profile, options.colorProfile)
+        return decoded.converted(to: options.layout)
     }
 }

@@ -56,7 +56,7 @@ extension DecodedImage {
             let start = (row * self.width + x) * c
             out.append(contentsOf: pixels[start..<(start + width * c)])
         }
-        return DecodedImage(width: width, height: height, layout: layout, pixels: out, orientation: orientation, format: format, animation: animation)
+        return withPixels(out, width: width, height: height)
     }
 
     /// The image placed with its top-left corner at (`x`, `y`) on a canvas of `width` × `height`
@@ -79,6 +79,6 @@ extension DecodedImage {
                 }
             }
         }
-        return DecodedImage(width: width, height: height, layout: layout, pixels: out, orientation: orientation, format: format, animation: animation)
+        return withPixels(out, width: width, height: height)
     }
 }

@@ -26,6 +26,9 @@ public struct DecodedImage: Sendable, Equatable {
     /// For an animated file (several frames), what it holds besides the first frame, which is
     /// these pixels; nil for a still image.
     public var animation: Animation?
+    /// The file's ICC profile when its values were kept as stored (`ColorHandling.keep`); nil
+    /// when they were converted to sRGB, or the file has none.
+    public var iccProfile: [UInt8]?
 
     public init(
         width: Int, height: Int, layout: PixelLayout, pixels: [UInt8], orientation: Int = 1, format: ImageFormat, animation: Animation? = nil
@@ -54,8 +57,16 @@ public struct DecodedImage: Sendable, Equatable {
             }
             initialized = count * target.channels
         }
-        return DecodedImage(
-            width: width, height: height, layout: target, pixels: out, orientation: orientation, format: format, animation: animation)
+        return withPixels(out, width: width, height: height, layout: target)
+    }
+
+    /// Other pixels of this image (its format, orientation unless given, animation and profile).
+    func withPixels(_ pixels: [UInt8], width: Int, height: Int, layout: PixelLayout? = nil, orientation: Int? = nil) -> DecodedImage {
+        var image = DecodedImage(
+            width: width, height: height, layout: layout ?? self.layout, pixels: pixels, orientation: orientation ?? self.orientation,
+            format: format, animation: animation)
+        image.iccProfile = iccProfile
+        return image
     }
 }
 
@@ -139,6 +150,8 @@ public struct DecodeOptions: Sendable, Equatable {
     /// Animated GIF, WebP and AVIF files with more frames are refused (counted without decoding
     /// them; the first frame is the image).
     public var maxFrames = 50_000
+    /// Colours converted to sRGB through the file's profile, or kept as stored.
+    public var colorProfile = ColorHandling.srgb
 
     public init() {}
 }

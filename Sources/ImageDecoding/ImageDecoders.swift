@@ -69,7 +69,15 @@ public enum ImageDecoders {
     /// Decodes a complete buffer: JPEG with TurboJPEG (CMYK files through libjpeg), PNG with
     /// libpng's simplified API (the progressive reader gives the same pixels), WebP with libwebp,
     /// GIF with giflib, AVIF with libavif (animations: their first frame).
+    /// Colours as `options.colorProfile` asks (`SRGBConversion`).
     public static func decode(_ data: [UInt8], options: DecodeOptions = DecodeOptions()) throws(DecodeError) -> DecodedImage {
+        var image = try decodeAsStored(data, options: options)
+        if image.format != .avif { image.manageColor(of: data, options.colorProfile) }  // AVIF's decoder reads its colr box
+        return image
+    }
+
+    /// `decode`, its colours as stored (but a CMYK file's, which only exist as RGB through its profile).
+    static func decodeAsStored(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
         guard let format = ImageFormat.detect(data) else {
             throw data.isEmpty ? .corrupt("no image data") : .unsupported("unknown image format (no known signature)")
         }
@@ -165,14 +173,16 @@ public enum ImageDecoders {
         let target = (width: max(1, min(w, asked.width)), height: max(1, min(h, asked.height)))
         let format = ImageFormat.detect(data)
         if format == .png, (target.width, target.height) != (w, h),
-            let image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
+            var image = try decodePNGRows(data, options: options, width: target.width, height: target.height)
         {
+            image.manageColor(of: data, options.colorProfile)
             return recordingOrientation(image, of: data)
         }
         if format == .webp {
             // A still image scaled by libwebp while decoding; an animation's first frame resampled.
-            let image = try WebPDecoder.decode(data, options: options, size: target)
-            return recordingOrientation(ImageResampler.resize(image, width: target.width, height: target.height), of: data)
+            var image = ImageResampler.resize(try WebPDecoder.decode(data, options: options, size: target), width: target.width, height: target.height)
+            image.manageColor(of: data, options.colorProfile)
+            return recordingOrientation(image, of: data)
         }
         var scaled = options
         if format == .jpeg {
@@ -186,7 +196,7 @@ public enum ImageDecoders {
     /// through libjpeg instead (`iw_jpeg_decode_whole_into`): the same pixels, but a large file's
     /// coefficient buffer is given back as the bitmap fills, so the peak is about the bitmap alone.
     static func decodeJPEG(_ data: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
-        let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
+        let layout = options.layout.cLayout
         let denominator = Int32(options.scaleDenominator)
         var header = iw_image()
         let status = data.withUnsafeBufferPointer { iw_tj_header($0.baseAddress, $0.count, layout, options.maxPixels, denominator, &header) }

@@ -58,7 +58,14 @@ public enum ImageEncoders {
         }
     }
 
+    /// An image's file bytes; its ICC profile (`iccProfile`, colours kept as stored) embedded.
     public static func encode(_ image: DecodedImage, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
+        let file = try encodePixels(image, as: encoding)
+        guard let icc = image.iccProfile else { return file }
+        return ICCEmbedding.embedding(icc, in: file, format: encoding.format)
+    }
+
+    private static func encodePixels(_ image: DecodedImage, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
         let result: Result<[UInt8], DecodeError> = image.pixels.withUnsafeBufferPointer { pixels in
             do throws(DecodeError) {
                 return .success(

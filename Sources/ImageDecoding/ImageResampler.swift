@@ -39,6 +39,7 @@ public enum ImageResampler {
                 orientation: image.orientation, format: image.format, portable: portable)
         }
         resized.animation = image.animation
+        resized.iccProfile = image.iccProfile
         return resized
     }
 
@@ -131,6 +132,6 @@ extension DecodedImage {
                 for k in 0..<c { out[d + k] = pixels[s + k] }
             }
         }
-        return DecodedImage(width: outW, height: outH, layout: layout, pixels: out, orientation: 1, format: format, animation: animation)
+        return withPixels(out, width: outW, height: outH, orientation: 1)
     }
 }

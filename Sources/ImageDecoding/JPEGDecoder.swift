@@ -2,7 +2,8 @@ internal import CImageCodecs
 
 /// Incremental JPEG decoding with libjpeg-turbo's libjpeg API (a suspending source manager;
 /// buffered-image mode for progressive files, with a frame per completed scan; rows from the top
-/// for baseline files). Scaling uses libjpeg's DCT scaling; CMYK files are converted to RGB.
+/// for baseline files). Scaling uses libjpeg's DCT scaling; CMYK files are converted to RGB (through their ICC profile
+/// when they have one and colours are managed; the other files' colours are `SRGBConversion`'s).
 public final class JPEGDecoder: IncrementalImageDecoder {
     private let handle: OpaquePointer
     private let options: DecodeOptions
@@ -12,10 +13,10 @@ public final class JPEGDecoder: IncrementalImageDecoder {
     public var format: ImageFormat { .jpeg }
 
     public init(options: DecodeOptions = DecodeOptions()) throws(DecodeError) {
-        let layout: iw_layout = options.layout == .rgba ? IW_RGBA : options.layout == .rgb ? IW_RGB : IW_GRAY
-        guard let handle = iw_jpeg_create(layout, options.maxPixels, Int32(options.maxScans), Int32(options.scaleDenominator)) else {
+        guard let handle = iw_jpeg_create(options.layout.cLayout, options.maxPixels, Int32(options.maxScans), Int32(options.scaleDenominator)) else {
             throw .outOfMemory("cannot create a JPEG decoder")
         }
+        iw_jpeg_manage_color(handle, options.colorProfile == .srgb ? 1 : 0)
         self.handle = handle
         self.options = options
     }

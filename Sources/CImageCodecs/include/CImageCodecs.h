@@ -9,3 +9,5 @@
 #include "iw_gif.h"
 #include "iw_avif.h"
 #include "iw_exif.h"
+#include "iw_color.h"
+#include "iw_color_tags.h"

@@ -11,11 +11,14 @@ typedef struct {
     int has_alpha;
     uint32_t frame_count; /* 1 for a still image; a sequence's frames */
     int orientation;      /* the container's irot/imir as an EXIF orientation, 1-8 */
+    uint8_t *icc;         /* the colr box's ICC profile (malloc'd: free() it), NULL when none */
+    size_t icc_length;
+    unsigned color_primaries, transfer; /* the nclx colr box's (ISO/IEC 23091-2), 2 when unspecified */
 } iw_avif_info;
 
 /* Parses a whole AVIF file's container (libavif, with the codecs it was built with): its size,
  * checked against max_pixels, and its frame count, against max_frames (0: no limit), before any
- * pixel is decoded. 0 or IW_FAILED with out->error. */
+ * pixel is decoded, and a copy of its ICC profile (left NULL on failure). 0 or IW_FAILED with out->error. */
 int iw_avif_header(const uint8_t *data, size_t length, uint64_t max_pixels, uint32_t max_frames, iw_avif_info *info,
                    iw_image *out);
 

@@ -36,6 +36,11 @@ void iw_jpeg_destroy(iw_jpeg *d);
 void iw_jpeg_set_refine_mode(iw_jpeg *d, iw_refine_mode mode);
 uint64_t iw_jpeg_refined_blocks(const iw_jpeg *d);
 
+/* Before the first feed: a CMYK or YCCK file with an ICC profile (APP2) is converted to sRGB
+ * through it (Little CMS) instead of the naive CMYK formula. Other files' colours are the caller's
+ * (iw_color.h), as are the rows of a file without a profile. */
+void iw_jpeg_manage_color(iw_jpeg *d, int on);
+
 /* Gives the decoder more bytes (they are copied); `last` says no more will come. Decodes as far
  * as the bytes allow and returns what happened. Never exits, never longjmps past its own frame. */
 int iw_jpeg_feed(iw_jpeg *d, const uint8_t *data, size_t length, int last);
@@ -85,6 +90,10 @@ int iw_jpeg_final_into(iw_jpeg *d, uint8_t *out);
 
 /* EXIF orientation (1..8) from the APP1 segments before a JPEG's image data; 1 when absent. */
 int iw_jpeg_scan_orientation(const uint8_t *data, size_t length);
+/* The ICC profile in the APP2 "ICC_PROFILE" segments before a JPEG's image data, assembled from
+ * its numbered chunks into *icc (malloc'd: free it with free()); 1, or 0 when there is none or
+ * a chunk is missing or repeated. */
+int iw_jpeg_scan_icc(const uint8_t *data, size_t length, uint8_t **icc, size_t *icc_length);
 /* A JPEG's size from its frame header, read by walking the marker segments before the image data:
  * nothing is decoded or allocated, so a header announcing a huge image costs nothing. 0 when a
  * frame header with a nonzero size was found, IW_FAILED otherwise. */
