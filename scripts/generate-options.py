@@ -485,6 +485,7 @@ GET_FLAGS = [
     ("background", "download:output.background", "String", False),
     ("withoutEnlargement", "download:output.withoutEnlargement", "Bool", False),
     ("applyOrientation", "download:output.applyOrientation", "Bool", False),
+    ("colorProfile", "download:output.colorProfile", "String", False),
     ("partialMaxPixelSize", "download:output.partialMaxPixelSize", "Int", False),
     ("nameTemplate", "download:output.nameTemplate", "String", False),
     ("overwrite", "download:output.overwrite", "Bool", False),
@@ -683,15 +684,17 @@ def merged_type(a, b):
     return " | ".join(parts)
 
 
-#: How the Node client hands fields over where it differs from the wire: `data` is decoded to
-#: bytes, `shared` files are read into `data`, and these booleans are always there.
-NODE_FIELD_TYPES = {"data": "Bytes"}
+#: How the Node client hands fields over where it differs from the wire: `data` and `iccProfile`
+#: are decoded to bytes, `shared` files are read into `data`, and these booleans are always there.
+NODE_FIELD_TYPES = {"data": "Bytes", "iccProfile": "Bytes"}
 NODE_DROPPED = {"shared", "outcome"}
 NODE_ALWAYS = {"skipped": "boolean", "fromCache": "boolean", "revalidated": "boolean"}
 NODE_DOCS = {
     "data": "The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path` (delivery "
             "'shared': read from the worker's shared memory, its file already given back; inline base64 when 16 KiB or "
             "less, or when shared memory had no room).",
+    "iccProfile": "With `colorProfile: 'keep'`: the source's ICC profile (what its stored values mean), decoded from base64; "
+                  "absent when it has none.",
 }
 
 
@@ -743,7 +746,7 @@ def dts_events_block():
             if field in image:
                 image[field] = (merged_type(image[field][0], type_), image[field][1], image[field][2] or doc)
             else:
-                image[field] = (type_, required and variant is fetched, doc)
+                image[field] = (NODE_FIELD_TYPES.get(field, type_), required and variant is fetched, NODE_DOCS.get(field, doc))
     for field, type_ in NODE_ALWAYS.items():
         image[field] = (type_, True, image[field][2])
     metrics = common["$defs"]["metrics"]
@@ -821,9 +824,10 @@ PYTHON_EXTRA_FIELDS = [
     ("Image", "raw", "Mapping[str, Any]", "field(default_factory=dict, repr=False, compare=False)",
      "the completed event's params as they came"),
 ]
-#: Attributes whose annotation or doc is Python's own: base64 ``data`` is bytes; a shared-memory
-#: result (``shared``) is mapped into ``buffer``.
+#: Attributes whose annotation or doc is Python's own: base64 ``data`` and ``iccProfile`` are bytes; a
+#: shared-memory result (``shared``) is mapped into ``buffer``.
 PYTHON_FIELD_TYPES = {"data": ("Optional[bytes]", "field(default=None, repr=False)"),
+                      "iccProfile": ("Optional[bytes]", "field(default=None, repr=False)"),
                       "shared": ("Optional[memoryview]", "field(default=None, repr=False, compare=False)")}
 PYTHON_FIELD_DOCS = {
     "shared": "the delivered bytes in shared memory (``delivery=\"shared\"``, the default for raw pixel formats without "
@@ -831,6 +835,7 @@ PYTHON_FIELD_DOCS = {
               "view of it goes",
     "metrics": "where the time went (on errors and cancellations too)",
     "data": "the delivered bytes: delivery ``inline``, or ``shared`` when they are 16 KiB or less or shared memory had no room",
+    "iccProfile": "``color_profile=\"keep\"``: the source's ICC profile (what its stored values mean); None when it has none",
 }
 PY_SCALARS = {"integer": ("int", "0"), "number": ("float", "0.0"), "string": ("str", '""'), "boolean": ("bool", "False")}
 

@@ -61,6 +61,9 @@ struct GetProtocolFlags: ParsableArguments {
     @Flag(help: "Decoded formats: turn the image upright by its EXIF orientation.")
     var applyOrientation = false
 
+    @Option(help: "Decoded formats: srgb converts the colours to sRGB through what the file says of them (an embedded ICC profile, a PNG cICP or cHRM chunk, AVIF colour primaries); keep gives the values as stored and the file's ICC profile in iccProfile (files written with it embedded) (default 'srgb').")
+    var colorProfile: String?
+
     @Option(help: "With --progressive: partial images no larger than this on their longest side; the final image keeps its size.")
     var partialMaxPixelSize: Int?
 
@@ -102,6 +105,7 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--height", height, OptionTable.Output.height)
         try Self.check("--fit", fit, oneOf: ["cover", "contain", "fill", "inside", "outside"])
         try Self.check("--position", position, oneOf: ["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"])
+        try Self.check("--color-profile", colorProfile, oneOf: ["srgb", "keep"])
         try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
         try Self.check("--timeout-ms", timeoutMs, OptionTable.Configure.timeoutMs)
         try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
@@ -130,6 +134,7 @@ struct GetProtocolFlags: ParsableArguments {
         options.background = background
         options.withoutEnlargement = withoutEnlargement
         options.applyOrientation = applyOrientation
+        options.colorProfile = colorProfile
         options.partialMaxPixelSize = partialMaxPixelSize
         options.nameTemplate = nameTemplate
         options.overwrite = overwrite

@@ -88,6 +88,8 @@ public struct GetOptions: Sendable {
     public var withoutEnlargement = false
     /// Decoded formats: turned upright by the file's EXIF orientation (`applyOrientation`).
     public var applyOrientation = false
+    /// Decoded formats: `srgb` (the worker's default) or `keep` (`colorProfile`).
+    public var colorProfile: String?
     /// With `progressive`: partial images at most this many pixels on their longest side.
     public var partialMaxPixelSize: Int?
     /// `--format jpeg` or `webp`: quality 1–100.
@@ -164,6 +166,7 @@ public struct GetOptions: Sendable {
         if let background { output["background"] = .string(background) }
         if withoutEnlargement { output["withoutEnlargement"] = true }
         if applyOrientation { output["applyOrientation"] = true }
+        if let colorProfile { output["colorProfile"] = .string(colorProfile) }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         if let quality { output["quality"] = JSONValue(quality) }
         if lossless { output["lossless"] = true }

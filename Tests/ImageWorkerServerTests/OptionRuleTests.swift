@@ -57,6 +57,7 @@ struct OptionRuleTests {
             (["output": ["format": "png", "withoutEnlargement": true]], ["output": ["format": "png", "width": 9, "withoutEnlargement": true]],
              "output.withoutEnlargement goes with output.width or output.height"),
             (["output": ["applyOrientation": true]], ["output": ["applyOrientation": false]], "output.applyOrientation needs a decoded"),
+            (["output": ["colorProfile": "keep"]], ["output": ["format": "rgb", "colorProfile": "keep"]], "output.colorProfile needs a decoded"),
             (["output": ["format": "original", "partialMaxPixelSize": 8]], ["output": ["format": "png", "partialMaxPixelSize": 8]],
              "output.partialMaxPixelSize needs a decoded"),
             (["progressive": true], ["progressive": true, "output": ["format": "png"]], "progressive needs a decoded output.format (png, jpeg, webp, rgba, rgb, gray)"),

@@ -155,6 +155,11 @@ export interface ImageResult extends Delivered {
   frameCount?: number;
   /** An animated source's repetitions after the first play, 0: forever; absent when the file does not say. */
   loopCount?: number;
+  /**
+   * With `colorProfile: 'keep'`: the source's ICC profile (what its stored values mean), decoded from base64; absent
+   * when it has none.
+   */
+  iccProfile?: Bytes;
   /** The delivered bytes' SHA-256 (lowercase hex), with output.sha256 or a {sha256} name. */
   sha256?: string;
   /**
@@ -271,6 +276,7 @@ export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gr
 export type Verify = false | true | 'header' | 'full';
 export type Fit = 'cover' | 'contain' | 'fill' | 'inside' | 'outside';
 export type Position = 'center' | 'top' | 'right top' | 'right' | 'right bottom' | 'bottom' | 'left bottom' | 'left' | 'left top';
+export type ColorProfile = 'srgb' | 'keep';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type ExecutionOrder = 'fifo' | 'lifo';
 
@@ -374,6 +380,12 @@ export interface DownloadOptions {
    * contain pads to it).
    */
   withoutEnlargement?: boolean;
+  /**
+   * Decoded formats: srgb converts the colours to sRGB through what the file says of them (an embedded ICC profile, a
+   * PNG cICP or cHRM chunk, AVIF colour primaries); keep gives the values as stored and the file's ICC profile in
+   * iccProfile (files written with it embedded) (default 'srgb').
+   */
+  colorProfile?: ColorProfile;
   /** Decoded formats: turn the image upright by its EXIF orientation. */
   applyOrientation?: boolean;
   /** With progressive: the least time between two partial images (default 200). */

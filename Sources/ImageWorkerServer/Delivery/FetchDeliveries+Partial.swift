@@ -34,8 +34,8 @@ extension FetchDeliveries {
     /// from the decoder's frame when this feed updated it (`frameUpdated`), or from its preview
     /// for tokens whose `partialMaxPixelSize` the preview covers.
     func partialImages(
-        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), tokens: [DownloadToken],
-        frameUpdated: Bool
+        from decoder: any IncrementalImageDecoder, source: (width: Int, height: Int), colorProfile: ColorProfile,
+        tokens: [DownloadToken], frameUpdated: Bool
     ) {
         let now = DispatchTime.now().uptimeNanoseconds
         // While the reader is behind, no new inline payload is built: its partial images wait
@@ -53,6 +53,14 @@ extension FetchDeliveries {
         // (the usual case) is encoded straight from the decoder's buffer, with no copy of it.
         var preview: (image: DecodedImage, passes: Int)??
         var renders: [RenderKey: (rendered: Renderer.Rendered, passes: Int, filledRows: Int)] = [:]
+        // The frame's values are as stored: each token's partial image in its colours.
+        func colored(_ image: DecodedImage, _ spec: OutputSpec) -> DecodedImage {
+            var image = image
+            image.manageColor(colorProfile, spec.colorProfile)
+            return image
+        }
+        // Straight from the decoder's frame only when the colours stay as they are, and no profile is to be embedded.
+        let asStored = !colorProfile.changesColors(in: .rgb)
         for (token, target) in due {
             let spec = target.spec
             let key = RenderKey(spec)
@@ -73,14 +81,15 @@ extension FetchDeliveries {
                     } else if let frame = decoder.withCurrentPixels({ frame in
                         ImageResampler.resize(frame, width: frame.width, height: frame.height, orientation: orientation, format: decoder.format)
                     }) {
-                        rendered = try? Renderer.render(spec.format.pixels(of: spec.geometry.partialShaped(frame, source: source)), spec: spec)
+                        rendered = try? Renderer.render(
+                            spec.format.pixels(of: colored(spec.geometry.partialShaped(frame, source: source), spec)), spec: spec)
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)
                 } else if Self.previewServes(spec, decoder, source: source) {
                     if preview == nil { preview = decoder.preview() }
                     guard let (image, passes) = preview ?? nil,
-                        let rendered = try? Renderer.render(Renderer.resized(image, to: size, spec: spec), spec: spec)
+                        let rendered = try? Renderer.render(colored(Renderer.resized(image, to: size, spec: spec), spec), spec: spec)
                     else { continue }
                     renders[key] = (rendered, passes, size.height)
                 } else {
@@ -93,7 +102,9 @@ extension FetchDeliveries {
                         // Delivered nowhere: described, never copied out of the decoder.
                         rendered = Renderer.described(
                             width: target.width, height: target.height, orientation: orientation, source: decoder.format, spec: spec)
-                    } else if spec.format.isEncoded, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1 {
+                    } else if spec.format.isEncoded, target == (frameWidth, frameHeight), !spec.applyOrientation || orientation == 1,
+                        spec.colorProfile == .keep ? colorProfile.icc == nil : asStored
+                    {
                         rendered = decoder.withCurrentPixels { frame in
                             try? Renderer.partialEncoded(frame, orientation: orientation, source: decoder.format, spec: spec)
                         } ?? nil
@@ -104,7 +115,7 @@ extension FetchDeliveries {
                             ImageResampler.resize(
                                 frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
                         }
-                        if let image { rendered = try? Renderer.render(spec.format.pixels(of: image), spec: spec) }
+                        if let image { rendered = try? Renderer.render(spec.format.pixels(of: colored(image, spec)), spec: spec) }
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)
@@ -136,11 +147,13 @@ extension FetchDeliveries {
         var encoding: ImageEncoding?
         var geometry: OutputGeometry
         var applyOrientation: Bool
+        var colorProfile: ColorHandling
         /// Described only (raw pixels delivered nowhere) or made.
         var described: Bool
 
         init(_ spec: OutputSpec) {
             (format, encoding, geometry, applyOrientation) = (spec.format, spec.encoding, spec.geometry, spec.applyOrientation)
+            colorProfile = spec.colorProfile
             described = spec.delivery == .none && !spec.format.isEncoded
         }
     }

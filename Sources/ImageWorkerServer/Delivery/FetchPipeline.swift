@@ -19,6 +19,9 @@ final class FetchPipeline: FetchFollower {
     struct Frame: Sendable {
         var image: DecodedImage
         var source: (width: Int, height: Int)
+        /// What the file says of its colours (the frame's values are as stored, but a CMYK
+        /// file's): each token's image is converted, or not, as it asks.
+        var colorProfile = ColorProfile()
     }
 
     let fetchID: Int
@@ -50,7 +53,9 @@ final class FetchPipeline: FetchFollower {
         let settings = stage.settings.withLock { $0 }
         session.queue.async {
             guard let progress = session.feed(offset: offset, bytes: bytes, demand: stage.demand(tokens), settings: settings) else { return }
-            stage.partialImages(from: progress.decoder, source: progress.source, tokens: tokens, frameUpdated: progress.frameUpdated)
+            stage.partialImages(
+                from: progress.decoder, source: progress.source, colorProfile: progress.colorProfile, tokens: tokens,
+                frameUpdated: progress.frameUpdated)
         }
     }
 
@@ -77,8 +82,11 @@ final class FetchPipeline: FetchFollower {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Frame, DecodeError>?, Never>) in
             session.queue.async { continuation.resume(returning: session.result) }
         }
-        guard case .success(var frame)? = result, frame.image.orientation == 1 else { return result }
-        frame.image.orientation = resource.body.withUnsafeReadableBytes { ImageDecoders.recordedOrientation($0, format: frame.image.format) }
+        guard case .success(var frame)? = result else { return result }
+        resource.body.withUnsafeReadableBytes { body in
+            if frame.image.orientation == 1 { frame.image.orientation = ImageDecoders.recordedOrientation(body, format: frame.image.format) }
+            frame.colorProfile = ColorProfile.read(body, format: frame.image.format)
+        }
         return .success(frame)
     }
 

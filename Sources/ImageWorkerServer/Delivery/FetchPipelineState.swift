@@ -1,3 +1,4 @@
+import ImageDecoding
 import ImageDownloader
 
 /// What one fetch's pipeline holds, as a value: each event changes it and says what to do, and
@@ -18,6 +19,7 @@ struct FetchPipelineState<Stream: Sendable, Decode: Sendable>: Sendable {
         var format: OutputSpec.Format
         /// The final image's size terms (`OutputGeometry.final`).
         var geometry: OutputGeometry
+        var colorProfile = ColorHandling.srgb
     }
 
     enum Body: Sendable {

@@ -38,7 +38,7 @@ extension OutputDelivery {
 
     /// What makes two tokens' decodes of one fetch the same.
     static func decodeKey(_ spec: OutputSpec) -> FetchPipeline.State.DecodeKey {
-        FetchPipeline.State.DecodeKey(format: spec.format, geometry: spec.geometry.final)
+        FetchPipeline.State.DecodeKey(format: spec.format, geometry: spec.geometry.final, colorProfile: spec.colorProfile)
     }
 
     /// The decode of the image this token asked for, once for every token of the fetch that asks
@@ -64,6 +64,7 @@ extension OutputDelivery {
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             options.maxFrames = settings.maxFrames
+            options.colorProfile = spec.colorProfile
             return try spec.geometry.decode(Array(body.readableBytesView), options: options)
         }
     }

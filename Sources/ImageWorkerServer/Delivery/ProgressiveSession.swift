@@ -30,6 +30,8 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         var decoder: any IncrementalImageDecoder
         var source: (width: Int, height: Int)
         var frameUpdated: Bool
+        /// What the file says of its colours (complete before the image data).
+        var colorProfile: ColorProfile
     }
 
     let fetchID: Int
@@ -40,6 +42,12 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
     /// The image's size in the file, once its header was read.
     private var source: (width: Int, height: Int)?
     private var pending: [UInt8] = []
+    /// The first bytes until what they say of the colours is known (`ColorProfile.readHead`);
+    /// nil from then on.
+    private var colorHead: [UInt8]? = []
+    private var colorProfile = ColorProfile()
+    /// How far to look for colour information before taking the file as untagged.
+    static let colorSearchLimit = 4 << 20
     private var received: Int64 = 0
     private var settings = DecodeSettings()
     private var demand = Demand(specs: [], due: [])
@@ -74,6 +82,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         }
         received += Int64(chunk.count)
         (self.settings, self.demand) = (settings, demand())
+        learnColors(chunk)
         let active: any IncrementalImageDecoder
         if let decoder {
             active = decoder
@@ -95,10 +104,26 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
             active.wantsPartialFrames = Self.wantsPartialFrame(self.demand.due, decoder: active, source: source)
             let progress = try active.feed(chunk, isLast: false)
             guard !progress.isDisjoint(with: [.pixels, .scan]), let source = source ?? active.size else { return nil }
-            return Progress(decoder: active, source: source, frameUpdated: progress.contains(.pixels))
+            return Progress(decoder: active, source: source, frameUpdated: progress.contains(.pixels), colorProfile: colorProfile)
         } catch {
             result = .failure(error)
             return nil
+        }
+    }
+
+    /// Reads the colour information from the first bytes, once they hold it.
+    private func learnColors(_ chunk: [UInt8]) {
+        guard var head = colorHead else { return }
+        head += chunk
+        colorHead = nil
+        guard let format = ImageFormat.detect(head) else {
+            if head.count < ImageFormat.signatureLength { colorHead = head }
+            return
+        }
+        if let known = ColorProfile.readHead(head, format: format) {
+            colorProfile = known
+        } else if head.count < Self.colorSearchLimit {
+            colorHead = head
         }
     }
 
@@ -135,6 +160,8 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
         options.maxPixels = settings.maxPixels
         options.maxScans = settings.maxProgressiveScans
         options.maxFrames = settings.maxFrames
+        // (Only a CMYK file's colours are the decoder's: through its profile unless every token keeps them.)
+        options.colorProfile = demand.specs.allSatisfy { $0.colorProfile == .keep } && !demand.specs.isEmpty ? .keep : .srgb
         do {
             if let (width, height) = probed, width > 0, height > 0 {
                 source = (width, height)

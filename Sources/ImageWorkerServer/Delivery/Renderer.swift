@@ -23,9 +23,11 @@ enum Renderer {
     static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
         let needed = spec.geometry.decodeSize(of: frame.source, orientation: frame.image.orientation)
         guard frame.image.width >= needed.width, frame.image.height >= needed.height else { return nil }
-        // In the token's layout first (as the whole-buffer path decodes in it), and again after:
-        // a see-through canvas is RGBA.
-        return spec.format.pixels(of: spec.geometry.shaped(spec.format.pixels(of: frame.image), source: frame.source))
+        // In the token's layout first (as the whole-buffer path decodes in it), its colours as
+        // asked, and again in the layout after: a see-through canvas is RGBA.
+        var image = spec.geometry.shaped(spec.format.pixels(of: frame.image), source: frame.source)
+        image.manageColor(frame.colorProfile, spec.colorProfile)
+        return spec.format.pixels(of: image)
     }
 
     /// In the token's layout, at `target`.
@@ -53,6 +55,7 @@ enum Renderer {
         var rendered = described(
             width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
             animation: image.animation)
+        if let profile = image.iccProfile { rendered.fields["iccProfile"] = .string(Payload(profile).base64()) }
         if let encoding = spec.encoding {
             do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(upright, as: encoding)) } catch {
                 throw .output(error.description, path: nil)

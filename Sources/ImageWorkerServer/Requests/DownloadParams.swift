@@ -103,6 +103,9 @@ public struct OutputSpec: Sendable, Equatable {
         get { geometry.upright }
         set { geometry.upright = newValue }
     }
+    /// Colours converted to sRGB through the file's profile (`srgb`), or kept as stored with the
+    /// profile reported (`keep`).
+    public var colorProfile = ColorHandling.srgb
     /// With `progressive`: at least this long between two partial images of the token.
     public var partialIntervalMs: Int64 = 200
     /// With `progressive`: partial images no larger than this on their longest side (the final
@@ -201,7 +204,7 @@ struct DownloadParams {
             allowed: [
                 "delivery", "format", "path", "dir", "name", "nameTemplate", "index", "overwrite", "skipExisting", "verify", "sha256",
                 "maxPixelSize", "maxPixelCount", "width", "height", "fit", "position", "background", "withoutEnlargement",
-                "applyOrientation", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
+                "applyOrientation", "colorProfile", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -237,6 +240,7 @@ struct DownloadParams {
         spec.maxPixelSize = try p.integer("maxPixelSize", in: OptionTable.Output.maxPixelSize).map { Int($0) }
         spec.maxPixelCount = try p.integer("maxPixelCount", in: OptionTable.Output.maxPixelCount).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
+        if let handling = try p.oneOf("colorProfile", ColorHandling.allCases.map(\.rawValue)) { spec.colorProfile = ColorHandling(rawValue: handling)! }
         let width = try p.integer("width", in: OptionTable.Output.width).map { Int($0) }
         let height = try p.integer("height", in: OptionTable.Output.height).map { Int($0) }
         // Without width and height, fit, position, background and withoutEnlargement are refused

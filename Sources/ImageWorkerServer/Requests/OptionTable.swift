@@ -55,6 +55,7 @@ public enum OptionTable {
             public static let format = "original"
             public static let fit = "cover"
             public static let position = "center"
+            public static let colorProfile = "srgb"
             public static let partialIntervalMs: Int64 = 200
             public static let chromaSubsampling = "4:2:0"
         }
@@ -85,6 +86,7 @@ public enum OptionTable {
         "output.format": "original",
         "output.fit": "cover",
         "output.position": "center",
+        "output.colorProfile": "srgb",
         "output.chromaSubsampling": "4:2:0",
     ]
 
@@ -110,6 +112,7 @@ public enum OptionTable {
         .with("output.background", ["output.width", "output.height"]),
         .with("output.withoutEnlargement", ["output.width", "output.height"]),
         .decoded("output.applyOrientation"),
+        .decoded("output.colorProfile"),
         .decoded("output.partialMaxPixelSize"),
         .decoded("progressive"),
         .with("output.name", ["output.dir"]),

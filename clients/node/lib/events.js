@@ -16,6 +16,7 @@ const EVENT_TYPES = {
 function withData(params) {
   const out = { ...params };
   if (typeof out.data === 'string') out.data = Buffer.from(out.data, 'base64');
+  if (typeof out.iccProfile === 'string') out.iccProfile = Buffer.from(out.iccProfile, 'base64');
   return out;
 }
 

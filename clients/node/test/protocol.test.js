@@ -170,7 +170,7 @@ test('requests the client builds are valid, and every download option can be set
     dir: '/tmp/x', format: 'rgba', progressive: true, priority: 'high', headers: { 'X-A': 'b' }, timeoutMs: 5000,
     deadlineMs: 9000, maxRetries: 0, retryDelayMs: 10,
     credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true, cachePolicy: 'preferCache',
-    maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, overwrite: true, partialIntervalMs: 0,
+    maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, colorProfile: 'keep', overwrite: true, partialIntervalMs: 0,
     partialMaxPixelSize: 64, nameTemplate: '{token}-{index:3}.{ext}', index: 7, verify: true, sha256: true,
   });
   const named = downloadParams('u', 2, { dir: '/tmp/x', name: 'a/b.png', skipExisting: true });

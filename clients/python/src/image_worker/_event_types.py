@@ -119,6 +119,8 @@ class Image(_Pixels):
     frame_count: int = 1
     #: an animated source's repetitions after the first play, 0: forever; absent when the file does not say
     loop_count: Optional[int] = None
+    #: ``color_profile="keep"``: the source's ICC profile (what its stored values mean); None when it has none
+    icc_profile: Optional[bytes] = field(default=None, repr=False)
     #: raw formats: the channels of each pixel
     pixel_format: Optional[str] = None
     #: raw formats: bytes per row
@@ -159,6 +161,7 @@ class Image(_Pixels):
         "animated": "animated",
         "frameCount": "frame_count",
         "loopCount": "loop_count",
+        "iccProfile": "icc_profile",
         "pixelFormat": "pixel_format",
         "stride": "stride",
         "sha256": "sha256",

@@ -17,6 +17,7 @@ Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
 Verify = Literal[False, True, "header", "full"]
 Fit = Literal["cover", "contain", "fill", "inside", "outside"]
 Position = Literal["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"]
+ColorProfile = Literal["srgb", "keep"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
 
@@ -26,6 +27,7 @@ FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "g
 VERIFIES: Tuple[Union[bool, str], ...] = (False, True, "header", "full")
 FITS: Tuple[str, ...] = ("cover", "contain", "fill", "inside", "outside")
 POSITIONS: Tuple[str, ...] = ("center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top")
+COLOR_PROFILES: Tuple[str, ...] = ("srgb", "keep")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
@@ -106,6 +108,10 @@ class ManyOptions(TypedDict, total=False):
     #: with width or height: never larger than the image (cover and inside may then come out smaller than the box;
     #: contain pads to it)
     without_enlargement: bool
+    #: decoded formats: srgb converts the colours to sRGB through what the file says of them (an embedded ICC
+    #: profile, a PNG cICP or cHRM chunk, AVIF colour primaries); keep gives the values as stored and the file's ICC
+    #: profile in iccProfile (files written with it embedded) (default 'srgb')
+    color_profile: ColorProfile
     #: decoded formats: turn the image upright by its EXIF orientation
     apply_orientation: bool
     #: with progressive: the least time between two partial images (default 200)
@@ -242,6 +248,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "position": Rule("position", "enum", choices=POSITIONS, output=True),
     "background": Rule("background", "text", output=True),
     "without_enlargement": Rule("withoutEnlargement", "bool", output=True),
+    "color_profile": Rule("colorProfile", "enum", choices=COLOR_PROFILES, output=True),
     "apply_orientation": Rule("applyOrientation", "bool", output=True),
     "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
     "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
@@ -308,6 +315,7 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("with", "output.background", others=("output.width", "output.height")),
     Relation("with", "output.withoutEnlargement", others=("output.width", "output.height")),
     Relation("decoded", "output.applyOrientation"),
+    Relation("decoded", "output.colorProfile"),
     Relation("decoded", "output.partialMaxPixelSize"),
     Relation("decoded", "progressive", names="output.format"),
     Relation("with", "output.name", others=("output.dir",)),
@@ -321,7 +329,7 @@ RELATIONS: Tuple[Relation, ...] = (
 )
 
 #: Each choice's value when absent, by wire path (the schema's ``default``s).
-CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.fit": "cover", "output.position": "center", "output.chromaSubsampling": "4:2:0"}
+CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.fit": "cover", "output.position": "center", "output.colorProfile": "srgb", "output.chromaSubsampling": "4:2:0"}
 
 #: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:
 #: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.

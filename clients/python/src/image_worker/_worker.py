@@ -272,7 +272,7 @@ class Worker(WorkerState):
         ``progressive`` (partial images; PNG unless a format is given); ``priority``;
         ``headers``; ``timeout_ms`` (idle, per attempt); ``deadline_ms`` (over every attempt);
         ``max_retries`` and ``retry_delay_ms`` (this download's retries); ``credentials=(user, password)``; ``max_pixel_size``;
-        ``max_pixel_count``; ``apply_orientation``; ``overwrite``; ``partial_interval_ms``;
+        ``max_pixel_count``; ``apply_orientation``; ``color_profile`` (``"srgb"`` or ``"keep"``); ``overwrite``; ``partial_interval_ms``;
         ``partial_max_pixel_size`` (partial images no larger than this; the final keeps its size);
         ``allow_invalid_certificates``; ``handle_cookies``; ``retry_failed``.
         ``on_event`` is called on the reader thread with every event.
