@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole-pipeline benchmark in one command: installs what this machine lacks (nginx, curl,
-# aria2; a venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG, OpenCV and this checkout's
+# aria2; a venv with aiohttp, Pillow, numpy, scikit-image, PyTurboJPEG, OpenCV, pyvips and this checkout's
 # Python client, and one with img2dataset, under .build-bench/), makes the corpus from
 # ../shared/bench/make_corpus.py (once), builds the release worker as the packages carry it
 # (scripts/package.sh's build: the Swift runtime linked in, into .build-dist/), serves the corpus with nginx
@@ -26,8 +26,8 @@ fi
 if [ ! -x "$work/venv/bin/python" ]; then
     python3 -m venv "$work/venv"
 fi
-"$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg, cv2" 2>/dev/null ||
-    "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2" opencv-python-headless
+"$work/venv/bin/python" -c "import aiohttp, PIL, numpy, skimage, turbojpeg, cv2, pyvips" 2>/dev/null ||
+    "$work/venv/bin/pip" install -q aiohttp pillow numpy scikit-image "PyTurboJPEG<2" opencv-python-headless pyvips pyvips-binary
 # The Python client of this checkout, installed as a user installs it (editable: it follows the
 # checkout), for the user-path jobs (py-dir, py-numpy).
 "$work/venv/bin/python" -c "import image_worker, sys; sys.exit(not image_worker.__file__.startswith('$root/'))" 2>/dev/null ||

@@ -61,7 +61,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHOR = os.path.join(ROOT, "..", "shared", "bench", "pipeline_anchor.py")
-JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "get-dir", "py-dir", "node-dir",
+JOBS = ["decode", "rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "thumb-cover", "original-files", "get-dir", "py-dir", "node-dir",
         "py-numpy", "plumbing", "decode-warm", "decode-file"]
 # The jobs that run a user's path (a command or a client) rather than the protocol fed directly.
 USER_JOBS = ("get-dir", "py-dir", "node-dir", "py-numpy")
@@ -80,6 +80,8 @@ def worker_output(job, out, n):
         return {"format": "rgba", "delivery": "file", "path": os.path.join(out, f"{n}.rgba")}
     if job == "thumb-png":
         return {"format": "png", "maxPixelSize": 256, "delivery": "file", "path": os.path.join(out, f"{n}.png")}
+    if job == "thumb-cover":
+        return {"format": "jpeg", "quality": 90, "width": 256, "height": 256, "delivery": "file", "path": os.path.join(out, f"{n}.jpg")}
     if job in ("thumb-jpeg", "thumb-jpeg-i2d"):
         return {"format": "jpeg", "quality": 90 if job == "thumb-jpeg" else 95, "maxPixelSize": 256, "delivery": "file",
                 "path": os.path.join(out, f"{n}.jpg")}
@@ -167,8 +169,8 @@ def run_python(python, job, url_list, out):
         return dict(files=reported["files"], ok=reported["ok"], wall_s=wall, cpu_s=cpu, peak_rss_mb=rss)
     if job in ("get-dir", "py-dir", "node-dir", "plumbing"):
         job = "original-files"
-    script = JPEG_ANCHOR if job.startswith("thumb-jpeg") else ANCHOR
-    job = "decode" if job == "decode-warm" else job
+    script = JPEG_ANCHOR if job.startswith("thumb-jpeg") or job in ("thumb-cover", "cover-vips") else ANCHOR
+    job = {"decode-warm": "decode", "thumb-cover": "cover-pillow"}.get(job, job)
     wall, cpu, rss, output = run_measured(
         [python, script, job, "--list", url_list, "--out", out, "--conc", "6", "--threads", "2"], stdout=subprocess.PIPE)
     reported = json.loads(output.decode().strip().splitlines()[-1])
@@ -283,7 +285,7 @@ def fresh(directory):
     return directory
 
 
-FILE_JOBS = ("rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "original-files", "get-dir", "py-dir", "node-dir")
+FILE_JOBS = ("rgba-files", "thumb-png", "thumb-jpeg", "thumb-jpeg-i2d", "thumb-cover", "original-files", "get-dir", "py-dir", "node-dir")
 
 
 def bytes_in(directory):
@@ -337,7 +339,11 @@ def main():
     jobs = [j for j in a.jobs.split(",") if j]
     results = {job: {"worker": [], "python": [], "baseline": []} for job in jobs}
     ceiling, curl = [], []
-    others = {"aria2c": [], "img2dataset": [], "img2dataset-thumbnails": []}
+    others = {"aria2c": [], "img2dataset": [], "img2dataset-thumbnails": [], "pyvips-cover": []}
+    # The cover thumbnails' second anchor: libvips, the fastest resizer there is (pyvips from PyPI).
+    has_pyvips = "thumb-cover" in jobs and subprocess.run([a.python, "-c", "import pyvips"], capture_output=True).returncode == 0
+    if "thumb-cover" in jobs and not has_pyvips:
+        print("pipeline: no pyvips in the benchmark's Python: thumb-cover runs without its libvips anchor", file=sys.stderr)
     has_aria2 = shutil.which("aria2c") is not None
     print(f"pipeline: {len(urls)} files from {a.base}, {a.rounds} rounds, worker {a.binary}", file=sys.stderr)
     cache_dir = os.path.join(scratch, "http-cache")
@@ -381,6 +387,8 @@ def main():
         curl.append(run_curl(urls, fresh(os.path.join(scratch, "out"))))
         if has_aria2:
             others["aria2c"].append(run_aria2(urls, fresh(os.path.join(scratch, "out"))))
+        if has_pyvips:
+            others["pyvips-cover"].append(run_python(a.python, "cover-vips", url_list, fresh(os.path.join(scratch, "out"))))
         if a.img2dataset:
             for thumbnails, name in ((False, "img2dataset"), (True, "img2dataset-thumbnails")):
                 result = run_img2dataset(a.img2dataset, url_list, len(urls), fresh(os.path.join(scratch, "out")), thumbnails)
@@ -514,14 +522,15 @@ def main():
             print(f"worker {job} ÷ curl: {ratio:.2f}")
     labels = {"aria2c": "aria2c -j 6 (originals to files)",
               "img2dataset": "img2dataset, 1 process, 6 threads (originals to files)",
-              "img2dataset-thumbnails": "img2dataset, 1 process, 6 threads (its default: 256-pixel JPEGs, quality 95)"}
+              "img2dataset-thumbnails": "img2dataset, 1 process, 6 threads (its default: 256-pixel JPEGs, quality 95)",
+              "pyvips-cover": "pyvips thumbnail_buffer(256, height=256, crop='centre'), 6 fetches, 2 threads (256 x 256 JPEGs, Q 90)"}
     for name, runs in others.items():
         if not runs:
             continue
         print(f"{labels[name]}: {med([len(urls) / x['wall_s'] for x in runs]):.0f} files/s, "
               f"{med([x['cpu_s'] for x in runs]) * 1000 / len(urls):.2f} CPU s / 1,000 files, "
               f"{med([x['peak_rss_mb'] for x in runs]):.0f} MB peak RSS")
-        mine = "thumb-jpeg-i2d" if name == "img2dataset-thumbnails" else "get-dir"
+        mine = {"img2dataset-thumbnails": "thumb-jpeg-i2d", "pyvips-cover": "thumb-cover"}.get(name, "get-dir")
         if mine in results:
             print(f"worker {mine} ÷ {name}: {speed_ratio(results[mine]['worker'], runs):.2f}")
     if a.phases:

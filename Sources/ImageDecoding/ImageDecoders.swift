@@ -163,9 +163,12 @@ public enum ImageDecoders {
 
     /// Decodes a whole buffer at the size `target` gives for the stored size read from its
     /// header (never larger: a larger answer decodes at full size), by the same means as above.
-    /// `target` may refuse the size, before any pixel buffer.
+    /// `target` may refuse the size, before any pixel buffer. With `resampling: false`, a JPEG
+    /// (GIF, AVIF) is left at its DCT scale (at least `target`), for a caller that crops before
+    /// it resamples.
     public static func decode(
-        _ data: [UInt8], options: DecodeOptions, target: (_ width: Int, _ height: Int) throws(DecodeError) -> (width: Int, height: Int)
+        _ data: [UInt8], options: DecodeOptions, resampling: Bool = true,
+        target: (_ width: Int, _ height: Int) throws(DecodeError) -> (width: Int, height: Int)
     ) throws(DecodeError) -> DecodedImage {
         guard let (w, h) = probeSize(data), w > 0, h > 0 else { return try decode(data, options: options) }
         try checkPixelLimit((w, h), options)
@@ -189,7 +192,7 @@ public enum ImageDecoders {
             scaled.scaleDenominator = jpegScaleDenominator(source: (w, h), target: target)
         }
         let image = try decode(data, options: scaled)
-        return ImageResampler.resize(image, width: target.width, height: target.height)
+        return resampling ? ImageResampler.resize(image, width: target.width, height: target.height) : image
     }
 
     /// TurboJPEG straight into the returned array: no second bitmap, no copy. Progressive files go

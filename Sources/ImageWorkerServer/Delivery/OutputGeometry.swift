@@ -118,7 +118,8 @@ struct OutputGeometry: Sendable, Hashable {
         }
         let orientation = bytes.withUnsafeBytes { self.orientation(of: $0, format: ImageFormat.detect(bytes)) }
         var source: Size?
-        let image = try ImageDecoders.decode(bytes, options: options) { (w, h) throws(DecodeError) in
+        // (At the JPEG's DCT scale: the plan crops its region before it resamples.)
+        let image = try ImageDecoders.decode(bytes, options: options, resampling: false) { (w, h) throws(DecodeError) in
             try checkLimit(source: (w, h), orientation: orientation, options: options)
             source = (w, h)
             return decodeSize(of: (w, h), orientation: orientation)
