@@ -12,11 +12,14 @@ venv="$(mktemp -d)/venv"
 trap 'rm -rf "$(dirname "$venv")"' EXIT
 python3 -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/clients/python"
-# (Pillow: the reference the geometry tests are held to; imported as PIL.)
-for module in pytest jsonschema mypy pyarrow numpy PIL; do
-    package=$module
-    [ "$module" = PIL ] && package=Pillow
-    "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check "$package"
+# (Pillow: the reference the geometry and colour tests are held to, imported as PIL; pyvips, with
+# libvips in pyvips-binary: the smart crops'.)
+for module in pytest jsonschema mypy pyarrow numpy PIL pyvips; do
+    packages=$module
+    [ "$module" = PIL ] && packages=Pillow
+    [ "$module" = pyvips ] && packages="pyvips pyvips-binary"
+    # shellcheck disable=SC2086 # (two packages for pyvips)
+    "$venv/bin/python" -c "import $module" 2>/dev/null || "$venv/bin/python" -m pip install -q --disable-pip-version-check $packages
 done
 echo "clients: mypy --strict"
 (cd "$root/clients/python" && "$venv/bin/python" -m mypy --strict src/image_worker)

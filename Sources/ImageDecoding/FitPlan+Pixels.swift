@@ -36,6 +36,23 @@ extension FitPlan {
     public func apply(to image: DecodedImage, upright: Bool, background: BackgroundColor) -> DecodedImage {
         let orientation = upright ? image.orientation : 1
         let turned = orientation >= 5 && orientation <= 8
+        if let strategy = cropStrategy {
+            // The whole image at the cover scale, then the box where the strategy finds it (in
+            // the stored pixels: a turned image's box is turned too).
+            let full = (width: max(imageWidth, Int((Double(sourceWidth) * scaleX).rounded())),
+                        height: max(imageHeight, Int((Double(sourceHeight) * scaleY).rounded())))
+            let (fullWidth, fullHeight) = turned ? (full.height, full.width) : (full.width, full.height)
+            let (boxWidth, boxHeight) = turned ? (imageHeight, imageWidth) : (imageWidth, imageHeight)
+            let scaled = ImageResampler.resize(image, width: fullWidth, height: fullHeight)
+            // Found in the image as it will stand, taken from it as it is stored.
+            var standing = scaled
+            standing.orientation = orientation
+            standing = standing.applyingOrientation()
+            let origin = SmartCrop.origin(of: standing, width: imageWidth, height: imageHeight, attention: strategy == .attention)
+            let box = Rect(x: Double(origin.x), y: Double(origin.y), width: Double(imageWidth), height: Double(imageHeight))
+                .stored(orientation: orientation, upright: (Double(full.width), Double(full.height)))
+            return scaled.cropped(x: Int(box.x.rounded()), y: Int(box.y.rounded()), width: boxWidth, height: boxHeight)
+        }
         // The decode as the plan sees it (upright) and its scale against the plan's source.
         let (uw, uh) = turned ? (Double(image.height), Double(image.width)) : (Double(image.width), Double(image.height))
         let (kx, ky) = (uw / Double(sourceWidth), uh / Double(sourceHeight))

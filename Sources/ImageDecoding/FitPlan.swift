@@ -29,11 +29,18 @@ public struct FitPlan: Sendable, Equatable {
         case leftBottom = "left bottom"
         case left
         case leftTop = "left top"
+        /// `cover` only: the part with the most detail, or most likely to draw the eye
+        /// (`SmartCrop`); chosen from the pixels, so it is centred until they are seen.
+        case entropy
+        case attention
+
+        /// Chosen from the pixels rather than a place.
+        public var isStrategy: Bool { self == .entropy || self == .attention }
 
         /// Where along each axis, 0 (left, top), 1 (centre) or 2 (right, bottom), in halves of the slack.
         var halves: (x: Int, y: Int) {
             switch self {
-            case .center: return (1, 1)
+            case .center, .entropy, .attention: return (1, 1)
             case .top: return (1, 0)
             case .rightTop: return (2, 0)
             case .right: return (2, 1)
@@ -67,6 +74,9 @@ public struct FitPlan: Sendable, Equatable {
     public var outputHeight: Int
     public var offsetX: Int
     public var offsetY: Int
+    /// `cover` with `entropy` or `attention`: the crop is chosen from the pixels, the region above
+    /// being the centre's until then.
+    public var cropStrategy: Position?
 
     /// The plan for an image of `source` size into a box of `width` × `height`; a side not given
     /// follows from the other by the image's aspect ratio (and `fit` then has nothing to decide).
@@ -116,6 +126,7 @@ public struct FitPlan: Sendable, Equatable {
                 regionHeight = min(sh, Double(ih) / scaleY)
                 regionX = (sw - regionWidth) * Double(halves.x) / 2
                 regionY = (sh - regionHeight) * Double(halves.y) / 2
+                if position.isStrategy { cropStrategy = position }
             case .contain:
                 (ow, oh) = (max(width, iw), max(height, ih))
                 (ox, oy) = ((ow - iw) * halves.x / 2, (oh - ih) * halves.y / 2)

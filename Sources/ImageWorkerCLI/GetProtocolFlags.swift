@@ -49,7 +49,7 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "With --width and --height: cover (crop to fill the box), contain (fit inside it, the rest background), fill (stretch), inside (fit inside, no canvas) or outside (cover, no crop) (default 'cover').")
     var fit: String?
 
-    @Option(help: "With --width or --height: the part --fit cover keeps, or where --fit contain puts the image on its canvas (default 'center'): center, top, right top, right, right bottom, bottom, left bottom, left, left top.")
+    @Option(help: "With --width or --height: the part --fit cover keeps, or where --fit contain puts the image on its canvas; entropy and attention (cover only) choose the part from the pixels, as sharp's strategies: the most detail, or what draws the eye (default 'center'): center, top, right top, right, right bottom, bottom, left bottom, left, left top, entropy, attention.")
     var position: String?
 
     @Option(help: "With --fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black).")
@@ -104,7 +104,7 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--width", width, OptionTable.Output.width)
         try Self.check("--height", height, OptionTable.Output.height)
         try Self.check("--fit", fit, oneOf: ["cover", "contain", "fill", "inside", "outside"])
-        try Self.check("--position", position, oneOf: ["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"])
+        try Self.check("--position", position, oneOf: ["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention"])
         try Self.check("--color-profile", colorProfile, oneOf: ["srgb", "keep"])
         try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
         try Self.check("--timeout-ms", timeoutMs, OptionTable.Configure.timeoutMs)

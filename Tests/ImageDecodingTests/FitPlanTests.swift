@@ -1,5 +1,6 @@
-import ImageDecoding
+@testable import ImageDecoding
 import Testing
+import TestSupport
 
 @Suite struct FitPlanTests {
     typealias Plan = FitPlan
@@ -157,5 +158,62 @@ import Testing
         let image = DecodedImage(width: 8, height: 2, layout: .gray, pixels: pixels, format: .png)
         let resized = ImageResampler.resize(image, width: 2, height: 6)
         #expect(resized.pixels == Array([[UInt8]](repeating: [48, 176], count: 6).joined()))
+    }
+}
+
+/// `position: entropy` and `attention` choose the cover crop from the pixels (libvips'
+/// smartcrop): the detailed or eye-catching part, wherever it is, and the centre's geometry.
+@Suite struct SmartCropTests {
+    /// A gray image with a patch of noise (or of skin tone with edges) at `patch`: the rest flat.
+    static func image(width: Int, height: Int, patch: (x: Int, y: Int, size: Int), skin: Bool) -> DecodedImage {
+        var random = SplitMix(seed: 3)
+        var pixels = [UInt8](repeating: 128, count: width * height * 3)
+        for y in patch.y..<(patch.y + patch.size) {
+            for x in patch.x..<(patch.x + patch.size) {
+                let i = (y * width + x) * 3
+                if skin {
+                    let stripe: UInt8 = (x / 4 + y / 4) % 2 == 0 ? 0 : 60
+                    (pixels[i], pixels[i + 1], pixels[i + 2]) = (224 - stripe / 2, 172 - stripe / 2, 140 - stripe / 2)
+                } else {
+                    for k in 0..<3 { pixels[i + k] = UInt8(truncatingIfNeeded: random.next()) }
+                }
+            }
+        }
+        return DecodedImage(width: width, height: height, layout: .rgb, pixels: pixels, format: .png)
+    }
+
+    @Test(arguments: [FitPlan.Position.entropy, .attention])
+    func theCropFindsThePatchOnEitherSide(_ strategy: FitPlan.Position) {
+        for (patchX, expectRight) in [(10, false), (330, true)] {
+            let source = Self.image(width: 400, height: 200, patch: (patchX, 60, 60), skin: strategy == .attention)
+            let plan = FitPlan(source: (400, 200), width: 100, height: 100, fit: .cover, position: strategy)
+            #expect(plan.cropStrategy == strategy)
+            let out = plan.apply(to: source, upright: false, background: .black)
+            #expect(out.width == 100 && out.height == 100)
+            // The patch (not flat gray) fills much of the crop.
+            let busy = stride(from: 0, to: out.pixels.count, by: 3).filter { out.pixels[$0] != 128 || out.pixels[$0 + 2] != 128 }.count
+            #expect(busy >= 850, "\(strategy), patch at \(patchX): \(busy) of its 900 pixels")
+            // And a centred crop would have missed it.
+            let centred = FitPlan(source: (400, 200), width: 100, height: 100, fit: .cover).apply(to: source, upright: false, background: .black)
+            #expect(centred.pixels.allSatisfy { $0 == 128 }, "patch on the \(expectRight ? "right" : "left")")
+        }
+    }
+
+    /// Strategies only crop: with `contain` (and when nothing needs cropping) they are the centre.
+    @Test func strategiesAreTheCentreWhereNothingIsCropped() {
+        let contain = FitPlan(source: (400, 200), width: 100, height: 100, fit: .contain, position: .entropy)
+        #expect(contain.cropStrategy == nil)
+        #expect(contain == FitPlan(source: (400, 200), width: 100, height: 100, fit: .contain, position: .center))
+        #expect(FitPlan(source: (100, 100), width: 100, height: 100, fit: .cover, position: .attention).cropStrategy == nil)
+    }
+
+    /// libvips' entropy trimming on a small case worked by hand: slices of ceil(excess / 8) off the
+    /// lower-entropy edge of each axis in turn.
+    @Test func entropyTrimsTheDullerEdgeFirst() {
+        // 20 x 10: columns 0-9 flat, 10-19 two alternating values (entropy 1 bit per channel).
+        var pixels = [UInt8](repeating: 50, count: 20 * 10 * 3)
+        for y in 0..<10 { for x in 10..<20 where (x + y) % 2 == 0 { for k in 0..<3 { pixels[(y * 20 + x) * 3 + k] = 200 } } }
+        let image = DecodedImage(width: 20, height: 10, layout: .rgb, pixels: pixels, format: .png)
+        #expect(SmartCrop.origin(of: image, width: 10, height: 10, attention: false) == (10, 0))
     }
 }

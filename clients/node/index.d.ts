@@ -275,7 +275,7 @@ export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
 export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
 export type Verify = false | true | 'header' | 'full';
 export type Fit = 'cover' | 'contain' | 'fill' | 'inside' | 'outside';
-export type Position = 'center' | 'top' | 'right top' | 'right' | 'right bottom' | 'bottom' | 'left bottom' | 'left' | 'left top';
+export type Position = 'center' | 'top' | 'right top' | 'right' | 'right bottom' | 'bottom' | 'left bottom' | 'left' | 'left top' | 'entropy' | 'attention';
 export type ColorProfile = 'srgb' | 'keep';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type ExecutionOrder = 'fifo' | 'lifo';
@@ -369,8 +369,9 @@ export interface DownloadOptions {
    */
   fit?: Fit;
   /**
-   * With width or height: the part fit cover keeps, or where fit contain puts the image on its canvas (default
-   * 'center').
+   * With width or height: the part fit cover keeps, or where fit contain puts the image on its canvas; entropy and
+   * attention (cover only) choose the part from the pixels, as sharp's strategies: the most detail, or what draws the
+   * eye (default 'center').
    */
   position?: Position;
   /** With fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black). */

@@ -16,7 +16,7 @@ CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
 Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
 Verify = Literal[False, True, "header", "full"]
 Fit = Literal["cover", "contain", "fill", "inside", "outside"]
-Position = Literal["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top"]
+Position = Literal["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention"]
 ColorProfile = Literal["srgb", "keep"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
@@ -26,7 +26,7 @@ CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnl
 FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
 VERIFIES: Tuple[Union[bool, str], ...] = (False, True, "header", "full")
 FITS: Tuple[str, ...] = ("cover", "contain", "fill", "inside", "outside")
-POSITIONS: Tuple[str, ...] = ("center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top")
+POSITIONS: Tuple[str, ...] = ("center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention")
 COLOR_PROFILES: Tuple[str, ...] = ("srgb", "keep")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
@@ -100,8 +100,9 @@ class ManyOptions(TypedDict, total=False):
     #: with width and height: cover (crop to fill the box), contain (fit inside it, the rest background), fill
     #: (stretch), inside (fit inside, no canvas) or outside (cover, no crop) (default 'cover')
     fit: Fit
-    #: with width or height: the part fit cover keeps, or where fit contain puts the image on its canvas (default
-    #: 'center')
+    #: with width or height: the part fit cover keeps, or where fit contain puts the image on its canvas; entropy and
+    #: attention (cover only) choose the part from the pixels, as sharp's strategies: the most detail, or what draws
+    #: the eye (default 'center')
     position: Position
     #: with fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black)
     background: str
