@@ -74,15 +74,17 @@ let package = Package(
         .systemLibrary(name: "CLibAVIF", providers: [.apt(["libavif-dev"])]),
         // Colour management: embedded profiles to sRGB (Debian: liblcms2-dev).
         .systemLibrary(name: "CLittleCMS", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
+        // JPEG XL (Debian: libjxl-dev).
+        .systemLibrary(name: "CLibJXL", pkgConfig: "libjxl", providers: [.apt(["libjxl-dev"])]),
         // The C side of the decoders and encoders: every libjpeg/libpng call under a setjmp in C, so
         // their error exits return codes and never longjmp through Swift frames; libwebp, giflib,
         // libavif and TurboJPEG return codes of their own.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS"],
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
             // A module map's `link` reaches the linker only through a Swift import; giflib and libavif
-            // have no pkg-config flags to carry it, and lcms2's link flags do not reach a C target.
-            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2")]
+            // have no pkg-config flags to carry it, and lcms2's and libjxl's link flags do not reach a C target.
+            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl")]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
         // PNG encoding. The only module that calls C.

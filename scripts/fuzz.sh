@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes the code that reads untrusted bytes with libFuzzer, AddressSanitizer and LeakSanitizer
-# (the Swift toolchain's own runtimes): the protocol's framing and JSON, the JPEG, PNG, WebP, GIF and AVIF decoders
+# (the Swift toolchain's own runtimes): the protocol's framing and JSON, the JPEG, PNG, WebP, GIF, AVIF and JPEG XL decoders
 # (whole and incremental, random chunks, random scaling), URL and header validation. Fails on any
 # crash, failed check, leak, timeout (10 s for one input) or runaway memory (2 GiB).
 #
@@ -41,7 +41,7 @@ while IFS= read -r -d '' f; do
     n=$((n + 1))
     cp "$f" "$seeds/FuzzDecoders/$n-$(basename "$f")"
 done < <(find "$root/samples" "$root/../shared/corpora" "$root/Tests/Corpora" "$root/Fuzz/seeds/decoders" -type f \( -name '*.jpg' -o -name '*.jpeg' \
-    -o -name '*.png' -o -name '*.webp' -o -name '*.gif' -o -name '*.avif' \) -size -256k -print0 2>/dev/null)
+    -o -name '*.png' -o -name '*.webp' -o -name '*.gif' -o -name '*.avif' -o -name '*.jxl' \) -size -256k -print0 2>/dev/null)
 n=0
 while IFS= read -r line; do
     n=$((n + 1))

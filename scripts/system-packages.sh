@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian or Ubuntu machine lacks for image-worker, and nothing it has:
 #   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate,
-#           libwebp, giflib, libavif, Little CMS), and python3 (the demo's loopback server)
-#   test    what the tests use besides: djpeg, dwebp, avifdec and Pillow (reference decoders),
+#           libwebp, giflib, libavif, Little CMS, libjxl), and python3 (the demo's loopback server)
+#   test    what the tests use besides: djpeg, dwebp, avifdec, djxl and Pillow (reference decoders),
 #           Python's venv, node and tsc, jq, script(1),
 #           chromium (the preview example's browser test), gdb (the stacks of a worker that
 #           would not exit, in the failure's message), and tinyproxy (a real proxy to go through)
@@ -21,7 +21,7 @@ for set in "$@"; do
         command -v python3 >/dev/null || need python3
         command -v pkg-config >/dev/null || need pkg-config
         for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev \
-            libwebpdemux:libwebp-dev libavif:libavif-dev lcms2:liblcms2-dev; do
+            libwebpdemux:libwebp-dev libavif:libavif-dev lcms2:liblcms2-dev libjxl:libjxl-dev; do
             command -v pkg-config >/dev/null && pkg-config --exists "${pair%%:*}" || need "${pair#*:}"
         done
         # giflib has no pkg-config file.
@@ -32,6 +32,7 @@ for set in "$@"; do
         # The reference decoders of the WebP, AVIF and GIF tests: dwebp, avifdec, Pillow.
         command -v dwebp >/dev/null || need webp
         command -v avifdec >/dev/null || need libavif-bin
+        command -v djxl >/dev/null || need libjxl-tools
         { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import PIL' 2>/dev/null; } || need python3-pil
         python3 -c 'import ensurepip, venv' 2>/dev/null || need python3-venv
         command -v node >/dev/null || need nodejs

@@ -13,12 +13,13 @@ public enum ImageDecoders {
         case .webp: return WebPDecoder(options: options)
         case .gif: return GIFDecoder(options: options)
         case .avif: return BufferedImageDecoder(format: .avif, options: options, decode: AVIFDecoder.decode)
+        case .jxl: return try JXLDecoder(options: options)
         default: throw unsupported(format)
         }
     }
 
     /// The formats this worker decodes, as `ImageFormat` names them.
-    public static let decodedFormats: [ImageFormat] = [.jpeg, .png, .webp, .gif, .avif]
+    public static let decodedFormats: [ImageFormat] = [.jpeg, .png, .webp, .gif, .avif, .jxl]
 
     /// An incremental decoder whose frame is at least `target` (of an image of `source` size) and
     /// as small as the format allows: JPEG at libjpeg's DCT scale (as the whole-buffer path
@@ -72,7 +73,8 @@ public enum ImageDecoders {
     /// Colours as `options.colorProfile` asks (`SRGBConversion`).
     public static func decode(_ data: [UInt8], options: DecodeOptions = DecodeOptions()) throws(DecodeError) -> DecodedImage {
         var image = try decodeAsStored(data, options: options)
-        if image.format != .avif { image.manageColor(of: data, options.colorProfile) }  // AVIF's decoder reads its colr box
+        // (AVIF's and JPEG XL's decoders read their colour information themselves.)
+        if image.format != .avif && image.format != .jxl { image.manageColor(of: data, options.colorProfile) }
         return image
     }
 
@@ -92,6 +94,8 @@ public enum ImageDecoders {
             return try GIFDecoder.decode(data, options: options)
         case .avif:
             return try AVIFDecoder.decode(data, options: options)
+        case .jxl:
+            return try decodeIncrementally(data, format: .jxl, options: options)
         default:
             throw unsupported(format)
         }
@@ -99,13 +103,15 @@ public enum ImageDecoders {
 
     /// The EXIF orientation (1…8) a whole file of `format` records, 1 when none: a JPEG's APP1
     /// segment, a PNG's `eXIf` chunk (before or after the image data), a WebP's `EXIF` chunk
-    /// (after it, in the files that have one). AVIF's (`irot`, `imir`) is its decoder's; GIF has none.
+    /// (after it, in the files that have one). AVIF's (`irot`, `imir`) is its decoder's, and JPEG XL's
+    /// (its basic info) is read here too; GIF has none.
     public static func recordedOrientation(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) -> Int {
         let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         switch format {
         case .jpeg: return Int(iw_jpeg_scan_orientation(data, bytes.count))
         case .png: return Int(iw_png_scan_orientation(data, bytes.count))
         case .webp: return Int(iw_webp_scan_orientation(data, bytes.count))
+        case .jxl: return JXLDecoder.probe(bytes).map(\.orientation) ?? 1
         default: return 1
         }
     }
@@ -142,6 +148,8 @@ public enum ImageDecoders {
             return ImageHeader.webp(data)
         case .avif?:
             return ImageHeader.isobmff(data)
+        case .jxl?:
+            return JXLDecoder.probe(data).map { ($0.width, $0.height) }
         default:
             return nil
         }

@@ -1,6 +1,6 @@
 /// An image format, told from the first bytes of the data (never from Content-Type).
 public enum ImageFormat: String, Sendable, CaseIterable {
-    case jpeg, png, gif, webp, bmp, tiff, avif, heic
+    case jpeg, png, gif, webp, bmp, tiff, avif, heic, jxl
 
     /// Bytes needed to tell every format apart.
     public static let signatureLength = 16
@@ -19,6 +19,8 @@ public enum ImageFormat: String, Sendable, CaseIterable {
         if starts(Array("ftypheic".utf8), at: 4) || starts(Array("ftypheix".utf8), at: 4) || starts(Array("ftypmif1".utf8), at: 4) {
             return .heic
         }
+        // JPEG XL: a bare codestream, or the ISO BMFF container's signature box.
+        if starts([0xFF, 0x0A]) || starts([0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .jxl }
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .tiff }
         if starts(Array("BM".utf8)) && head.count >= 14 { return .bmp }
         return nil
@@ -34,6 +36,7 @@ public enum ImageFormat: String, Sendable, CaseIterable {
         case .tiff: return "image/tiff"
         case .avif: return "image/avif"
         case .heic: return "image/heic"
+        case .jxl: return "image/jxl"
         }
     }
 

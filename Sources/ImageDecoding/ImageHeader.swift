@@ -29,6 +29,7 @@ public struct ImageHeader: Sendable, Equatable {
         case .bmp: size = bmp(bytes)
         case .tiff: size = tiff(bytes)
         case .avif, .heic: size = isobmff(bytes)
+        case .jxl: size = JXLDecoder.probe(bytes).map { ($0.width, $0.height) }
         }
         guard let (width, height) = size, width > 0, height > 0 else { return .failure(.badHeader(format)) }
         return .success(ImageHeader(format: format, width: width, height: height))

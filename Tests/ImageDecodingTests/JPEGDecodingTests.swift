@@ -164,7 +164,7 @@ struct JPEGDecodingTests {
             #expect(message.contains("12"))
         }
         let bmp = Array("BM".utf8) + [UInt8](repeating: 0, count: 40)
-        #expect(throws: DecodeError.unsupported("BMP images are not decoded by this worker (JPEG, PNG, WEBP, GIF, AVIF are)")) {
+        #expect(throws: DecodeError.unsupported("BMP images are not decoded by this worker (JPEG, PNG, WEBP, GIF, AVIF, JXL are)")) {
             try ImageDecoders.decode(bmp)
         }
         let gifWithoutAnImage = Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 20)

@@ -11,3 +11,4 @@
 #include "iw_exif.h"
 #include "iw_color.h"
 #include "iw_color_tags.h"
+#include "iw_jxl.h"

@@ -53,6 +53,7 @@ public struct FileLoader: ResourceLoader {
         case "tif", "tiff": return "image/tiff"
         case "avif": return "image/avif"
         case "heic": return "image/heic"
+        case "jxl": return "image/jxl"
         case "svg": return "image/svg+xml"
         case "ppm", "pgm", "pnm": return "image/x-portable-anymap"
         default: return nil

@@ -267,7 +267,7 @@ class Worker(WorkerState):
 
         Options (all optional): ``dir`` or ``path`` (deliver a file) or ``inline=True`` (the
         bytes in the event); ``format`` (``original``, ``png``, ``jpeg``, ``webp``, ``rgba``,
-        ``rgb``, ``gray``; JPEG, PNG, WebP, GIF and AVIF are decoded); ``quality`` (``jpeg`` and
+        ``rgb``, ``gray``; JPEG, PNG, WebP, GIF, AVIF and JPEG XL are decoded); ``quality`` (``jpeg`` and
         ``webp``), ``lossless`` (``webp``), ``chroma_subsampling`` (``jpeg``);
         ``progressive`` (partial images; PNG unless a format is given); ``priority``;
         ``headers``; ``timeout_ms`` (idle, per attempt); ``deadline_ms`` (over every attempt);
