@@ -81,4 +81,22 @@ extension DecodedImage {
         }
         return withPixels(out, width: width, height: height)
     }
+
+    /// An RGBA image composited onto `background`'s colour (its alpha ignored: the result is
+    /// opaque), as RGB; any other image as it is.
+    public func flattened(onto background: BackgroundColor) -> DecodedImage {
+        guard layout == .rgba else { return self }
+        let count = width * height
+        let fill = [Int(background.red), Int(background.green), Int(background.blue)]
+        let out = [UInt8](unsafeUninitializedCapacity: count * 3) { buffer, initialized in
+            pixels.withUnsafeBufferPointer { source in
+                for i in 0..<count {
+                    let a = Int(source[i * 4 + 3])
+                    for k in 0..<3 { buffer[i * 3 + k] = UInt8((Int(source[i * 4 + k]) * a + fill[k] * (255 - a) + 127) / 255) }
+                }
+            }
+            initialized = count * 3
+        }
+        return withPixels(out, width: width, height: height, layout: .rgb)
+    }
 }

@@ -28,7 +28,7 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "How long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at once before the next probe (default 30000).")
     var hostDownMs: Int64?
 
-    @Option(help: "Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP, GIF and AVIF are decoded) (default 'original'); png with --progressive.")
+    @Option(help: "Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP, GIF, AVIF and JPEG XL are decoded) (default 'original'); png with --progressive.")
     var format: String?
 
     @Option(help: "--format jpeg or webp: 1-100 (defaults 90 and 80); with --lossless, WebP's effort.")
@@ -52,7 +52,7 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "With --width or --height: the part --fit cover keeps, or where --fit contain puts the image on its canvas; entropy and attention (cover only) choose the part from the pixels, as sharp's strategies: the most detail, or what draws the eye (default 'center'): center, top, right top, right, right bottom, bottom, left bottom, left, left top, entropy, attention.")
     var position: String?
 
-    @Option(help: "With --fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black).")
+    @Option(help: "The colour of --fit contain's canvas, #rrggbb or #rrggbbaa (default opaque black), and what jpeg, rgb and gray (no alpha) flatten transparency onto (without it their alpha is dropped, the colour stored under it showing).")
     var background: String?
 
     @Flag(help: "With --width or --height: never larger than the image (cover and inside may then come out smaller than the box; contain pads to it).")

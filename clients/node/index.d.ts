@@ -104,7 +104,7 @@ export interface Delivered {
   /** The delivered image's height. */
   height?: number;
   /** The downloaded image's format, from its bytes. */
-  sourceFormat?: 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'bmp' | 'tiff' | 'heic';
+  sourceFormat?: 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'bmp' | 'tiff' | 'heic' | 'jxl';
   /** The source's EXIF orientation, 1-8 (applied with applyOrientation). */
   orientation?: number;
   /** The delivered bytes' media type. */
@@ -325,7 +325,7 @@ export interface DownloadOptions {
   dir?: string;
   /**
    * Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP,
-   * GIF and AVIF are decoded) (default 'original').
+   * GIF, AVIF and JPEG XL are decoded) (default 'original').
    */
   format?: Format;
   /** With dir: the file's name (a relative path; '/' makes subdirectories), used as given. */
@@ -374,7 +374,10 @@ export interface DownloadOptions {
    * eye (default 'center').
    */
   position?: Position;
-  /** With fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black). */
+  /**
+   * The colour of fit contain's canvas, #rrggbb or #rrggbbaa (default opaque black), and what jpeg, rgb and gray (no
+   * alpha) flatten transparency onto (without it their alpha is dropped, the colour stored under it showing).
+   */
   background?: string;
   /**
    * With width or height: never larger than the image (cover and inside may then come out smaller than the box;

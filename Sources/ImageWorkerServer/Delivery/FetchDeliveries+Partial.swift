@@ -82,7 +82,7 @@ extension FetchDeliveries {
                         ImageResampler.resize(frame, width: frame.width, height: frame.height, orientation: orientation, format: decoder.format)
                     }) {
                         rendered = try? Renderer.render(
-                            spec.format.pixels(of: colored(spec.geometry.partialShaped(frame, source: source), spec)), spec: spec)
+                            spec.pixels(of: colored(spec.geometry.partialShaped(frame, source: source), spec)), spec: spec)
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)
@@ -115,7 +115,7 @@ extension FetchDeliveries {
                             ImageResampler.resize(
                                 frame, width: target.width, height: target.height, orientation: orientation, format: decoder.format)
                         }
-                        if let image { rendered = try? Renderer.render(spec.format.pixels(of: colored(image, spec)), spec: spec) }
+                        if let image { rendered = try? Renderer.render(spec.pixels(of: colored(image, spec)), spec: spec) }
                     }
                     guard let rendered else { continue }
                     renders[key] = (rendered, decoder.completedPasses, rows)

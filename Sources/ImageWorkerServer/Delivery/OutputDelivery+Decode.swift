@@ -60,7 +60,7 @@ extension OutputDelivery {
         let body = resource.body
         return { () throws(DecodeError) -> DecodedImage in
             var options = DecodeOptions()
-            options.layout = spec.format.decodeLayout(for: source)
+            options.layout = spec.decodeLayout(for: source)
             options.maxPixels = settings.maxPixels
             options.maxScans = settings.maxProgressiveScans
             options.maxFrames = settings.maxFrames

@@ -144,7 +144,7 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
     static func plan(for specs: [OutputSpec], source: (width: Int, height: Int), orientation: Int) -> (
         target: (width: Int, height: Int), layout: PixelLayout
     ) {
-        let layouts = Set(specs.map(\.format.layout))
+        let layouts = Set(specs.map { $0.flattens ? PixelLayout.rgba : $0.format.layout })
         let layout = layouts.count == 1 ? layouts.first! : .rgba
         return (OutputGeometry.decodeSize(serving: specs.map(\.geometry), source: source, orientation: orientation), layout)
     }

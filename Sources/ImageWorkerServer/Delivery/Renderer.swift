@@ -25,14 +25,14 @@ enum Renderer {
         guard frame.image.width >= needed.width, frame.image.height >= needed.height else { return nil }
         // In the token's layout first (as the whole-buffer path decodes in it), its colours as
         // asked, and again in the layout after: a see-through canvas is RGBA.
-        var image = spec.geometry.shaped(spec.format.pixels(of: frame.image), source: frame.source)
+        var image = spec.geometry.shaped(spec.pixels(of: frame.image), source: frame.source)
         image.manageColor(frame.colorProfile, spec.colorProfile)
-        return spec.format.pixels(of: image)
+        return spec.pixels(of: image)
     }
 
     /// In the token's layout, at `target`.
     static func resized(_ image: DecodedImage, to target: (width: Int, height: Int), spec: OutputSpec) -> DecodedImage {
-        ImageResampler.resize(spec.format.pixels(of: image), width: target.width, height: target.height)
+        ImageResampler.resize(spec.pixels(of: image), width: target.width, height: target.height)
     }
 
     /// A partial image in an encoded format (PNG, JPEG, WebP), encoded from the decoder's frame
@@ -51,6 +51,8 @@ enum Renderer {
     /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
     /// much faster than libpng's defaults, for slightly larger files.
     static func render(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
+        // (A format without alpha flattens it onto the background: the whole decode's image comes here with it.)
+        let image = spec.flattens ? spec.pixels(of: image) : image
         let upright = spec.applyOrientation ? image.applyingOrientation() : image
         var rendered = described(
             width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,

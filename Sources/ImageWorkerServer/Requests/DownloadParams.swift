@@ -121,6 +121,23 @@ public struct OutputSpec: Sendable, Equatable {
     /// JPEG: how colour is stored (default 4:2:0).
     public var chromaSubsampling: ChromaSubsampling?
 
+    /// Whether transparency is flattened onto `background`: a format without alpha (JPEG, `rgb`,
+    /// `gray`) with a background given.
+    var flattens: Bool { geometry.background != nil && format.needsDecoding && format.layout != .rgba }
+
+    /// The layout to decode a file of `source` in: RGBA when it is flattened (its alpha is
+    /// needed), else the format's (`Format.decodeLayout`).
+    func decodeLayout(for source: ImageFormat?) -> PixelLayout {
+        flattens && source != .jpeg ? .rgba : format.decodeLayout(for: source)
+    }
+
+    /// A decoded image in this output's pixels: flattened onto `background` first when it
+    /// flattens, then in the format's (`Format.pixels`).
+    func pixels(of image: DecodedImage) -> DecodedImage {
+        guard flattens, let background = geometry.background else { return format.pixels(of: image) }
+        return format.pixels(of: image.flattened(onto: background))
+    }
+
     /// How an encoded format is written; nil for raw pixels and originals.
     public var encoding: ImageEncoding? {
         switch format {
@@ -253,12 +270,13 @@ struct DownloadParams {
             }
             box.withoutEnlargement = try p.bool("withoutEnlargement") ?? false
             spec.geometry.box = box
-            if let text = try p.string("background") {
-                guard let color = BackgroundColor(hex: text) else {
-                    throw .invalidParams("output.background must be #rrggbb or #rrggbbaa (hex), not \"\(text)\"")
-                }
-                spec.geometry.background = color
+        }
+        // The contain canvas' colour, and what a format without alpha flattens transparency onto.
+        if let text = try p.string("background") {
+            guard let color = BackgroundColor(hex: text) else {
+                throw .invalidParams("output.background must be #rrggbb or #rrggbbaa (hex), not \"\(text)\"")
             }
+            spec.geometry.background = color
         }
         spec.partialIntervalMs = try p.integer("partialIntervalMs", in: OptionTable.Output.partialIntervalMs) ?? spec.partialIntervalMs
         spec.partialMaxPixelSize = try p.integer("partialMaxPixelSize", in: OptionTable.Output.partialMaxPixelSize).map { Int($0) }

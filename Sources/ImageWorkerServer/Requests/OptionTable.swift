@@ -109,7 +109,7 @@ public enum OptionTable {
         .exclusive("output.height", "output.maxPixelCount"),
         .with("output.fit", ["output.width", "output.height"]),
         .with("output.position", ["output.width", "output.height"]),
-        .with("output.background", ["output.width", "output.height"]),
+        .decoded("output.background"),
         .with("output.withoutEnlargement", ["output.width", "output.height"]),
         .decoded("output.applyOrientation"),
         .decoded("output.colorProfile"),

@@ -73,7 +73,7 @@ export const RELATIONS = [
   { exclusive: ['output.height', 'output.maxPixelCount'] },
   { option: 'output.fit', with: ['output.width', 'output.height'] },
   { option: 'output.position', with: ['output.width', 'output.height'] },
-  { option: 'output.background', with: ['output.width', 'output.height'] },
+  { option: 'output.background', decoded: true },
   { option: 'output.withoutEnlargement', with: ['output.width', 'output.height'] },
   { option: 'output.applyOrientation', decoded: true },
   { option: 'output.colorProfile', decoded: true },

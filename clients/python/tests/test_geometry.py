@@ -158,3 +158,26 @@ def test_a_box_over_the_pixel_limit_fails_its_own_download_only(binary: str, ser
             with pytest.raises(image_worker.LimitExceeded, match="16384x10754"):
                 huge.result(30)
             assert (plain.result(30).width, plain.result(30).height) == (227, 149)
+
+
+@pytest.mark.parametrize("fmt", ["rgb", "gray", "jpeg"])
+def test_a_format_without_alpha_flattens_onto_the_background(binary: str, server: LoopbackServer, fmt: str) -> None:
+    # basi6a08.png: RGBA with every alpha from 0 to 255 (and gAMA 1.0, which the worker applies and
+    # Pillow does not): Pillow's alpha_composite of the worker's own RGBA onto the colour.
+    with image_worker.Worker(binary) as worker:
+        url = server.url("/files/basi6a08.png")
+        source = Image.fromarray(worker.download(url, format="rgba", inline=True).result().to_numpy(), "RGBA")
+    reference = Image.alpha_composite(Image.new("RGBA", source.size, (200, 30, 90, 255)), source).convert("RGB")
+    with image_worker.Worker(binary) as worker:
+        image = worker.download(url, format=fmt, inline=True, background="#c81e5a").result()
+        dropped = worker.download(url, format=fmt, inline=True).result()
+    if fmt == "jpeg":
+        got = numpy.asarray(Image.open(io.BytesIO(image.data)).convert("RGB"))
+        assert mean_difference(got, reference) < 3
+    elif fmt == "gray":
+        assert mean_difference(image.to_numpy().reshape(32, 32), reference.convert("L")) < 1.5
+    else:
+        assert numpy.abs(image.to_numpy().astype(int) - numpy.asarray(reference).astype(int)).max() <= 1
+    # Without a background the alpha is dropped, as before: the colours stored under it.
+    assert mean_difference(dropped.to_numpy() if fmt != "jpeg" else numpy.asarray(Image.open(io.BytesIO(dropped.data)).convert("RGB")),
+                           reference if fmt != "gray" else reference.convert("L")) > 5

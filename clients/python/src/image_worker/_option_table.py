@@ -69,7 +69,7 @@ class ManyOptions(TypedDict, total=False):
     #: delivery file: the file to write
     path: PathLike
     #: original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG,
-    #: WebP, GIF and AVIF are decoded) (default 'original')
+    #: WebP, GIF, AVIF and JPEG XL are decoded) (default 'original')
     format: Format
     #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N} and {index} (the entry's
     #: position in a list, output.index; {index:5} zero-pads it); {{ and }} for braces
@@ -104,7 +104,8 @@ class ManyOptions(TypedDict, total=False):
     #: attention (cover only) choose the part from the pixels, as sharp's strategies: the most detail, or what draws
     #: the eye (default 'center')
     position: Position
-    #: with fit contain: the canvas' colour, #rrggbb or #rrggbbaa (default opaque black)
+    #: the colour of fit contain's canvas, #rrggbb or #rrggbbaa (default opaque black), and what jpeg, rgb and gray
+    #: (no alpha) flatten transparency onto (without it their alpha is dropped, the colour stored under it showing)
     background: str
     #: with width or height: never larger than the image (cover and inside may then come out smaller than the box;
     #: contain pads to it)
@@ -313,7 +314,7 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("exclusive", "output.height", "output.maxPixelCount"),
     Relation("with", "output.fit", others=("output.width", "output.height")),
     Relation("with", "output.position", others=("output.width", "output.height")),
-    Relation("with", "output.background", others=("output.width", "output.height")),
+    Relation("decoded", "output.background"),
     Relation("with", "output.withoutEnlargement", others=("output.width", "output.height")),
     Relation("decoded", "output.applyOrientation"),
     Relation("decoded", "output.colorProfile"),
