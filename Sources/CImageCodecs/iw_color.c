@@ -208,7 +208,10 @@ static struct matrix_shaper *matrix_shaper_for(cmsHPROFILE profile) {
         double encoded = linear <= 0.0031308 ? linear * 12.92 : 1.055 * pow(linear, 1.0 / 2.4) - 0.055;
         s->out[i] = (uint8_t)lround(encoded * 255.0);
     }
+#if defined(__x86_64__)
+    __builtin_cpu_init();
     s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
     return s;
 }
 
@@ -466,23 +469,4 @@ void iw_color_release(iw_color_transform *t) {
     if (t->lcms) cmsDeleteTransform(t->lcms);
     free(t->shaper);
     free(t);
-}
-
-int iw_color_profile_name(const uint8_t *icc, size_t length, char *out, size_t size) {
-    if (!icc || length < 128 || length > UINT32_MAX || size == 0) return -1;
-    pthread_once(&once, setup);
-    cmsHPROFILE profile = cmsOpenProfileFromMem(icc, (cmsUInt32Number)length);
-    if (!profile) return -1;
-    out[0] = 0;
-    cmsGetProfileInfoASCII(profile, cmsInfoDescription, "en", "US", out, (cmsUInt32Number)size);
-    out[size - 1] = 0;
-    cmsCloseProfile(profile);
-    return 0;
-}
-
-int iw_color_cached(void) {
-    pthread_mutex_lock(&cache_lock);
-    int n = cache_count;
-    pthread_mutex_unlock(&cache_lock);
-    return n;
 }

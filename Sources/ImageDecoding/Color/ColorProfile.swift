@@ -40,18 +40,6 @@ public struct ColorProfile: Sendable, Equatable {
     /// Whether the file says anything about its colours.
     public var isEmpty: Bool { icc == nil && cicp == nil && chromaticities == nil && !isSRGB }
 
-    /// The ICC profile's own name (its description tag, e.g. "Display P3"), when it has one.
-    public var name: String? {
-        guard let icc else { return nil }
-        var text = [CChar](repeating: 0, count: 256)
-        let status = icc.withUnsafeBufferPointer { bytes in
-            text.withUnsafeMutableBufferPointer { iw_color_profile_name(bytes.baseAddress, bytes.count, $0.baseAddress, $0.count) }
-        }
-        guard status == 0 else { return nil }
-        let name = ImageDecoders.text(text)
-        return name.isEmpty ? nil : name
-    }
-
     /// What the first bytes of a file say, once they hold all they can say before the image data
     /// (a JPEG's frame header, a PNG's first IDAT, a WebP's image chunk); nil before.
     public static func readHead(_ bytes: [UInt8], format: ImageFormat) -> ColorProfile? {

@@ -20,9 +20,6 @@ enum SRGBConversion {
         }
         return nil
     }
-
-    /// How many transforms the process has cached (tests).
-    static var cachedTransforms: Int { Int(iw_color_cached()) }
 }
 
 extension ColorProfile {

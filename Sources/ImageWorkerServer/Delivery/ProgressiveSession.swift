@@ -171,8 +171,8 @@ final class ProgressiveSession: @unchecked Sendable {  // decoder state is confi
                 let orientation = pending.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: format) }
                 let plan = Self.plan(for: demand.specs, source: (width, height), orientation: orientation)
                 options.layout = plan.layout
-                // A GIF is decoded onto its whole canvas, whatever the target.
-                let held = format == .gif ? (width, height) : plan.target
+                // A GIF is decoded onto its whole canvas, and a JPEG XL at its full size, whatever the target.
+                let held = format == .gif || format == .jxl ? (width, height) : plan.target
                 guard reserve(OutputDelivery.bitmapCost(width: held.0, height: held.1)) else { return nil }
                 decoder = try ImageDecoders.makeIncremental(for: format, options: options, source: (width, height), target: plan.target)
             } else {
