@@ -74,8 +74,9 @@ let package = Package(
         .systemLibrary(name: "CLibAVIF", providers: [.apt(["libavif-dev"])]),
         // Colour management: embedded profiles to sRGB (Debian: liblcms2-dev).
         .systemLibrary(name: "CLittleCMS", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
-        // JPEG XL (Debian: libjxl-dev).
-        .systemLibrary(name: "CLibJXL", pkgConfig: "libjxl", providers: [.apt(["libjxl-dev"])]),
+        // JPEG XL (Debian: libjxl-dev). Its pkg-config file adds a define SwiftPM refuses (a warning
+        // in every build), so, as libavif's, it is found in the system's default paths.
+        .systemLibrary(name: "CLibJXL", providers: [.apt(["libjxl-dev"])]),
         // The C side of the decoders and encoders: every libjpeg/libpng call under a setjmp in C, so
         // their error exits return codes and never longjmp through Swift frames; libwebp, giflib,
         // libavif and TurboJPEG return codes of their own.

@@ -4,8 +4,8 @@ import ImageWorkerProtocol
 import Testing
 import TestSupport
 
-/// JPEG XL through the real worker: decoded to every output, with partial images while a
-/// progressive file arrives, and its stored size, orientation and format reported.
+/// JPEG XL through the real worker: decoded like any image, with partial images while a file
+/// arrives, and its stored size, orientation and format reported.
 @Suite struct JXLEndToEndTests {
     static let corpus = WorkerProcess.repositoryRoot.appendingPathComponent("Tests/Corpora/jxl")
 
@@ -14,17 +14,18 @@ import TestSupport
     @Test func aJXLIsDecodedLikeAnyImage() async throws {
         let server = try await TestHTTPServer.start()
         defer { Task { await server.shutdown() } }
-        for name in ["bicycles.jxl", "progressive.jxl", "bench_oriented_brg.jxl"] { server.setFile(name, try bytes(name)) }
+        for name in ["bicycles.jxl", "bench_oriented_brg.jxl"] { server.setFile(name, try bytes(name)) }
         let worker = try WorkerProcess()
         worker.request(1, "download", ["url": .string(server.url("/files/bicycles.jxl")), "token": "a", "output": ["format": "rgb", "delivery": "inline"]])
         worker.request(2, "download", [
             "url": .string(server.url("/files/bench_oriented_brg.jxl")), "token": "o",
             "output": ["format": "png", "delivery": "inline", "applyOrientation": true],
         ])
+        // (The 11-megapixel progressive file's passes are JXLDecodingTests': here, beside tests that
+        // time themselves, a sequential file's groups as they arrive.)
         worker.request(3, "download", [
-            "url": .string(server.url("/files/progressive.jxl?chunk=65536&delayMs=20")), "token": "p", "progressive": true,
-            // (Described, not delivered: an 11-megapixel frame's partial images, in a debug build.)
-            "output": ["format": "rgb", "delivery": "none", "partialIntervalMs": 0],
+            "url": .string(server.url("/files/bicycles.jxl?chunk=8192&delayMs=30")), "token": "p", "progressive": true,
+            "output": ["format": "rgb", "delivery": "inline", "partialIntervalMs": 0],
         ])
         let a = try await worker.completion("a")["params"]
         #expect(a?["outcome"] == "success" && a?["sourceFormat"] == "jxl")
@@ -39,11 +40,12 @@ import TestSupport
         let png = Array(try #require(o?["data"]?.stringValue.flatMap { Data(base64Encoded: $0) }))
         let upright = stored.applyingOrientation()
         #expect(try ImageDecoders.decode(png).pixels == upright.converted(to: .rgb).converted(to: .rgba).pixels)
-        // Partial images as the passes arrive, then the final image.
-        let p = try await worker.completion("p", timeout: .seconds(120))["params"]
-        #expect(p?["outcome"] == "success" && p?["width"] == 4064)
+        // Partial images as the groups arrive, then the final image, the whole decode's.
+        let p = try await worker.completion("p")["params"]
+        #expect(p?["outcome"] == "success" && p?["width"] == 1024)
+        #expect(Array(try #require(p?["data"]?.stringValue.flatMap { Data(base64Encoded: $0) })) == pixels)
         let partials = worker.events("p").filter { $0["method"] == .string(WorkerEvent.partialImage) }
-        #expect(partials.count >= 2, "\(partials.count) partial images")
+        #expect(partials.count >= 1, "\(partials.count) partial images")  // (one per 32 KiB of groups decoded)
         worker.closeStdin()
         #expect(try await worker.waitForExit() == 0)
     }

@@ -23,9 +23,10 @@ enum Renderer {
     static func fitted(_ frame: FetchPipeline.Frame, spec: OutputSpec) -> DecodedImage? {
         let needed = spec.geometry.decodeSize(of: frame.source, orientation: frame.image.orientation)
         guard frame.image.width >= needed.width, frame.image.height >= needed.height else { return nil }
-        // In the token's layout first (as the whole-buffer path decodes in it), its colours as
-        // asked, and again in the layout after: a see-through canvas is RGBA.
-        var image = spec.geometry.shaped(spec.pixels(of: frame.image), source: frame.source)
+        // In the token's layout first (as the whole-buffer path decodes in it; with its alpha when
+        // it is to be flattened), its colours as asked, then flattened and in the layout: a
+        // see-through canvas is RGBA.
+        var image = spec.geometry.shaped(spec.flattens ? frame.image : spec.format.pixels(of: frame.image), source: frame.source)
         image.manageColor(frame.colorProfile, spec.colorProfile)
         return spec.pixels(of: image)
     }

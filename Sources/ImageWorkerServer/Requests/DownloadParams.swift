@@ -260,8 +260,8 @@ struct DownloadParams {
         if let handling = try p.oneOf("colorProfile", ColorHandling.allCases.map(\.rawValue)) { spec.colorProfile = ColorHandling(rawValue: handling)! }
         let width = try p.integer("width", in: OptionTable.Output.width).map { Int($0) }
         let height = try p.integer("height", in: OptionTable.Output.height).map { Int($0) }
-        // Without width and height, fit, position, background and withoutEnlargement are refused
-        // by `OptionRule` (in `init`).
+        // Without width and height, fit, position and withoutEnlargement are refused by
+        // `OptionRule` (in `init`).
         if width != nil || height != nil {
             var box = OutputGeometry.Box(width: width, height: height)
             if let fit = try p.oneOf("fit", FitPlan.Fit.allCases.map(\.rawValue)) { box.fit = FitPlan.Fit(rawValue: fit)! }

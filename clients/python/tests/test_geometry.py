@@ -181,3 +181,14 @@ def test_a_format_without_alpha_flattens_onto_the_background(binary: str, server
     # Without a background the alpha is dropped, as before: the colours stored under it.
     assert mean_difference(dropped.to_numpy() if fmt != "jpeg" else numpy.asarray(Image.open(io.BytesIO(dropped.data)).convert("RGB")),
                            reference if fmt != "gray" else reference.convert("L")) > 5
+
+
+def test_a_progressive_download_flattens_as_a_whole_one(binary: str, server: LoopbackServer) -> None:
+    # The interlaced basi6a08.png decoded as it arrives (its final image from the progressive
+    # decoder): the same flattened pixels as the whole-buffer decode.
+    with image_worker.Worker(binary) as worker:
+        url = server.url("/files/basi6a08.png")
+        whole = worker.download(url, format="rgb", inline=True, background="#c81e5a").result().to_numpy()
+        streamed = worker.download(url + "?chunk=64&delayMs=5", format="rgb", inline=True, background="#c81e5a",
+                                   progressive=True).result().to_numpy()
+    assert numpy.array_equal(whole, streamed)
