@@ -121,6 +121,20 @@ import TestSupport
         if let last = partials.last, let rows = last["filledRows"]?.integerValue, rows == reference.height {
             #expect(Self.meanDifference(try Self.data(last), reference.pixels) < 0.5)
         }
+        // Kept colours: partial images as stored, and the profile once, in the completed event.
+        worker.request(3, "download", [
+            "url": .string(server.url("/files/xmp_test.jpg?chunk=65536&delayMs=5&keep")), "token": "k", "progressive": true,
+            "output": ["format": "rgb", "delivery": "inline", "partialIntervalMs": 0, "colorProfile": "keep", "maxPixelSize": 200],
+        ])
+        let kept = try await worker.completion("k")["params"]
+        #expect(kept?["iccProfile"] != nil)
+        let schemas = try E2E.schemas()
+        let keptPartials = worker.events("k").filter { $0["method"] == .string(WorkerEvent.partialImage) }
+        #expect(!keptPartials.isEmpty)
+        for partial in keptPartials {
+            #expect(partial["params"]?["iccProfile"] == nil)
+            #expect(schemas.validate(partial, against: "events/download-partialImage.schema.json") == [])
+        }
         let boxed = try Self.data(try await worker.completion("b")["params"])
         var options = DecodeOptions()
         options.layout = .rgb

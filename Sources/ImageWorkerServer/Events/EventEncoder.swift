@@ -61,7 +61,8 @@ enum EventEncoder {
         _ token: DownloadToken, sequence: Int, image: Renderer.Rendered, filledRows: Int, passes: Int, delivery: JSONObject
     ) -> (message: JSONValue, replaceKey: String) {
         var params: JSONObject = ["token": token.json, "sequence": JSONValue(sequence)]
-        for (key, value) in image.fields { params[key] = value }
+        // (A kept ICC profile is the completed event's, once: not every partial image's.)
+        for (key, value) in image.fields where key != "iccProfile" { params[key] = value }
         params["filledRows"] = JSONValue(filledRows)
         params["passes"] = JSONValue(passes)
         params["byteLength"] = JSONValue(image.byteLength)
