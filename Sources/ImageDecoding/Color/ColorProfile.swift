@@ -47,12 +47,8 @@ public struct ColorProfile: Sendable, Equatable {
         case .jpeg:
             return ImageDecoders.probeSize(bytes) == nil ? nil : read(bytes, format: .jpeg)
         case .png, .webp:
-            var tags = iw_color_tags()
-            let complete = bytes.withUnsafeBufferPointer {
-                format == .png ? iw_png_scan_color($0.baseAddress, $0.count, &tags) : iw_webp_scan_color($0.baseAddress, $0.count, &tags)
-            }
-            iw_color_tags_free(&tags)
-            return complete == 1 ? read(bytes, format: format) : nil
+            let (profile, complete) = bytes.withUnsafeBytes { scanned($0, format: format) }
+            return complete ? profile : nil
         default:
             return ColorProfile()
         }
@@ -78,17 +74,26 @@ public struct ColorProfile: Sendable, Equatable {
                 iw_free(icc)
             }
         case .png, .webp:
-            var tags = iw_color_tags()
-            _ = format == .png ? iw_png_scan_color(data, bytes.count, &tags) : iw_webp_scan_color(data, bytes.count, &tags)
-            defer { iw_color_tags_free(&tags) }
-            if let icc = tags.icc { profile.icc = Array(UnsafeBufferPointer(start: icc, count: tags.icc_length)) }
-            if tags.has_cicp != 0 { profile.cicp = (Int(tags.cicp_primaries), Int(tags.cicp_transfer)) }
-            if tags.has_chrm != 0 { profile.chromaticities = withUnsafeBytes(of: tags.xy) { Array($0.bindMemory(to: Double.self)) } }
-            profile.gamma22 = tags.has_gama != 0
-            profile.isSRGB = tags.srgb != 0
+            profile = scanned(bytes, format: format).profile
         default:
             break
         }
         return profile
+    }
+
+    /// A PNG's or WebP's colour chunks, and whether the bytes reach its image data (all of them
+    /// are then in).
+    private static func scanned(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) -> (profile: ColorProfile, complete: Bool) {
+        let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var tags = iw_color_tags()
+        let complete = format == .png ? iw_png_scan_color(data, bytes.count, &tags) : iw_webp_scan_color(data, bytes.count, &tags)
+        defer { iw_color_tags_free(&tags) }
+        var profile = ColorProfile()
+        if let icc = tags.icc { profile.icc = Array(UnsafeBufferPointer(start: icc, count: tags.icc_length)) }
+        if tags.has_cicp != 0 { profile.cicp = (Int(tags.cicp_primaries), Int(tags.cicp_transfer)) }
+        if tags.has_chrm != 0 { profile.chromaticities = withUnsafeBytes(of: tags.xy) { Array($0.bindMemory(to: Double.self)) } }
+        profile.gamma22 = tags.has_gama != 0
+        profile.isSRGB = tags.srgb != 0
+        return (profile, complete == 1)
     }
 }

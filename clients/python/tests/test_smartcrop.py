@@ -28,13 +28,19 @@ def vips_crop(pixels: Any, box: tuple[int, int], interesting: str) -> Any:
     return numpy.ndarray(buffer=cropped.write_to_memory(), dtype=numpy.uint8, shape=(box[1], box[0], bands))
 
 
-@pytest.mark.parametrize("name", FILES)
-@pytest.mark.parametrize("box", BOXES)
-def test_entropy_is_libvips_smartcrop(binary: str, server: LoopbackServer, name: str, box: tuple[int, int]) -> None:
+def cover_scale_and_crop(binary: str, server: LoopbackServer, name: str, box: tuple[int, int], position: str) -> tuple[Any, Any]:
+    """The worker's image at the cover scale (``fit="outside"``) and its ``cover`` crop at ``position``."""
     url = server.url(f"/files/{name}")
     with image_worker.Worker(binary) as worker:
         outside = worker.download(url, format="rgb", inline=True, width=box[0], height=box[1], fit="outside").result().to_numpy()
-        got = worker.download(url, format="rgb", inline=True, width=box[0], height=box[1], position="entropy").result().to_numpy()
+        got = worker.download(url, format="rgb", inline=True, width=box[0], height=box[1], position=position).result().to_numpy()
+    return outside, got
+
+
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("box", BOXES)
+def test_entropy_is_libvips_smartcrop(binary: str, server: LoopbackServer, name: str, box: tuple[int, int]) -> None:
+    outside, got = cover_scale_and_crop(binary, server, name, box, "entropy")
     assert got.shape == (box[1], box[0], 3)
     assert numpy.array_equal(got, vips_crop(outside, box, "entropy")), (name, box)
 
@@ -42,10 +48,7 @@ def test_entropy_is_libvips_smartcrop(binary: str, server: LoopbackServer, name:
 @pytest.mark.parametrize("name", FILES)
 @pytest.mark.parametrize("box", BOXES)
 def test_attention_lands_near_libvips(binary: str, server: LoopbackServer, name: str, box: tuple[int, int]) -> None:
-    url = server.url(f"/files/{name}")
-    with image_worker.Worker(binary) as worker:
-        outside = worker.download(url, format="rgb", inline=True, width=box[0], height=box[1], fit="outside").result().to_numpy()
-        got = worker.download(url, format="rgb", inline=True, width=box[0], height=box[1], position="attention").result().to_numpy()
+    outside, got = cover_scale_and_crop(binary, server, name, box, "attention")
     reference = vips_crop(outside, box, "attention")
     # Where each crop lies in the outside image: the offset with the smallest difference.
     def place(crop: Any) -> tuple[int, int]:
