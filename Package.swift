@@ -85,7 +85,7 @@ let package = Package(
             dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
             // A module map's `link` reaches the linker only through a Swift import; giflib and libavif
             // have no pkg-config flags to carry it, and lcms2's and libjxl's link flags do not reach a C target.
-            linkerSettings: [.linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl")]
+            linkerSettings: [.linkedLibrary("webpmux"), .linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl")]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
         // PNG encoding. The only module that calls C.

@@ -1,6 +1,7 @@
 /* AVIF with libavif: the container's size, frames and orientation, then the first image's YUV to
  * 8-bit RGB(A). libavif returns result codes: nothing longjmps here. */
 #include "iw_avif.h"
+#include "iw_frames.h"
 #include "iw_limits.h"
 #include <avif/avif.h>
 #include <stdio.h>
@@ -108,6 +109,17 @@ static int header_checks(const iw_avif_info *info, uint64_t max_pixels, uint32_t
     return 0;
 }
 
+/* An image's YUV as 8-bit RGB (channels 3) or RGBA (4) into `pixels`, its width * channels a row. */
+static avifResult to_rgb(const avifImage *image, int channels, uint8_t *pixels) {
+    avifRGBImage rgb;
+    avifRGBImageSetDefaults(&rgb, image);
+    rgb.depth = 8;
+    rgb.format = channels == 4 ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB;
+    rgb.pixels = pixels;
+    rgb.rowBytes = image->width * (uint32_t)channels;
+    return avifImageYUVToRGB(image, &rgb);
+}
+
 int iw_avif_decode_into(const uint8_t *data, size_t length, int channels, uint32_t width, uint32_t height, uint8_t *pixels,
                         iw_image *out) {
     /* The codec may decode no more pixels than the container announced (and we accepted). */
@@ -120,13 +132,7 @@ int iw_avif_decode_into(const uint8_t *data, size_t length, int channels, uint32
     } else if (decoder->image->width != width || decoder->image->height != height) {
         status = iw_image_fail(out, IW_ERR_CORRUPT, "the AVIF image's size differs from its container's");
     } else {
-        avifRGBImage rgb;
-        avifRGBImageSetDefaults(&rgb, decoder->image);
-        rgb.depth = 8;
-        rgb.format = channels == 4 ? AVIF_RGB_FORMAT_RGBA : AVIF_RGB_FORMAT_RGB;
-        rgb.pixels = pixels;
-        rgb.rowBytes = width * (uint32_t)channels;
-        result = avifImageYUVToRGB(decoder->image, &rgb);
+        result = to_rgb(decoder->image, channels, pixels);
         if (result != AVIF_RESULT_OK) status = fail_result(out, result, "cannot convert the AVIF image to RGB");
     }
     avifDecoderDestroy(decoder);
@@ -135,5 +141,45 @@ int iw_avif_decode_into(const uint8_t *data, size_t length, int channels, uint32
         out->height = height;
         out->channels = channels;
     }
+    return status;
+}
+
+int iw_avif_decode_frames(const uint8_t *data, size_t length, int channels, uint32_t width, uint32_t height, uint32_t max_frames,
+                          iw_frame_sink sink, void *context, iw_image *out) {
+    memset(out, 0, sizeof *out);
+    avifDecoder *decoder = parsed(data, length, (uint64_t)width * height, out);
+    if (!decoder) return IW_FAILED;
+    uint8_t *pixels = malloc((size_t)width * height * (size_t)channels);
+    int status = pixels ? 0 : iw_image_fail(out, IW_ERR_MEMORY, "out of memory");
+    uint32_t frames = 0;
+    while (status == 0 && !(max_frames && frames >= max_frames)) {
+        avifResult result = avifDecoderNextImage(decoder);
+        if (result == AVIF_RESULT_NO_IMAGES_REMAINING) break;
+        if (result != AVIF_RESULT_OK) {
+            /* A damaged first image fails the file; a later one ends the sequence. */
+            if (frames == 0) status = fail_result(out, result, "cannot decode the AVIF image");
+            break;
+        }
+        if (decoder->image->width != width || decoder->image->height != height) {
+            status = iw_image_fail(out, IW_ERR_CORRUPT, "an AVIF frame's size differs from its container's");
+            break;
+        }
+        result = to_rgb(decoder->image, channels, pixels);
+        if (result != AVIF_RESULT_OK) {
+            status = fail_result(out, result, "cannot convert the AVIF image to RGB");
+            break;
+        }
+        double seconds = decoder->imageTiming.duration;
+        uint32_t delay = seconds > 0 && seconds < 4e6 ? (uint32_t)(seconds * 1000.0 + 0.5) : 0;
+        if (sink(context, pixels, frames, delay) != 0) {
+            status = iw_image_fail(out, IW_ERR_LIMIT, "stopped by the caller");
+            break;
+        }
+        frames++;
+    }
+    free(pixels);
+    avifDecoderDestroy(decoder);
+    if (status == 0 && frames == 0) status = iw_image_fail(out, IW_ERR_CORRUPT, "no image in the AVIF file");
+    if (status == 0) out->width = width, out->height = height, out->channels = channels;
     return status;
 }

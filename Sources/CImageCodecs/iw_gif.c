@@ -2,6 +2,7 @@
  * canvas, frames counted without decoding them, the loop count. giflib returns error codes:
  * nothing longjmps here. */
 #include "iw_gif.h"
+#include "iw_gif_reader.h"
 #include "iw_jpeg.h"
 #include "iw_limits.h"
 #include <gif_lib.h>
@@ -46,39 +47,10 @@ int iw_gif_canvas(const uint8_t *data, size_t length, uint32_t *width, uint32_t 
     }
 }
 
-typedef struct {
-    const uint8_t *data;
-    size_t length, at;
-} reader;
-
-static int read_bytes(GifFileType *gif, GifByteType *into, int count) {
-    reader *r = gif->UserData;
-    size_t left = r->length - r->at;
-    size_t n = count < 0 ? 0 : (size_t)count < left ? (size_t)count : left;
-    memcpy(into, r->data + r->at, n);
-    r->at += n;
-    return (int)n;
-}
-
 static int fail(iw_gif_result *out, int kind, const char *message) {
     out->error_kind = kind;
     snprintf(out->error, sizeof out->error, "%s", message);
     return IW_FAILED;
-}
-
-/* The row of the frame that the n-th line of an interlaced image goes to, and its pass (0-3). */
-static uint32_t interlaced_row(uint32_t line, uint32_t height, uint32_t *pass) {
-    static const uint32_t start[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
-    for (uint32_t p = 0; p < 4; p++) {
-        uint32_t in_pass = height > start[p] ? (height - start[p] + step[p] - 1) / step[p] : 0;
-        if (line < in_pass) {
-            *pass = p;
-            return start[p] + line * step[p];
-        }
-        line -= in_pass;
-    }
-    *pass = 4;
-    return height;
 }
 
 /* A giflib call failed: the walk stops there; whether the data ran out is kept. Returns 1. */
@@ -95,9 +67,9 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
                   uint8_t *canvas, uint32_t canvas_width, uint32_t canvas_height, iw_gif_result *out) {
     memset(out, 0, sizeof *out);
     out->loop_count = -1;
-    reader r = {data, length, 0};
+    iw_gif_reader r = {data, length, 0};
     int error = 0;
-    GifFileType *gif = DGifOpen(&r, read_bytes, &error);
+    GifFileType *gif = DGifOpen(&r, iw_gif_read_bytes, &error);
     if (!gif) {
         if (!complete && error == D_GIF_ERR_READ_FAILED) return 0;
         return fail(out, error == D_GIF_ERR_READ_FAILED ? IW_ERR_TRUNCATED : error == D_GIF_ERR_NOT_ENOUGH_MEM ? IW_ERR_MEMORY : IW_ERR_CORRUPT,
@@ -130,7 +102,7 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
             for (;;) {
                 if (DGifGetExtensionNext(gif, &block) == GIF_ERROR && stopped(gif, &ran_out, &done)) break;
                 if (!block) break;
-                if (in_netscape && block[0] >= 3 && block[1] == 1) out->loop_count = (int32_t)le16(block + 2);
+                if (in_netscape && block[0] >= 3 && block[1] == 1 && out->loop_count < 0) out->loop_count = (int32_t)le16(block + 2);
             }
             break;
         }
@@ -195,7 +167,7 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
                     break;
                 }
                 uint32_t pass = 0;
-                uint32_t y = desc->Interlace ? interlaced_row(n, height, &pass) : n;
+                uint32_t y = desc->Interlace ? iw_gif_interlaced_row(n, height, &pass) : n;
                 uint8_t *row = canvas + (size_t)(top + y) * stride + (size_t)left * 4;
                 /* The first frame paints over nothing: a transparent pixel is written as such, so
                  * that a repeated row is replaced whole by its own pass. */
@@ -225,7 +197,7 @@ int iw_gif_decode(const uint8_t *data, size_t length, int complete, uint64_t max
             } else if (desc->Interlace) {
                 /* Rows of the first pass reach 8 rows each; after it, every row shows something. */
                 uint32_t pass = 0;
-                interlaced_row(out->rows, height, &pass);
+                iw_gif_interlaced_row(out->rows, height, &pass);
                 uint32_t reach = pass == 0 ? out->rows * 8 : height;
                 out->passes = pass;
                 out->filled = top + (reach < height ? reach : height);

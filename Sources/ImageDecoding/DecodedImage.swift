@@ -78,6 +78,13 @@ public struct Animation: Sendable, Equatable {
     /// not say (a GIF without a NETSCAPE2.0 block plays once).
     public var loopCount: Int?
 
+    /// With every frame decoded (`DecodeOptions.frames` `.all`): how long each frame is shown,
+    /// in milliseconds as the file says (the first's included); empty otherwise.
+    public var delaysMs: [Int] = []
+    /// With every frame decoded: the pixels of the frames after the first, each laid out as the
+    /// image's own (its size and layout); empty otherwise.
+    public var laterFrames: [[UInt8]] = []
+
     public init(frameCount: Int, loopCount: Int?) {
         self.frameCount = frameCount
         self.loopCount = loopCount
@@ -87,6 +94,51 @@ public struct Animation: Sendable, Equatable {
     static func of(frames: Int, loops: Int?) -> Animation? {
         frames > 1 ? Animation(frameCount: frames, loopCount: loops) : nil
     }
+}
+
+/// Which frames of an animation are decoded.
+public enum FrameSelection: String, Sendable, CaseIterable {
+    /// The first (the image; the others counted).
+    case first
+    /// Every frame (`AnimationDecoder`).
+    case all
+}
+
+extension DecodedImage {
+    /// The frames this image holds: 1, or with every frame decoded, the animation's.
+    public var frameCount: Int { 1 + (animation?.laterFrames.count ?? 0) }
+
+    /// `transform` applied to every frame this image holds (the first and, with every frame
+    /// decoded, the later ones, which must come out alike); the animation kept.
+    public func mapFrames(_ transform: (DecodedImage) throws(DecodeError) -> DecodedImage) throws(DecodeError) -> DecodedImage {
+        guard var animation, !animation.laterFrames.isEmpty else { return try transform(self) }
+        var first = self
+        first.animation = nil
+        var result = try transform(first)
+        animation.laterFrames = try animation.laterFrames.map { pixels throws(DecodeError) -> [UInt8] in
+            let frame = try transform(first.withPixels(pixels, width: width, height: height))
+            guard frame.width == result.width, frame.height == result.height, frame.layout == result.layout else {
+                throw .corrupt("a frame came out unlike the first")
+            }
+            return frame.pixels
+        }
+        result.animation = animation
+        return result
+    }
+
+    /// `mapFrames` of a transform that cannot fail (and makes every frame alike: a frame that
+    /// came out otherwise would be dropped).
+    public func mapFrames(_ transform: (DecodedImage) -> DecodedImage) -> DecodedImage {
+        if let mapped = try? mapFrames({ image throws(DecodeError) in transform(image) }) { return mapped }
+        var first = self
+        let firstDelay = Array(animation?.delaysMs.prefix(1) ?? [])
+        first.animation?.laterFrames = []
+        first.animation?.delaysMs = firstDelay
+        return transform(first)
+    }
+
+    /// Every frame's pixels (the first's, then the later ones').
+    public var allFramePixels: [[UInt8]] { [pixels] + (animation?.laterFrames ?? []) }
 }
 
 /// Why decoding failed.
@@ -152,6 +204,9 @@ public struct DecodeOptions: Sendable, Equatable {
     public var maxFrames = 50_000
     /// Colours converted to sRGB through the file's profile, or kept as stored.
     public var colorProfile = ColorHandling.srgb
+    /// An animation's first frame, or every frame (`AnimationDecoder`; every frame's pixels then
+    /// count against `maxPixels`).
+    public var frames = FrameSelection.first
 
     public init() {}
 }

@@ -34,6 +34,13 @@ extension FitPlan {
     /// `orientation` (the plan being for the upright source when `upright`), on a canvas of
     /// `background` where the plan pads. The result is stored like `image` (orientation kept).
     public func apply(to image: DecodedImage, upright: Bool, background: BackgroundColor) -> DecodedImage {
+        var origin: (x: Int, y: Int)?
+        return apply(to: image, upright: upright, background: background, origin: &origin)
+    }
+
+    /// `apply`, the crop strategy's box kept in `origin` (where it found it, when nil; taken from
+    /// it otherwise): every frame of an animation cropped where its first frame was.
+    public func apply(to image: DecodedImage, upright: Bool, background: BackgroundColor, origin found: inout (x: Int, y: Int)?) -> DecodedImage {
         let orientation = upright ? image.orientation : 1
         let turned = orientation >= 5 && orientation <= 8
         if let strategy = cropStrategy {
@@ -45,10 +52,13 @@ extension FitPlan {
             let (boxWidth, boxHeight) = turned ? (imageHeight, imageWidth) : (imageWidth, imageHeight)
             let scaled = ImageResampler.resize(image, width: fullWidth, height: fullHeight)
             // Found in the image as it will stand, taken from it as it is stored.
-            var standing = scaled
-            standing.orientation = orientation
-            standing = standing.applyingOrientation()
-            let origin = SmartCrop.origin(of: standing, width: imageWidth, height: imageHeight, attention: strategy == .attention)
+            let origin = found ?? {
+                var standing = scaled
+                standing.orientation = orientation
+                return SmartCrop.origin(
+                    of: standing.applyingOrientation(), width: imageWidth, height: imageHeight, attention: strategy == .attention)
+            }()
+            found = origin
             let box = Rect(x: Double(origin.x), y: Double(origin.y), width: Double(imageWidth), height: Double(imageHeight))
                 .stored(orientation: orientation, upright: (Double(full.width), Double(full.height)))
             return scaled.cropped(x: Int(box.x.rounded()), y: Int(box.y.rounded()), width: boxWidth, height: boxHeight)

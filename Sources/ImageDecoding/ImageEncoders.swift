@@ -26,12 +26,24 @@ public enum ImageEncoding: Sendable, Equatable, Hashable {
     /// WebP with libwebp: lossy at `quality` 0–100, or lossless (then `quality` is the effort);
     /// no alpha channel when every pixel is opaque.
     case webp(quality: Int, lossless: Bool)
+    /// GIF with giflib: each frame's own palette of 255 colours at most (median cut), pixels less
+    /// than half opaque transparent.
+    case gif
 
     public var format: ImageFormat {
         switch self {
         case .png: return .png
         case .jpeg: return .jpeg
         case .webp: return .webp
+        case .gif: return .gif
+        }
+    }
+
+    /// Whether the format holds an animation (WebP and GIF).
+    public var animates: Bool {
+        switch self {
+        case .webp, .gif: return true
+        case .png, .jpeg: return false
         }
     }
 }
@@ -55,7 +67,77 @@ public enum ImageEncoders {
                     frame.bytes.baseAddress, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), frame.stride,
                     Int32(quality), lossless ? 1 : 0, &bytes, &length, error)
             }
+        case .gif:
+            return try encoded("GIF") { bytes, length, error in
+                var frames: [UnsafePointer<UInt8>?] = [frame.bytes.baseAddress]
+                var delays: [UInt32] = [0]
+                return iw_gif_encode(
+                    &frames, 1, &delays, UInt32(frame.width), UInt32(frame.height), Int32(frame.layout.channels), -1, &bytes, &length, error)
+            }
         }
+    }
+
+    /// An image's frames as one file: an animated WebP (libwebp's animation encoder) or a GIF,
+    /// each frame shown for its delay, looping as the source did (nil: once). A still image, or
+    /// another format, is `encode`d as it is.
+    public static func encodeFrames(_ image: DecodedImage, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
+        guard let animation = image.animation, !animation.laterFrames.isEmpty, encoding.animates else { return try encode(image, as: encoding) }
+        let delays = (0..<image.frameCount).map { $0 < animation.delaysMs.count ? animation.delaysMs[$0] : 0 }
+        let file: [UInt8]
+        switch encoding {
+        case .webp(let quality, let lossless):
+            file = try withFramePointers(image) { frames throws(DecodeError) in
+                try encoded("WebP") { bytes, length, error in
+                    var delaysMs = delays.map { UInt32(clamping: $0) }
+                    return iw_webp_encode_animation(
+                        frames, UInt32(image.frameCount), &delaysMs, UInt32(image.width), UInt32(image.height), Int32(image.layout.channels),
+                        Int32(quality), lossless ? 1 : 0, Int32(clamping: animation.loopCount ?? -1), &bytes, &length, error)
+                }
+            }
+        default:
+            file = try encodeGIF(
+                image.allFramePixels, delaysMs: delays, width: image.width, height: image.height, layout: image.layout,
+                loopCount: animation.loopCount)
+        }
+        guard let icc = image.iccProfile else { return file }
+        return ICCEmbedding.embedding(icc, in: file, format: encoding.format)
+    }
+
+    /// A GIF of `frames` (each `width` × `height` in `layout`).
+    static func encodeGIF(
+        _ frames: [[UInt8]], delaysMs: [Int], width: Int, height: Int, layout: PixelLayout, loopCount: Int?
+    ) throws(DecodeError) -> [UInt8] {
+        let image = DecodedImage(width: width, height: height, layout: layout, pixels: frames[0], format: .gif)
+        var all = image
+        if frames.count > 1 {
+            var animation = Animation(frameCount: frames.count, loopCount: loopCount)
+            animation.laterFrames = Array(frames.dropFirst())
+            all.animation = animation
+        }
+        return try withFramePointers(all) { pointers throws(DecodeError) in
+            try encoded("GIF") { bytes, length, error in
+                var delays = delaysMs.map { UInt32(clamping: $0) }
+                return iw_gif_encode(
+                    pointers, UInt32(frames.count), &delays, UInt32(width), UInt32(height), Int32(layout.channels),
+                    Int32(clamping: frames.count > 1 ? loopCount ?? -1 : -1), &bytes, &length, error)
+            }
+        }
+    }
+
+    /// `body` with a pointer to each of the image's frames' pixels.
+    private static func withFramePointers<R>(
+        _ image: DecodedImage, _ body: (UnsafePointer<UnsafePointer<UInt8>?>) throws(DecodeError) -> R
+    ) throws(DecodeError) -> R {
+        let frames = image.allFramePixels
+        // (Copied once into one buffer: a stable address for each frame while C reads them.)
+        let size = image.width * image.height * image.layout.channels
+        let joined = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, size * frames.count))
+        defer { joined.deallocate() }
+        for (index, frame) in frames.enumerated() {
+            _ = UnsafeMutableBufferPointer(rebasing: joined[(index * size)..<(index * size + size)]).initialize(from: frame)
+        }
+        let pointers = (0..<frames.count).map { UnsafePointer<UInt8>?(UnsafePointer(joined.baseAddress! + $0 * size)) }
+        return try pointers.withUnsafeBufferPointer { buffer throws(DecodeError) -> R in try body(buffer.baseAddress!) }
     }
 
     /// An image's file bytes; its ICC profile (`iccProfile`, colours kept as stored) embedded.

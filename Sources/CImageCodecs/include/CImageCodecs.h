@@ -12,3 +12,5 @@
 #include "iw_color.h"
 #include "iw_color_tags.h"
 #include "iw_jxl.h"
+#include "iw_frames.h"
+#include "iw_anim_encode.h"
