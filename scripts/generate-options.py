@@ -87,6 +87,9 @@ def default_text(value):
 
 
 def plural(name):
+    """A constant's plural: FIT -> FITS, VERIFY -> VERIFIES, FRAMES -> FRAME_CHOICES."""
+    if name.endswith("S"):
+        return name[:-1] + "_CHOICES"
     return name[:-1] + "IES" if name.endswith("Y") else name + "S"
 
 
@@ -320,7 +323,8 @@ def python_relation(r):
         why = f", why={json.dumps(r['why'])}" if "why" in r else ""
         return f'Relation("exclusive", {json.dumps(a)}, {json.dumps(b)}{why})'
     if "formats" in r:
-        return f'Relation("formats", {json.dumps(r["option"])}, formats={py_tuple(r["formats"])}{names})'
+        equals = f", equals={json.dumps(r['equals'])}" if "equals" in r else ""
+        return f'Relation("formats", {json.dumps(r["option"])}, formats={py_tuple(r["formats"])}{equals}{names})'
     if "with" in r:
         equals = f", equals={json.dumps(r['equals'])}" if "equals" in r else ""
         return f'Relation("with", {json.dumps(r["option"])}, others={py_tuple(r["with"])}{equals}{names})'
@@ -441,7 +445,8 @@ def swift_source(wire, out, settings, rules):
             why = f", why: {json.dumps(r['why'])}" if "why" in r else ""
             lines.append(f"        .exclusive({json.dumps(a)}, {json.dumps(b)}{why}),")
         elif "formats" in r:
-            lines.append(f"        .formats({json.dumps(r['option'])}, {strings(r['formats'])}),")
+            equals = f", equals: {json.dumps(r['equals'])}" if "equals" in r else ""
+            lines.append(f"        .formats({json.dumps(r['option'])}{equals}, {strings(r['formats'])}),")
         elif "with" in r:
             equals = f", equals: {json.dumps(r['equals'])}" if "equals" in r else ""
             lines.append(f"        .with({json.dumps(r['option'])}{equals}, {strings(r['with'])}),")
@@ -486,6 +491,7 @@ GET_FLAGS = [
     ("withoutEnlargement", "download:output.withoutEnlargement", "Bool", False),
     ("applyOrientation", "download:output.applyOrientation", "Bool", False),
     ("colorProfile", "download:output.colorProfile", "String", False),
+    ("frames", "download:output.frames", "String", False),
     ("partialMaxPixelSize", "download:output.partialMaxPixelSize", "Int", False),
     ("nameTemplate", "download:output.nameTemplate", "String", False),
     ("overwrite", "download:output.overwrite", "Bool", False),
@@ -668,6 +674,8 @@ def ts_type(schema, common):
     if "enum" in schema:
         return " | ".join(ts_literal(c) for c in schema["enum"])
     kinds = schema.get("type")
+    if kinds == "array":
+        return f"{ts_type(schema.get('items', {}), common)}[]"
     kinds = kinds if isinstance(kinds, list) else [kinds]
     names = {"integer": "number", "number": "number", "string": "string", "boolean": "boolean", "null": "null"}
     return " | ".join(names[k] for k in kinds)
@@ -689,6 +697,9 @@ def merged_type(a, b):
 NODE_FIELD_TYPES = {"data": "Bytes", "iccProfile": "Bytes"}
 NODE_DROPPED = {"shared", "outcome"}
 NODE_ALWAYS = {"skipped": "boolean", "fromCache": "boolean", "revalidated": "boolean"}
+#: Fields the Node client adds to a downloaded image (not on the wire).
+NODE_EXTRA = {"frameData": ("Bytes[]", "With `frames: 'all'` and a raw format (`rgba`, `rgb`, `gray`): one Buffer per frame "
+                            "delivered, each a view of `data` (height x stride bytes).")}
 NODE_DOCS = {
     "data": "The bytes: delivery 'inline' (decoded from base64), or a decoded format without `dir`/`path` (delivery "
             "'shared': read from the worker's shared memory, its file already given back; inline base64 when 16 KiB or "
@@ -749,6 +760,8 @@ def dts_events_block():
                 image[field] = (NODE_FIELD_TYPES.get(field, type_), required and variant is fetched, NODE_DOCS.get(field, doc))
     for field, type_ in NODE_ALWAYS.items():
         image[field] = (type_, True, image[field][2])
+    for field, (type_, doc) in NODE_EXTRA.items():
+        image[field] = (type_, False, doc)
     metrics = common["$defs"]["metrics"]
     lines = [DTS_EVENTS_BEGIN.rstrip("\n"), "/** What a delivered image (final or partial) carries. */"]
     lines += interface("Delivered", [], delivered)
@@ -859,6 +872,9 @@ def python_field(name, schema, required):
         kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         nullable = "null" in kinds
         kind = next(k for k in kinds if k != "null")
+    if kind == "array":
+        item = PY_SCALARS[schema["items"]["type"]][0]
+        return f"Optional[List[{item}]]", "None"
     annotation, zero = PY_SCALARS[kind]
     if "default" in schema:
         return annotation, repr(schema["default"])
@@ -892,7 +908,7 @@ def python_event_types_source():
              "the attribute's comment), read by ``_events.py``; their behaviour is ``_event_base.py``'s.", '"""', "",
              "from __future__ import annotations", "",
              "from dataclasses import dataclass, field",
-             "from typing import Any, ClassVar, Dict, Mapping, Optional", "",
+             "from typing import Any, ClassVar, Dict, List, Mapping, Optional", "",
              "from ._errors import DownloadError",
              "from ._event_base import Event, Token, _Fraction, _Outcome, _Pixels", ""]
 

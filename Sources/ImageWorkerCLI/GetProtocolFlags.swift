@@ -28,7 +28,7 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "How long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at once before the next probe (default 30000).")
     var hostDownMs: Int64?
 
-    @Option(help: "Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP, GIF, AVIF and JPEG XL are decoded) (default 'original'); png with --progressive.")
+    @Option(help: "Original (the bytes as downloaded), or decoded to png, jpeg, webp or gif, or raw rgba, rgb or gray (JPEG, PNG, WebP, GIF, AVIF and JPEG XL are decoded) (default 'original'); png with --progressive.")
     var format: String?
 
     @Option(help: "--format jpeg or webp: 1-100 (defaults 90 and 80); with --lossless, WebP's effort.")
@@ -64,6 +64,9 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "Decoded formats: srgb converts the colours to sRGB through what the file says of them (an embedded ICC profile, a PNG cICP or cHRM chunk, AVIF colour primaries); keep gives the values as stored and the file's ICC profile in iccProfile (files written with it embedded) (default 'srgb').")
     var colorProfile: String?
 
+    @Option(help: "Decoded formats: first (an animation's first frame) or all: every frame of a GIF, animated WebP or AVIF sequence, composited as a browser shows them and sized as asked, with delaysMs and loopCount in the result; --format webp writes an animated WebP, gif a GIF, rgba, rgb and gray the frames one after the other (frames x height x stride bytes). Every frame counts against maxPixels and maxFrames (default 'first').")
+    var frames: String?
+
     @Option(help: "With --progressive: partial images no larger than this on their longest side; the final image keeps its size.")
     var partialMaxPixelSize: Int?
 
@@ -98,7 +101,7 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--per-host-rate", perHostRate, OptionTable.Configure.maxRequestsPerSecondPerHost)
         try Self.check("--host-down-after", hostDownAfter, OptionTable.Configure.hostDownAfter)
         try Self.check("--host-down-ms", hostDownMs, OptionTable.Configure.hostDownMs)
-        try Self.check("--format", format, oneOf: ["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"])
+        try Self.check("--format", format, oneOf: ["original", "png", "jpeg", "webp", "gif", "rgba", "rgb", "gray"])
         try Self.check("--quality", quality, OptionTable.Output.quality)
         try Self.check("--max-pixel-size", maxPixelSize, OptionTable.Output.maxPixelSize)
         try Self.check("--width", width, OptionTable.Output.width)
@@ -106,6 +109,7 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--fit", fit, oneOf: ["cover", "contain", "fill", "inside", "outside"])
         try Self.check("--position", position, oneOf: ["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention"])
         try Self.check("--color-profile", colorProfile, oneOf: ["srgb", "keep"])
+        try Self.check("--frames", frames, oneOf: ["first", "all"])
         try Self.check("--partial-max-pixel-size", partialMaxPixelSize, OptionTable.Output.partialMaxPixelSize)
         try Self.check("--timeout-ms", timeoutMs, OptionTable.Configure.timeoutMs)
         try Self.check("--deadline-ms", deadlineMs, OptionTable.Download.deadlineMs)
@@ -135,6 +139,7 @@ struct GetProtocolFlags: ParsableArguments {
         options.withoutEnlargement = withoutEnlargement
         options.applyOrientation = applyOrientation
         options.colorProfile = colorProfile
+        options.frames = frames
         options.partialMaxPixelSize = partialMaxPixelSize
         options.nameTemplate = nameTemplate
         options.overwrite = overwrite

@@ -90,6 +90,8 @@ public struct GetOptions: Sendable {
     public var applyOrientation = false
     /// Decoded formats: `srgb` (the worker's default) or `keep` (`colorProfile`).
     public var colorProfile: String?
+    /// `first` (the worker's default) or `all`: every frame of an animation (`frames`).
+    public var frames: String?
     /// With `progressive`: partial images at most this many pixels on their longest side.
     public var partialMaxPixelSize: Int?
     /// `--format jpeg` or `webp`: quality 1–100.
@@ -167,6 +169,7 @@ public struct GetOptions: Sendable {
         if withoutEnlargement { output["withoutEnlargement"] = true }
         if applyOrientation { output["applyOrientation"] = true }
         if let colorProfile { output["colorProfile"] = .string(colorProfile) }
+        if let frames { output["frames"] = .string(frames) }
         if progressive, let partialMaxPixelSize { output["partialMaxPixelSize"] = JSONValue(partialMaxPixelSize) }
         if let quality { output["quality"] = JSONValue(quality) }
         if lossless { output["lossless"] = true }

@@ -149,12 +149,26 @@ export interface ImageResult extends Delivered {
    * orientation.
    */
   sourceHeight?: number;
-  /** The source is an animation (GIF, WebP, AVIF sequence): the image is its first frame. */
+  /**
+   * The source is an animation (GIF, WebP, AVIF sequence): the image is its first frame, or with output.frames all
+   * every frame (frames, delaysMs).
+   */
   animated?: true;
   /** An animated source's frames; absent: 1 (a still image). */
   frameCount?: number;
   /** An animated source's repetitions after the first play, 0: forever; absent when the file does not say. */
   loopCount?: number;
+  /**
+   * output.frames all: the frames delivered (1 for a still image; fewer than frameCount when the file is cut or
+   * damaged after its first frame): raw formats hold them one after the other (frames x height x stride bytes), webp
+   * and gif one animated file.
+   */
+  frames?: number;
+  /**
+   * output.frames all: how long each delivered frame is shown, in milliseconds, as the file says (a GIF's hundredths
+   * of a second x 10; browsers show 0 and 10 as 100).
+   */
+  delaysMs?: number[];
   /**
    * With `colorProfile: 'keep'`: the source's ICC profile (what its stored values mean), decoded from base64; absent
    * when it has none.
@@ -170,6 +184,11 @@ export interface ImageResult extends Delivered {
   metrics: Metrics;
   /** skipExisting (or a resumed manifest) found the file: kept as it was, nothing fetched. */
   skipped: boolean;
+  /**
+   * With `frames: 'all'` and a raw format (`rgba`, `rgb`, `gray`): one Buffer per frame delivered, each a view of
+   * `data` (height x stride bytes).
+   */
+  frameData?: Bytes[];
 }
 
 /** Where a token's download spent its time (every download/completed); a phase that did not happen is absent. */
@@ -272,11 +291,12 @@ export declare function parseEvent(method: string, params: unknown, url?: string
 // BEGIN GENERATED OPTIONS (scripts/generate-options.py from protocol/schema: do not edit)
 export type Priority = 'veryLow' | 'low' | 'normal' | 'high' | 'veryHigh';
 export type CachePolicy = 'default' | 'reload' | 'preferCache' | 'cacheOnly';
-export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'rgba' | 'rgb' | 'gray';
+export type Format = 'original' | 'png' | 'jpeg' | 'webp' | 'gif' | 'rgba' | 'rgb' | 'gray';
 export type Verify = false | true | 'header' | 'full';
 export type Fit = 'cover' | 'contain' | 'fill' | 'inside' | 'outside';
 export type Position = 'center' | 'top' | 'right top' | 'right' | 'right bottom' | 'bottom' | 'left bottom' | 'left' | 'left top' | 'entropy' | 'attention';
 export type ColorProfile = 'srgb' | 'keep';
+export type Frames = 'first' | 'all';
 export type ChromaSubsampling = '4:2:0' | '4:2:2' | '4:4:4';
 export type ExecutionOrder = 'fifo' | 'lifo';
 
@@ -324,8 +344,8 @@ export interface DownloadOptions {
   /** Delivery file: the directory to write into, the file named after the URL (or name, nameTemplate). */
   dir?: string;
   /**
-   * Original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG, WebP,
-   * GIF, AVIF and JPEG XL are decoded) (default 'original').
+   * Original (the bytes as downloaded), or decoded to png, jpeg, webp or gif, or raw rgba, rgb or gray (JPEG, PNG,
+   * WebP, GIF, AVIF and JPEG XL are decoded) (default 'original').
    */
   format?: Format;
   /** With dir: the file's name (a relative path; '/' makes subdirectories), used as given. */
@@ -390,6 +410,13 @@ export interface DownloadOptions {
    * iccProfile (files written with it embedded) (default 'srgb').
    */
   colorProfile?: ColorProfile;
+  /**
+   * Decoded formats: first (an animation's first frame) or all: every frame of a GIF, animated WebP or AVIF sequence,
+   * composited as a browser shows them and sized as asked, with delaysMs and loopCount in the result; format webp
+   * writes an animated WebP, gif a GIF, rgba, rgb and gray the frames one after the other (frames x height x stride
+   * bytes). Every frame counts against maxPixels and maxFrames (default 'first').
+   */
+  frames?: Frames;
   /** Decoded formats: turn the image upright by its EXIF orientation. */
   applyOrientation?: boolean;
   /** With progressive: the least time between two partial images (default 200). */

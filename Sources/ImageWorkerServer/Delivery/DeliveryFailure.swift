@@ -11,6 +11,9 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
     case unsupportedFormat(String)
     /// The image's header announces more pixels than allowed.
     case imageTooLarge(width: Int, height: Int, maxPixels: UInt64)
+    /// Every frame of an animation together (`output.frames` `all`) holds more pixels than allowed:
+    /// the decoder's words (how many frames, of what size).
+    case animationTooLarge(String, width: Int, height: Int, maxPixels: UInt64)
     /// The progressive JPEG has more scans than allowed.
     case tooManyScans(limit: Int)
     /// The animation has more frames than allowed.
@@ -27,6 +30,9 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .limit(let message, let width, let height):
             if message.contains("scans") {
                 self = .tooManyScans(limit: settings.maxProgressiveScans)
+            } else if message.contains(" frames of ") {
+                // (Frames x pixels: "animation of 14 frames of 116x100 pixels (…) exceeds the limit of N pixels".)
+                self = .animationTooLarge(message.prefix(1).uppercased() + message.dropFirst(), width: width, height: height, maxPixels: settings.maxPixels)
             } else if message.contains("frames") {
                 self = .tooManyFrames(limit: settings.maxFrames)
             } else {
@@ -42,6 +48,7 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .unsupportedFormat(let message): return "Unsupported image format: \(message)"
         case .imageTooLarge(let width, let height, let maxPixels):
             return "Image of \(width)x\(height) pixels exceeds the limit of \(maxPixels) pixels"
+        case .animationTooLarge(let message, _, _, _): return message
         case .tooManyScans(let limit): return "Image exceeds the limit of \(limit) progressive scans"
         case .tooManyFrames(let limit): return "Animation exceeds the limit of \(limit) frames"
         case .output(let message, _): return message

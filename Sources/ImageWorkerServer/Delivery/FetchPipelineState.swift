@@ -20,6 +20,7 @@ struct FetchPipelineState<Stream: Sendable, Decode: Sendable>: Sendable {
         /// The final image's size terms (`OutputGeometry.final`).
         var geometry: OutputGeometry
         var colorProfile = ColorHandling.srgb
+        var frames = FrameSelection.first
     }
 
     enum Body: Sendable {

@@ -38,7 +38,7 @@ extension OutputDelivery {
 
     /// What makes two tokens' decodes of one fetch the same.
     static func decodeKey(_ spec: OutputSpec) -> FetchPipeline.State.DecodeKey {
-        FetchPipeline.State.DecodeKey(format: spec.format, geometry: spec.geometry.final, colorProfile: spec.colorProfile)
+        FetchPipeline.State.DecodeKey(format: spec.format, geometry: spec.geometry.final, colorProfile: spec.colorProfile, frames: spec.frames)
     }
 
     /// The decode of the image this token asked for, once for every token of the fetch that asks
@@ -65,6 +65,7 @@ extension OutputDelivery {
             options.maxScans = settings.maxProgressiveScans
             options.maxFrames = settings.maxFrames
             options.colorProfile = spec.colorProfile
+            options.frames = spec.frames
             return try spec.geometry.decode(Array(body.readableBytesView), options: options)
         }
     }

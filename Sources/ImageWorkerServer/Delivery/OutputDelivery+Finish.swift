@@ -22,6 +22,18 @@ extension OutputDelivery {
         return bitmapCost(unknownSizeOf: body.readableBytes)
     }
 
+    /// With every frame asked (`output.frames` `all`): the frames kept at the size the token
+    /// asked, beside the canvas `bitmapCost` counts (0 otherwise, or for a still image). Read from
+    /// the headers; a file whose headers are refused costs nothing more (its decode fails first).
+    static func framesCost(_ body: ByteBuffer, spec: OutputSpec, settings: DecodeSettings) -> Int {
+        guard spec.frames == .all else { return 0 }
+        var options = DecodeOptions()
+        (options.maxPixels, options.maxFrames) = (settings.maxPixels, settings.maxFrames)
+        guard let frames = try? AnimationDecoder.frames(Array(body.readableBytesView), options: options) else { return 0 }
+        let size = spec.geometry.decodeSize(of: (frames.width, frames.height), orientation: 1)
+        return bitmapCost(width: size.width, height: size.height) &* frames.count
+    }
+
     /// An RGBA bitmap of `width` × `height` (overflow wraps rather than traps: sizes that large fail
     /// the pixel limit anyway).
     static func bitmapCost(width: Int, height: Int) -> Int {

@@ -81,7 +81,7 @@ enum OutputDelivery {
             // The stored size read once (else a guess from the body); an enlarged image takes more
             // than its source: a box's size counts too.
             let cost = (stored.map { bitmapCost(width: $0.width, height: $0.height) } ?? bitmapCost(resource.body, source: source))
-                &+ spec.geometry.boxCost(source: stored)
+                &+ spec.geometry.boxCost(source: stored) &+ framesCost(resource.body, spec: spec, settings: settings)
             let finished: Finished
             if !resource.streamed {
                 finished = try await decodedWhole(
@@ -204,7 +204,8 @@ enum OutputDelivery {
         let progressiveResult = await pipeline.frame(of: resource)
         let image: DecodedImage
         // (Scaling a progressive frame to the token's size is pixel work: on the blocking pool.)
-        if case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ Renderer.fitted(frame, spec: spec) }) {
+        // (Every frame of an animation is the whole decode's: the progressive one made the first.)
+        if spec.frames == .first, case .success(let frame)? = progressiveResult, let fitted = await BlockingWork.run({ Renderer.fitted(frame, spec: spec) }) {
             image = fitted
         } else if case .failure(let error)? = progressiveResult {
             throw DeliveryFailure(error, settings: settings)

@@ -52,8 +52,15 @@ struct OutputGeometry: Sendable, Hashable {
     /// `source`'s stored size at least `decodeSize`: resampled to the fitted size, or the box's
     /// plan carried out.
     func shaped(_ image: DecodedImage, source: Size) -> DecodedImage {
+        var origin: (x: Int, y: Int)?
+        return shaped(image, source: source, origin: &origin)
+    }
+
+    /// `shaped`, a crop strategy's box kept in `origin` (found in the first frame of an
+    /// animation, the same for every other).
+    func shaped(_ image: DecodedImage, source: Size, origin: inout (x: Int, y: Int)?) -> DecodedImage {
         if let plan = plan(source: source, orientation: image.orientation) {
-            return plan.apply(to: image, upright: upright, background: background ?? .black)
+            return plan.apply(to: image, upright: upright, background: background ?? .black, origin: &origin)
         }
         let size = ImageResampler.fittedSize(width: source.width, height: source.height, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         return ImageResampler.resize(image, width: size.width, height: size.height)
@@ -83,12 +90,14 @@ struct OutputGeometry: Sendable, Hashable {
     /// by one side, or `outside`), before any pixel buffer: what the source's own size is held to.
     /// It fails the token that asked it, never a decode other tokens share: a progressive decode
     /// is never larger than the source (`decodeSize`), and the box is made per token.
-    func checkLimit(source: Size, orientation: Int, options: DecodeOptions) throws(DecodeError) {
+    /// With `frames` (an animation's, every one delivered), every frame's pixels count.
+    func checkLimit(source: Size, orientation: Int, options: DecodeOptions, frames: Int = 1) throws(DecodeError) {
         guard let plan = plan(source: source, orientation: orientation) else { return }
-        let pixels = UInt64(plan.outputWidth) * UInt64(plan.outputHeight)
+        let pixels = UInt64(plan.outputWidth) * UInt64(plan.outputHeight) * UInt64(max(1, frames))
         guard pixels > options.maxPixels else { return }
+        let asked = frames > 1 ? "\(frames) frames of \(plan.outputWidth)x\(plan.outputHeight)" : "\(plan.outputWidth)x\(plan.outputHeight)"
         throw .limit(
-            "the image asked (\(plan.outputWidth)x\(plan.outputHeight) pixels from \(source.width)x\(source.height)) exceeds the limit of \(options.maxPixels) pixels",
+            "the image asked (\(asked) pixels from \(source.width)x\(source.height)) exceeds the limit of \(options.maxPixels) pixels",
             width: plan.outputWidth, height: plan.outputHeight)
     }
 
@@ -112,7 +121,18 @@ struct OutputGeometry: Sendable, Hashable {
     }
 
     /// Decodes `bytes` whole and makes the final image (JPEG by DCT scaling, no larger than needed).
+    /// With `options.frames` `.all`, an animation's every frame, each shaped as it is decoded.
     func decode(_ bytes: [UInt8], options: DecodeOptions) throws(DecodeError) -> DecodedImage {
+        if options.frames == .all, let frames = try AnimationDecoder.frames(bytes, options: options) {
+            let source = (width: frames.width, height: frames.height)
+            let orientation = bytes.withUnsafeBytes { self.orientation(of: $0, format: frames.format) }
+            try checkLimit(source: source, orientation: orientation, options: options, frames: frames.count)
+            // (One box for every frame: a crop strategy's, found in the first.)
+            var origin: (x: Int, y: Int)?
+            return try AnimationDecoder.decode(bytes, frames: frames, options: options) { frame in
+                shaped(frame, source: source, origin: &origin)
+            }
+        }
         guard box != nil else {
             return try ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount)
         }

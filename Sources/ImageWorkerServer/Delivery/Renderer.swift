@@ -52,22 +52,32 @@ enum Renderer {
     /// final and partial alike, use the encoder's fast settings (the Up filter, `iw_deflate`'s Huffman coding with runs):
     /// much faster than libpng's defaults, for slightly larger files.
     static func render(_ image: DecodedImage, spec: OutputSpec) throws(DeliveryFailure) -> Rendered {
-        // (A format without alpha flattens it onto the background: the whole decode's image comes here with it.)
-        let image = spec.flattens ? spec.pixels(of: image) : image
-        let upright = spec.applyOrientation ? image.applyingOrientation() : image
+        // (A format without alpha flattens it onto the background: the whole decode's image comes
+        // here with it. Every step is done to each frame an animation delivers.)
+        let image = spec.flattens ? image.mapFrames { spec.pixels(of: $0) } : image
+        let upright = spec.applyOrientation ? image.mapFrames { $0.applyingOrientation() } : image
         var rendered = described(
             width: image.width, height: image.height, orientation: image.orientation, source: image.format, spec: spec,
             animation: image.animation)
         if let profile = image.iccProfile { rendered.fields["iccProfile"] = .string(Payload(profile).base64()) }
+        if spec.frames == .all {
+            // The frames delivered, and how long each is shown (a still image: one, 0 ms).
+            rendered.fields["frames"] = JSONValue(upright.frameCount)
+            let delays = image.animation?.delaysMs ?? []
+            rendered.fields["delaysMs"] = .array((0..<upright.frameCount).map { JSONValue($0 < delays.count ? delays[$0] : 0) })
+        }
         if let encoding = spec.encoding {
-            do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encode(upright, as: encoding)) } catch {
+            do throws(DecodeError) { rendered.payload = Payload(try ImageEncoders.encodeFrames(upright, as: encoding)) } catch {
                 throw .output(error.description, path: nil)
             }
             rendered.byteLength = rendered.payload.count
             return rendered
         }
-        // Raw pixels in the layout the format names (a see-through `contain` canvas is RGBA).
-        rendered.payload = Payload(upright.layout == spec.format.layout ? upright.pixels : upright.converted(to: spec.format.layout).pixels)
+        // Raw pixels in the layout the format names (a see-through `contain` canvas is RGBA), the
+        // frames one after the other.
+        let raw = upright.layout == spec.format.layout ? upright : upright.mapFrames { $0.converted(to: spec.format.layout) }
+        rendered.payload = Payload(raw.frameCount == 1 ? raw.pixels : Array(raw.allFramePixels.joined()))
+        rendered.byteLength = rendered.payload.count
         return rendered
     }
 

@@ -148,7 +148,7 @@ enum EventEncoder {
         switch failure {
         case .badData: code = .badImageData
         case .unsupportedFormat: code = .unsupportedFormat
-        case .imageTooLarge(let width, let height, let maxPixels):
+        case .imageTooLarge(let width, let height, let maxPixels), .animationTooLarge(_, let width, let height, let maxPixels):
             code = .limitExceeded
             data["limit"] = "pixels"
             data["maximum"] = .int(Int64(clamping: maxPixels))

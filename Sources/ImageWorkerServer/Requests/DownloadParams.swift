@@ -24,14 +24,17 @@ public struct OutputSpec: Sendable, Equatable {
         /// Decoded and re-encoded as a baseline JPEG (`quality`, `chromaSubsampling`); alpha dropped.
         case jpeg
         /// Decoded and re-encoded as WebP (`quality`, `lossless`); alpha kept where not opaque.
+        /// With every frame: an animated WebP.
         case webp
+        /// Decoded and re-encoded as a GIF (a palette per frame); with every frame, animated.
+        case gif
         /// Decoded raw pixels, 8 bits per channel, rows top to bottom, no padding.
         case rgba, rgb, gray
 
         public var needsDecoding: Bool { self != .original }
 
-        /// A file format (PNG, JPEG, WebP) rather than raw pixels or the original bytes.
-        public var isEncoded: Bool { self == .png || self == .jpeg || self == .webp }
+        /// A file format (PNG, JPEG, WebP, GIF) rather than raw pixels or the original bytes.
+        public var isEncoded: Bool { self == .png || self == .jpeg || self == .webp || self == .gif }
 
         /// The extension of a decoded format's files (`original` files take the bytes' own).
         var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
@@ -42,7 +45,7 @@ public struct OutputSpec: Sendable, Equatable {
             switch self {
             case .rgb, .jpeg: return .rgb
             case .gray: return .gray
-            case .original, .png, .webp, .rgba: return .rgba
+            case .original, .png, .webp, .gif, .rgba: return .rgba
             }
         }
 
@@ -50,7 +53,7 @@ public struct OutputSpec: Sendable, Equatable {
         /// RGB (a JPEG has no alpha; the encoders would drop an opaque one anyway), saving a
         /// quarter of the bitmap and of the resampling.
         public func decodeLayout(for source: ImageFormat?) -> PixelLayout {
-            (self == .png || self == .webp) && source == .jpeg ? .rgb : layout
+            (self == .png || self == .webp || self == .gif) && source == .jpeg ? .rgb : layout
         }
 
         /// A decoded image in this format's pixels: the raw formats' own layout; the encoded
@@ -106,6 +109,9 @@ public struct OutputSpec: Sendable, Equatable {
     /// Colours converted to sRGB through the file's profile (`srgb`), or kept as stored with the
     /// profile reported (`keep`).
     public var colorProfile = ColorHandling.srgb
+    /// An animation's first frame, or every frame (WebP and GIF files animated, raw pixels one
+    /// frame after the other).
+    public var frames = FrameSelection.first
     /// With `progressive`: at least this long between two partial images of the token.
     public var partialIntervalMs: Int64 = 200
     /// With `progressive`: partial images no larger than this on their longest side (the final
@@ -144,6 +150,7 @@ public struct OutputSpec: Sendable, Equatable {
         case .png: return .png
         case .jpeg: return .jpeg(quality: quality ?? 90, subsampling: chromaSubsampling ?? .s420)
         case .webp: return .webp(quality: quality ?? 80, lossless: lossless)
+        case .gif: return .gif
         case .original, .rgba, .rgb, .gray: return nil
         }
     }
@@ -221,7 +228,7 @@ struct DownloadParams {
             allowed: [
                 "delivery", "format", "path", "dir", "name", "nameTemplate", "index", "overwrite", "skipExisting", "verify", "sha256",
                 "maxPixelSize", "maxPixelCount", "width", "height", "fit", "position", "background", "withoutEnlargement",
-                "applyOrientation", "colorProfile", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
+                "applyOrientation", "colorProfile", "frames", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
             spec.delivery = OutputSpec.Delivery(rawValue: d)!
@@ -258,6 +265,7 @@ struct DownloadParams {
         spec.maxPixelCount = try p.integer("maxPixelCount", in: OptionTable.Output.maxPixelCount).map { Int($0) }
         spec.applyOrientation = try p.bool("applyOrientation") ?? false
         if let handling = try p.oneOf("colorProfile", ColorHandling.allCases.map(\.rawValue)) { spec.colorProfile = ColorHandling(rawValue: handling)! }
+        if let frames = try p.oneOf("frames", FrameSelection.allCases.map(\.rawValue)) { spec.frames = FrameSelection(rawValue: frames)! }
         let width = try p.integer("width", in: OptionTable.Output.width).map { Int($0) }
         let height = try p.integer("height", in: OptionTable.Output.height).map { Int($0) }
         // Without width and height, fit, position and withoutEnlargement are refused by

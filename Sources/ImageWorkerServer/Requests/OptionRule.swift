@@ -6,8 +6,8 @@ import ImageWorkerProtocol
 public enum OptionRule: Sendable, Equatable {
     /// Not both set.
     case exclusive(String, String, why: String? = nil)
-    /// Only with one of these output formats.
-    case formats(String, [String])
+    /// Only with one of these output formats; with `equals`, only when the option has that value.
+    case formats(String, equals: String? = nil, [String])
     /// Only with a decoded output format (not `original`).
     case decoded(String)
     /// Only when one of these is set; with `equals`, only when the option has that value.
@@ -37,8 +37,12 @@ public enum OptionRule: Sendable, Equatable {
         case .exclusive(let a, let b, let why):
             guard Self.isSet(a, in: params), Self.isSet(b, in: params) else { return nil }
             return "\(name(a)) and \(name(b)) exclude each other" + (why.map { ": \($0)" } ?? "")
-        case .formats(let option, let formats):
+        case .formats(let option, let equals, let formats):
             guard Self.isSet(option, in: params), !formats.contains(Self.format(params)) else { return nil }
+            if let equals {
+                guard Self.value(option, in: params)?.stringValue == equals else { return nil }
+                return "\(name(option)) \"\(equals)\" goes with \(name("output.format")) " + formats.map { "\"\($0)\"" }.joined(separator: " or ")
+            }
             return "\(name(option)) goes with \(name("output.format")) " + formats.map { "\"\($0)\"" }.joined(separator: " or ")
         case .decoded(let option):
             guard Self.isSet(option, in: params), Self.format(params) == OutputSpec.Format.original.rawValue else { return nil }

@@ -56,6 +56,7 @@ public enum OptionTable {
             public static let fit = "cover"
             public static let position = "center"
             public static let colorProfile = "srgb"
+            public static let frames = "first"
             public static let partialIntervalMs: Int64 = 200
             public static let chromaSubsampling = "4:2:0"
         }
@@ -87,6 +88,7 @@ public enum OptionTable {
         "output.fit": "cover",
         "output.position": "center",
         "output.colorProfile": "srgb",
+        "output.frames": "first",
         "output.chromaSubsampling": "4:2:0",
     ]
 
@@ -113,6 +115,7 @@ public enum OptionTable {
         .with("output.withoutEnlargement", ["output.width", "output.height"]),
         .decoded("output.applyOrientation"),
         .decoded("output.colorProfile"),
+        .formats("output.frames", equals: "all", ["webp", "gif", "rgba", "rgb", "gray"]),
         .decoded("output.partialMaxPixelSize"),
         .decoded("progressive"),
         .with("output.name", ["output.dir"]),

@@ -13,4 +13,4 @@ export const WORKER_NOTIFICATION_FIELDS = {
   'worker/warning': ['code', 'message', 'details'],
 };
 /** Wire fields of a successful download's image (a fetched one, or a kept file: `skipped`). */
-export const IMAGE_FIELDS = ['token', 'outcome', 'byteLength', 'mimeType', 'url', 'finalUrl', 'status', 'fromCache', 'revalidated', 'path', 'shared', 'uri', 'data', 'width', 'height', 'sourceWidth', 'sourceHeight', 'sourceFormat', 'orientation', 'animated', 'frameCount', 'loopCount', 'iccProfile', 'pixelFormat', 'stride', 'sha256', 'sourceSha256', 'metrics', 'skipped'];
+export const IMAGE_FIELDS = ['token', 'outcome', 'byteLength', 'mimeType', 'url', 'finalUrl', 'status', 'fromCache', 'revalidated', 'path', 'shared', 'uri', 'data', 'width', 'height', 'sourceWidth', 'sourceHeight', 'sourceFormat', 'orientation', 'animated', 'frameCount', 'loopCount', 'frames', 'delaysMs', 'iccProfile', 'pixelFormat', 'stride', 'sha256', 'sourceSha256', 'metrics', 'skipped'];

@@ -43,6 +43,11 @@ export function parseEvent(method, params, url) {
         delete image.path;
         delete image.shared;
       }
+      // Every frame asked (`frames: 'all'`) of a raw format: one Buffer per frame, views of `data`.
+      if (Number.isInteger(params.frames) && params.pixelFormat && image.data && Number.isInteger(params.stride)) {
+        const size = params.stride * params.height;
+        image.frameData = Array.from({ length: params.frames }, (_, i) => image.data.subarray(i * size, (i + 1) * size));
+      }
       image.skipped = params.skipped === true;
       image.fromCache = params.fromCache === true;
       image.revalidated = params.revalidated === true;

@@ -3,11 +3,12 @@
 
 export const PRIORITIES = ['veryLow', 'low', 'normal', 'high', 'veryHigh'];
 export const CACHE_POLICIES = ['default', 'reload', 'preferCache', 'cacheOnly'];
-export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'rgba', 'rgb', 'gray'];
+export const FORMATS = ['original', 'png', 'jpeg', 'webp', 'gif', 'rgba', 'rgb', 'gray'];
 export const VERIFIES = [false, true, 'header', 'full'];
 export const FITS = ['cover', 'contain', 'fill', 'inside', 'outside'];
 export const POSITIONS = ['center', 'top', 'right top', 'right', 'right bottom', 'bottom', 'left bottom', 'left', 'left top', 'entropy', 'attention'];
 export const COLOR_PROFILES = ['srgb', 'keep'];
+export const FRAME_CHOICES = ['first', 'all'];
 export const CHROMA_SUBSAMPLINGS = ['4:2:0', '4:2:2', '4:4:4'];
 export const EXECUTION_ORDERS = ['fifo', 'lifo'];
 
@@ -46,6 +47,7 @@ export const DOWNLOAD_OPTIONS = {
   background: { wire: 'background', kind: 'text', output: true },
   withoutEnlargement: { wire: 'withoutEnlargement', kind: 'bool', output: true },
   colorProfile: { wire: 'colorProfile', kind: 'enum', output: true, choices: COLOR_PROFILES },
+  frames: { wire: 'frames', kind: 'enum', output: true, choices: FRAME_CHOICES },
   applyOrientation: { wire: 'applyOrientation', kind: 'bool', output: true },
   partialIntervalMs: { wire: 'partialIntervalMs', kind: 'int', min: 0, max: 3_600_000, output: true },
   partialMaxPixelSize: { wire: 'partialMaxPixelSize', kind: 'int', min: 1, max: 1_000_000, output: true },
@@ -77,6 +79,7 @@ export const RELATIONS = [
   { option: 'output.withoutEnlargement', with: ['output.width', 'output.height'] },
   { option: 'output.applyOrientation', decoded: true },
   { option: 'output.colorProfile', decoded: true },
+  { option: 'output.frames', equals: 'all', formats: ['webp', 'gif', 'rgba', 'rgb', 'gray'] },
   { option: 'output.partialMaxPixelSize', decoded: true },
   { option: 'progressive', decoded: true, names: 'output.format' },
   { option: 'output.name', with: ['output.dir'] },
@@ -90,7 +93,7 @@ export const RELATIONS = [
 ];
 
 /** Each choice's value when absent, by wire path (the schema's `default`s). */
-export const CHOICE_DEFAULTS = { priority: 'normal', 'output.delivery': 'none', 'output.format': 'original', 'output.fit': 'cover', 'output.position': 'center', 'output.colorProfile': 'srgb', 'output.chromaSubsampling': '4:2:0' };
+export const CHOICE_DEFAULTS = { priority: 'normal', 'output.delivery': 'none', 'output.format': 'original', 'output.fit': 'cover', 'output.position': 'center', 'output.colorProfile': 'srgb', 'output.frames': 'first', 'output.chromaSubsampling': '4:2:0' };
 
 /** What the clients fill in when it is not given (the schema's `x-client-defaults`), in order. */
 export const CLIENT_DEFAULTS = [

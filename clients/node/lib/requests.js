@@ -116,7 +116,11 @@ function checkRelations(params) {
         throw new TypeError(`${optionName(rule.option)} goes with ${optionName(rule.when)} ${rule.in.map((v) => `'${v}'`).join(' or ')}`);
       }
     } else if (isSet(params, rule.option)) {
-      if (rule.formats && !rule.formats.includes(format)) {
+      if (rule.formats && !rule.formats.includes(format) && rule.equals !== undefined) {
+        if (wireValue(params, rule.option) === rule.equals) {
+          throw new TypeError(`${optionName(rule.option)} '${rule.equals}' goes with format ${rule.formats.map((f) => `'${f}'`).join(' or ')}`);
+        }
+      } else if (rule.formats && !rule.formats.includes(format)) {
         throw new TypeError(`${optionName(rule.option)} goes with format ${rule.formats.map((f) => `'${f}'`).join(' or ')}`);
       }
       if (rule.decoded && !DECODED.includes(format)) {

@@ -171,7 +171,7 @@ test('requests the client builds are valid, and every download option can be set
     deadlineMs: 9000, maxRetries: 0, retryDelayMs: 10,
     credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true, cachePolicy: 'preferCache',
     maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, colorProfile: 'keep', overwrite: true, partialIntervalMs: 0,
-    partialMaxPixelSize: 64, nameTemplate: '{token}-{index:3}.{ext}', index: 7, verify: true, sha256: true,
+    partialMaxPixelSize: 64, nameTemplate: '{token}-{index:3}.{ext}', index: 7, verify: true, sha256: true, frames: 'all',
   });
   const named = downloadParams('u', 2, { dir: '/tmp/x', name: 'a/b.png', skipExisting: true });
   assert.deepEqual(schemas.problems({ jsonrpc: '2.0', method: 'download', params: named }, 'requests/download.schema.json'), []);

@@ -403,3 +403,24 @@ test('verify: \'full\' refuses an original cut short; a thumbnail names the orig
     await worker.close();
   }
 }));
+
+test('every frame of an animation: one Buffer per frame, with delays and loops', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  try {
+    const all = await worker.download(server.url('/files/beacon.gif'), { format: 'rgba', frames: 'all' }).done;
+    const first = await worker.download(server.url('/files/beacon.gif?first'), { format: 'rgba' }).done;
+    assert.equal(all.frames, 2);
+    assert.equal(all.frameCount, 2);
+    assert.equal(all.loopCount, 0);
+    assert.deepEqual(all.delaysMs, [0, 0]);
+    assert.equal(all.frameData.length, 2);
+    for (const frame of all.frameData) assert.equal(frame.length, all.stride * all.height);
+    assert.ok(all.frameData[0].equals(first.data));
+    assert.ok(!all.frameData[1].equals(first.data));
+    assert.equal(first.frameData, undefined);
+    assert.throws(() => worker.download(server.url('/files/beacon.gif'), { format: 'png', frames: 'all' }),
+      /frames 'all' goes with format 'webp' or 'gif' or 'rgba' or 'rgb' or 'gray'/);
+  } finally {
+    await worker.close();
+  }
+}));

@@ -10,7 +10,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 from . import _shared
-from ._errors import ImageWorkerWarning, RequestError
+from ._errors import ImageWorkerError, ImageWorkerWarning, RequestError
 from ._events import Completed, Event, parse_event
 from ._options import Token
 
@@ -168,7 +168,14 @@ class Router:
             if sink is None:
                 _shared.discard(params)  # nobody will take this result's shared-memory file
                 return None
-            event = parse_event(method, params, url=sink.url)
+            try:
+                event = parse_event(method, params, url=sink.url)
+            except Exception as e:  # noqa: BLE001 - a message this client cannot read fails its download, not the reader
+                if method != "download/completed":
+                    return None
+                if isinstance(token, (str, int)):
+                    self._handles.pop(token, None)
+                return functools.partial(sink._fail, ImageWorkerError(f"the worker's {method} cannot be read by this client: {e!r}"))
             if event is None:
                 return None
             if isinstance(event, Completed):

@@ -7,7 +7,7 @@ the attribute's comment), read by ``_events.py``; their behaviour is ``_event_ba
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Mapping, Optional
+from typing import Any, ClassVar, Dict, List, Mapping, Optional
 
 from ._errors import DownloadError
 from ._event_base import Event, Token, _Fraction, _Outcome, _Pixels
@@ -113,12 +113,20 @@ class Image(_Pixels):
     source_format: Optional[str] = None
     #: the source's EXIF orientation, 1-8 (applied with applyOrientation)
     orientation: Optional[int] = None
-    #: the source is an animation (GIF, WebP, AVIF sequence): the image is its first frame
+    #: the source is an animation (GIF, WebP, AVIF sequence): the image is its first frame, or with output.frames all
+    #: every frame (frames, delaysMs)
     animated: bool = False
     #: an animated source's frames; absent: 1 (a still image)
     frame_count: int = 1
     #: an animated source's repetitions after the first play, 0: forever; absent when the file does not say
     loop_count: Optional[int] = None
+    #: output.frames all: the frames delivered (1 for a still image; fewer than frameCount when the file is cut or
+    #: damaged after its first frame): raw formats hold them one after the other (frames x height x stride bytes),
+    #: webp and gif one animated file
+    frames: Optional[int] = None
+    #: output.frames all: how long each delivered frame is shown, in milliseconds, as the file says (a GIF's
+    #: hundredths of a second x 10; browsers show 0 and 10 as 100)
+    delays_ms: Optional[List[int]] = None
     #: ``color_profile="keep"``: the source's ICC profile (what its stored values mean); None when it has none
     icc_profile: Optional[bytes] = field(default=None, repr=False)
     #: raw formats: the channels of each pixel
@@ -161,6 +169,8 @@ class Image(_Pixels):
         "animated": "animated",
         "frameCount": "frame_count",
         "loopCount": "loop_count",
+        "frames": "frames",
+        "delaysMs": "delays_ms",
         "iccProfile": "icc_profile",
         "pixelFormat": "pixel_format",
         "stride": "stride",

@@ -43,6 +43,7 @@ _READERS: Dict[str, Any] = {
     "bool": lambda v: v is True, "Optional[bool]": lambda v: v if isinstance(v, bool) else None,
     "Optional[bytes]": lambda v: base64.b64decode(v) if isinstance(v, str) else None,
     "Optional[Metrics]": _metrics,
+    "Optional[List[int]]": lambda v: [x for x in v if isinstance(x, int) and not isinstance(x, bool)] if isinstance(v, list) else None,
 }
 
 

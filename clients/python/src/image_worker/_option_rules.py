@@ -25,7 +25,7 @@ class Rule:
 class Relation:
     """A rule between options, on their wire paths (``output.`` for the output object's):
     ``exclusive`` (``option`` and ``other`` not both set), ``formats`` (``option`` only with one
-    of these output formats), ``decoded`` (``option`` only with a decoded output format),
+    of these output formats; with ``equals``, only when ``option`` has that value), ``decoded`` (``option`` only with a decoded output format),
     ``with`` (``option`` only when one of ``others`` is set; with ``equals``, only when ``option``
     has that value), ``when`` (``option`` only when ``other``'s value is one of ``formats``);
     ``names``: the option an error names, when not the rule's own. An option is set when
@@ -69,6 +69,10 @@ class Relation:
         named = name(self.names or self.option)
         subject = f"{name(self.option)} " if self.names else ""  # the error names the option already
         if self.kind == "formats" and format not in self.formats:
+            if self.equals is not None:
+                if _value(params, self.option) != self.equals:
+                    return None
+                return named, f"{name(self.option)} {self.equals!r} goes with format {' or '.join(self.formats)}"
             return named, f"{subject}goes with format {' or '.join(self.formats)}"
         if self.kind == "decoded" and format not in decoded:
             return named, f"{subject}needs a decoded format ({', '.join(decoded)})"

@@ -13,21 +13,23 @@ from ._option_rules import Relation, Rule
 PathLike = Union[str, "os.PathLike[str]"]
 Priority = Literal["veryLow", "low", "normal", "high", "veryHigh"]
 CachePolicy = Literal["default", "reload", "preferCache", "cacheOnly"]
-Format = Literal["original", "png", "jpeg", "webp", "rgba", "rgb", "gray"]
+Format = Literal["original", "png", "jpeg", "webp", "gif", "rgba", "rgb", "gray"]
 Verify = Literal[False, True, "header", "full"]
 Fit = Literal["cover", "contain", "fill", "inside", "outside"]
 Position = Literal["center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention"]
 ColorProfile = Literal["srgb", "keep"]
+Frames = Literal["first", "all"]
 ChromaSubsampling = Literal["4:2:0", "4:2:2", "4:4:4"]
 ExecutionOrder = Literal["fifo", "lifo"]
 
 PRIORITIES: Tuple[str, ...] = ("veryLow", "low", "normal", "high", "veryHigh")
 CACHE_POLICIES: Tuple[str, ...] = ("default", "reload", "preferCache", "cacheOnly")
-FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "rgba", "rgb", "gray")
+FORMATS: Tuple[str, ...] = ("original", "png", "jpeg", "webp", "gif", "rgba", "rgb", "gray")
 VERIFIES: Tuple[Union[bool, str], ...] = (False, True, "header", "full")
 FITS: Tuple[str, ...] = ("cover", "contain", "fill", "inside", "outside")
 POSITIONS: Tuple[str, ...] = ("center", "top", "right top", "right", "right bottom", "bottom", "left bottom", "left", "left top", "entropy", "attention")
 COLOR_PROFILES: Tuple[str, ...] = ("srgb", "keep")
+FRAME_CHOICES: Tuple[str, ...] = ("first", "all")
 CHROMA_SUBSAMPLINGS: Tuple[str, ...] = ("4:2:0", "4:2:2", "4:4:4")
 EXECUTION_ORDERS: Tuple[str, ...] = ("fifo", "lifo")
 
@@ -68,7 +70,7 @@ class ManyOptions(TypedDict, total=False):
     inline: bool
     #: delivery file: the file to write
     path: PathLike
-    #: original (the bytes as downloaded), or decoded to png, jpeg or webp, or raw rgba, rgb or gray (JPEG, PNG,
+    #: original (the bytes as downloaded), or decoded to png, jpeg, webp or gif, or raw rgba, rgb or gray (JPEG, PNG,
     #: WebP, GIF, AVIF and JPEG XL are decoded) (default 'original')
     format: Format
     #: with dir: the file's name from {token}, {name}, {ext}, {host}, {sha256}, {sha256:N} and {index} (the entry's
@@ -114,6 +116,11 @@ class ManyOptions(TypedDict, total=False):
     #: profile, a PNG cICP or cHRM chunk, AVIF colour primaries); keep gives the values as stored and the file's ICC
     #: profile in iccProfile (files written with it embedded) (default 'srgb')
     color_profile: ColorProfile
+    #: decoded formats: first (an animation's first frame) or all: every frame of a GIF, animated WebP or AVIF
+    #: sequence, composited as a browser shows them and sized as asked, with delaysMs and loopCount in the result;
+    #: format webp writes an animated WebP, gif a GIF, rgba, rgb and gray the frames one after the other (frames x
+    #: height x stride bytes). Every frame counts against maxPixels and maxFrames (default 'first')
+    frames: Frames
     #: decoded formats: turn the image upright by its EXIF orientation
     apply_orientation: bool
     #: with progressive: the least time between two partial images (default 200)
@@ -251,6 +258,7 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "background": Rule("background", "text", output=True),
     "without_enlargement": Rule("withoutEnlargement", "bool", output=True),
     "color_profile": Rule("colorProfile", "enum", choices=COLOR_PROFILES, output=True),
+    "frames": Rule("frames", "enum", choices=FRAME_CHOICES, output=True),
     "apply_orientation": Rule("applyOrientation", "bool", output=True),
     "partial_interval_ms": Rule("partialIntervalMs", "int", 0, 3_600_000, output=True),
     "partial_max_pixel_size": Rule("partialMaxPixelSize", "int", 1, 1_000_000, output=True),
@@ -318,6 +326,7 @@ RELATIONS: Tuple[Relation, ...] = (
     Relation("with", "output.withoutEnlargement", others=("output.width", "output.height")),
     Relation("decoded", "output.applyOrientation"),
     Relation("decoded", "output.colorProfile"),
+    Relation("formats", "output.frames", formats=("webp", "gif", "rgba", "rgb", "gray"), equals="all"),
     Relation("decoded", "output.partialMaxPixelSize"),
     Relation("decoded", "progressive", names="output.format"),
     Relation("with", "output.name", others=("output.dir",)),
@@ -331,7 +340,7 @@ RELATIONS: Tuple[Relation, ...] = (
 )
 
 #: Each choice's value when absent, by wire path (the schema's ``default``s).
-CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.fit": "cover", "output.position": "center", "output.colorProfile": "srgb", "output.chromaSubsampling": "4:2:0"}
+CHOICE_DEFAULTS: Dict[str, str] = {"priority": "normal", "output.delivery": "none", "output.format": "original", "output.fit": "cover", "output.position": "center", "output.colorProfile": "srgb", "output.frames": "first", "output.chromaSubsampling": "4:2:0"}
 
 #: What the clients fill in when it is not given (the schema's ``x-client-defaults``), in order:
 #: ``(wire path, value, when this is set, when any of these is set, when the format is decoded)``.
