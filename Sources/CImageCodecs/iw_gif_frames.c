@@ -97,10 +97,17 @@ static void clear_rect(uint8_t *canvas, uint32_t canvas_width, rect r) {
 
 static int fail(iw_image *out, int kind, const char *message) { return iw_image_fail(out, kind, message); }
 
+static uint8_t *canvas_row(uint8_t *canvas, uint32_t canvas_width, uint32_t y, uint32_t left) {
+    return canvas + ((size_t)y * canvas_width + left) * 4;
+}
+
 typedef struct {
     GifFileType *gif;
     uint8_t *canvas, *saved;
-    GifPixelType *line;
+    uint8_t *indices;   /* a frame's palette indices, in file order */
+    size_t indices_capacity;
+    uint8_t *codes;     /* a frame's LZW data, its sub-blocks joined */
+    size_t codes_capacity;
 } resources;
 
 static void release(resources *held) {
@@ -108,35 +115,71 @@ static void release(resources *held) {
     if (held->gif) DGifCloseFile(held->gif, &error);
     free(held->canvas);
     free(held->saved);
-    free(held->line);
+    free(held->indices);
+    free(held->codes);
+}
+
+/* The frame's LZW data (after its descriptor): its sub-blocks joined into held->codes. 0, or 1
+ * when the data ends inside them (what came is kept), IW_FAILED when out of memory. */
+static int read_codes(GifFileType *gif, resources *held, size_t *length, int *code_size) {
+    *length = 0;
+    GifByteType *block = NULL;
+    if (DGifGetCode(gif, code_size, &block) == GIF_ERROR) return 1;
+    while (block) {
+        size_t size = block[0];
+        if (*length + size > held->codes_capacity) {
+            size_t capacity = held->codes_capacity ? held->codes_capacity * 2 : 65536;
+            while (capacity < *length + size) capacity *= 2;
+            uint8_t *grown = realloc(held->codes, capacity);
+            if (!grown) return IW_FAILED;
+            held->codes = grown, held->codes_capacity = capacity;
+        }
+        memcpy(held->codes + *length, block + 1, size);
+        *length += size;
+        if (DGifGetCodeNext(gif, &block) == GIF_ERROR) return 1;
+    }
+    return 0;
 }
 
 /* Draws the frame whose descriptor giflib just read over the canvas. 0; 1 when the data ends (or
  * breaks) inside it; IW_FAILED with `out` set. */
-static int draw_frame(GifFileType *gif, uint8_t *canvas, uint32_t canvas_width, uint32_t canvas_height, int transparent,
-                      GifPixelType *line, iw_image *out) {
+static int draw_frame(GifFileType *gif, resources *held, uint32_t canvas_width, uint32_t canvas_height, int transparent,
+                      iw_image *out) {
     GifImageDesc *desc = &gif->Image;
     uint32_t left = (uint32_t)desc->Left, top = (uint32_t)desc->Top;
     uint32_t width = (uint32_t)desc->Width, height = (uint32_t)desc->Height;
     ColorMapObject *map = desc->ColorMap ? desc->ColorMap : gif->SColorMap;
     if (!map || !map->Colors || map->ColorCount <= 0) return fail(out, IW_ERR_CORRUPT, "a frame has no colour table");
+    size_t length = 0;
+    int code_size = 0;
+    int read = read_codes(gif, held, &length, &code_size);
+    if (read == IW_FAILED) return fail(out, IW_ERR_MEMORY, "out of memory");
+    int corrupt = 0;
+    size_t pixels = (size_t)width * height;
+    if (iw_gif_lzw_decode(code_size, held->codes, length, held->indices, pixels, held->indices_capacity, &corrupt) < pixels ||
+        read == 1)
+        return 1;
+    uint8_t colors[256][4];
+    for (int i = 0; i < 256; i++) {
+        if (i < map->ColorCount) {
+            GifColorType c = map->Colors[i];
+            colors[i][0] = c.Red, colors[i][1] = c.Green, colors[i][2] = c.Blue, colors[i][3] = 255;
+        } else {
+            memset(colors[i], 0, 4);
+        }
+    }
     for (uint32_t n = 0; n < height; n++) {
-        if (DGifGetLine(gif, line, (int)width) == GIF_ERROR) return 1;
         uint32_t pass = 0;
         uint32_t y = top + (desc->Interlace ? iw_gif_interlaced_row(n, height, &pass) : n);
         if (y >= canvas_height || left >= canvas_width) continue;
         uint32_t visible = left + width > canvas_width ? canvas_width - left : width;
-        uint8_t *row = canvas + ((size_t)y * canvas_width + left) * 4;
-        for (uint32_t x = 0; x < visible; x++) {
-            int index = line[x];
-            if (index == transparent) continue;
-            uint8_t *pixel = row + (size_t)x * 4;
-            if (index >= map->ColorCount) {
-                memset(pixel, 0, 4);
-            } else {
-                GifColorType c = map->Colors[index];
-                pixel[0] = c.Red, pixel[1] = c.Green, pixel[2] = c.Blue, pixel[3] = 255;
-            }
+        uint8_t *row = canvas_row(held->canvas, canvas_width, y, left);
+        const uint8_t *line = held->indices + (size_t)n * width;
+        if (transparent < 0 || transparent > 255) {
+            for (uint32_t x = 0; x < visible; x++) memcpy(row + (size_t)x * 4, colors[line[x]], 4);
+        } else {
+            for (uint32_t x = 0; x < visible; x++)
+                if (line[x] != transparent) memcpy(row + (size_t)x * 4, colors[line[x]], 4);
         }
     }
     return 0;
@@ -202,12 +245,18 @@ int iw_gif_decode_frames(const uint8_t *data, size_t length, uint32_t canvas_wid
                 }
                 memcpy(held.saved, held.canvas, canvas_bytes);
             }
-            free(held.line);
-            if (!(held.line = malloc((size_t)desc->Width))) {
-                status = fail(out, IW_ERR_MEMORY, "out of memory");
-                break;
+            /* (16 bytes more: the LZW decoder's short copies may write past the last index.) */
+            size_t frame_bytes = (size_t)desc->Width * (size_t)desc->Height + 16;
+            if (frame_bytes > held.indices_capacity) {
+                free(held.indices);
+                if (!(held.indices = malloc(frame_bytes))) {
+                    held.indices_capacity = 0;
+                    status = fail(out, IW_ERR_MEMORY, "out of memory");
+                    break;
+                }
+                held.indices_capacity = frame_bytes;
             }
-            int drawn = draw_frame(gif, held.canvas, canvas_width, canvas_height, control.TransparentColor, held.line, out);
+            int drawn = draw_frame(gif, &held, canvas_width, canvas_height, control.TransparentColor, out);
             if (drawn == IW_FAILED) {
                 status = IW_FAILED;
                 break;

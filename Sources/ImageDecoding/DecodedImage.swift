@@ -139,6 +139,22 @@ extension DecodedImage {
 
     /// Every frame's pixels (the first's, then the later ones').
     public var allFramePixels: [[UInt8]] { [pixels] + (animation?.laterFrames ?? []) }
+
+    /// Every frame's pixels one after the other, in one array (the first frame's own when it is
+    /// the only one).
+    public var joinedFramePixels: [UInt8] {
+        guard let later = animation?.laterFrames, !later.isEmpty else { return pixels }
+        let size = pixels.count
+        return [UInt8](unsafeUninitializedCapacity: size * (1 + later.count)) { buffer, initialized in
+            for (index, frame) in ([pixels] + later).enumerated() {
+                frame.withUnsafeBufferPointer { source in
+                    guard let base = source.baseAddress else { return }
+                    (buffer.baseAddress! + index * size).update(from: base, count: min(size, source.count))
+                }
+            }
+            initialized = size * (1 + later.count)
+        }
+    }
 }
 
 /// Why decoding failed.

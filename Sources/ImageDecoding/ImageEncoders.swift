@@ -124,20 +124,21 @@ public enum ImageEncoders {
         }
     }
 
-    /// `body` with a pointer to each of the image's frames' pixels.
+    /// `body` with a pointer to each of the image's frames' pixels (in one array: a stable
+    /// address for each while C reads them).
     private static func withFramePointers<R>(
         _ image: DecodedImage, _ body: (UnsafePointer<UnsafePointer<UInt8>?>) throws(DecodeError) -> R
     ) throws(DecodeError) -> R {
-        let frames = image.allFramePixels
-        // (Copied once into one buffer: a stable address for each frame while C reads them.)
-        let size = image.width * image.height * image.layout.channels
-        let joined = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, size * frames.count))
-        defer { joined.deallocate() }
-        for (index, frame) in frames.enumerated() {
-            _ = UnsafeMutableBufferPointer(rebasing: joined[(index * size)..<(index * size + size)]).initialize(from: frame)
+        let joined = image.joinedFramePixels
+        let size = image.pixels.count
+        let result: Result<R, DecodeError> = joined.withUnsafeBufferPointer { all in
+            guard let base = all.baseAddress else { return .failure(.corrupt("an image of 0 pixels")) }
+            let pointers = (0..<image.frameCount).map { index in UnsafePointer<UInt8>?(base + index * size) }
+            return pointers.withUnsafeBufferPointer { buffer in
+                do throws(DecodeError) { return .success(try body(buffer.baseAddress!)) } catch { return .failure(error) }
+            }
         }
-        let pointers = (0..<frames.count).map { UnsafePointer<UInt8>?(UnsafePointer(joined.baseAddress! + $0 * size)) }
-        return try pointers.withUnsafeBufferPointer { buffer throws(DecodeError) -> R in try body(buffer.baseAddress!) }
+        return try result.get()
     }
 
     /// An image's file bytes; its ICC profile (`iccProfile`, colours kept as stored) embedded.
