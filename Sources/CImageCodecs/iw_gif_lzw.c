@@ -17,7 +17,7 @@ size_t iw_gif_lzw_decode(int min_code_size, const uint8_t *data, size_t length, 
     }
     /* Each code's string: where it starts in `out` and how long it is (roots: their own value).
      * An entry is written before any code can name it. */
-    uint32_t offset[4096];
+    size_t offset[4096];
     uint16_t run[4096];
     const uint32_t clear = 1u << min_code_size, end = clear + 1;
     uint32_t width = (uint32_t)min_code_size + 1, next = clear + 2, mask = (1u << width) - 1;
@@ -82,7 +82,7 @@ size_t iw_gif_lzw_decode(int min_code_size, const uint8_t *data, size_t length, 
         }
         if (next < 4096) {
             /* The previous string and this one's first index: where the previous was written. */
-            offset[next] = (uint32_t)previous_pos;
+            offset[next] = previous_pos;
             run[next] = (uint16_t)(previous_run + 1);
             next++;
             if (next == mask + 1 && width < 12) width++, mask = (1u << width) - 1;

@@ -4,8 +4,9 @@ import ImageDecoding
 /// Image bytes from a hostile server. The last four bytes of the input choose the variation (so
 /// that real files are good seeds as they are): scaling (none, maxPixelSize or maxPixelCount), the
 /// layout, and the chunk sizes the incremental decoders are fed in. Each input goes through the
-/// whole-buffer decode (scaled or not), the incremental decoder at full size, and the incremental
-/// decoder scaled to the target, reading every frame they lend. Checked: no crash, leak or
+/// whole-buffer decode (scaled or not), every frame of an animation (shaped small, written back as
+/// a GIF), the incremental decoder at full size, and the incremental decoder scaled to the target,
+/// reading every frame they lend. Checked: no crash, leak or
 /// runaway allocation (libFuzzer's limits), and every image has the bytes its size says; a
 /// progressive JPEG decodes to the same result (status, message, pixels) whichever decoder takes
 /// its refinement scans (iw_jpeg_refine.c's two, libjpeg's own).
@@ -24,6 +25,20 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
     if let image = try? ImageDecoders.decode(bytes, options: options, maxPixelSize: maxPixelSize, maxPixelCount: maxPixelCount) {
         check(image)
+    }
+    // Every frame (`frames: all`), each shaped to at most 32 pixels a side, and written back as a GIF.
+    var every = options
+    every.frames = .all
+    if let frames = try? AnimationDecoder.frames(bytes, options: every),
+        let image = try? AnimationDecoder.decode(bytes, frames: frames, options: every, shape: { frame in
+            let size = ImageResampler.fittedSize(width: frame.width, height: frame.height, maxPixelSize: 32, maxPixelCount: nil)
+            return ImageResampler.resize(frame, width: size.width, height: size.height)
+        })
+    {
+        check(image)
+        precondition(image.allFramePixels.allSatisfy { $0.count == image.pixels.count }, "frames of unlike sizes")
+        precondition(image.animation?.delaysMs.count == image.frameCount, "a delay for every frame")
+        _ = try? ImageEncoders.encodeFrames(image, as: .gif)
     }
     if ImageFormat.detect(bytes) == .jpeg { compareRefinementDecoders(bytes, layout: [IW_RGBA, IW_RGB, IW_GRAY][Int(control % 3)]) }
     guard let format = ImageFormat.detect(bytes), ImageDecoders.decodedFormats.contains(where: { $0 == format }) else { return 0 }
