@@ -13,14 +13,14 @@ static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] 
 
 /* Past a run of data sub-blocks starting at `at` (each a size byte and that many bytes, up to an
  * empty one): where the next block starts, or 0 when the data ends first. `bytes` adds the
- * sub-blocks' payload. */
+ * sub-blocks' payload that is there. */
 static size_t skip_sub_blocks(const uint8_t *data, size_t length, size_t at, uint64_t *bytes) {
     for (;;) {
         if (at >= length) return 0;
         uint8_t size = data[at];
+        if (bytes) *bytes += at + 1 + size <= length ? size : length - at - 1;
         at += 1 + (size_t)size;
         if (size == 0) return at;
-        if (bytes) *bytes += size;
     }
 }
 
@@ -41,8 +41,10 @@ int iw_gif_walk_frames(const uint8_t *data, size_t length, iw_gif_walk *walk) {
             at += 1; /* the LZW minimum code size */
             uint64_t bytes = 0;
             size_t next = skip_sub_blocks(data, length, at, &bytes);
+            /* (The first frame's size and data are kept even when the data ends inside it.) */
+            if (walk->frames == 0 && walk->first_pixels == 0) walk->first_pixels = pixels, walk->first_bytes = bytes;
             if (!next) break;
-            if (walk->frames++ == 0) walk->first_pixels = pixels, walk->first_bytes = bytes;
+            walk->frames++;
             walk->compressed_bytes += bytes;
             if (pixels > walk->largest_frame) walk->largest_frame = pixels;
             at = next;
@@ -156,8 +158,10 @@ static int draw_frame(GifFileType *gif, resources *held, uint32_t canvas_width, 
     if (read == IW_FAILED) return fail(out, IW_ERR_MEMORY, "out of memory");
     int corrupt = 0;
     size_t pixels = (size_t)width * height;
-    if (iw_gif_lzw_decode(code_size, held->codes, length, held->indices, pixels, held->indices_capacity, &corrupt) < pixels ||
-        read == 1)
+    /* (A frame whose blocks the data cuts is cut short even if its indices are all there, as
+     * giflib, which the first-frame decode uses, reads it.) */
+    if (read == 1 ||
+        iw_gif_lzw_decode(code_size, held->codes, length, held->indices, pixels, held->indices_capacity, &corrupt) < pixels)
         return 1;
     uint8_t colors[256][4];
     for (int i = 0; i < 256; i++) {

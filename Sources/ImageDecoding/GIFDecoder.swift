@@ -92,11 +92,10 @@ public final class GIFDecoder: IncrementalImageDecoder {
         guard status == 0 else { throw .corrupt("not a GIF with an image: no image descriptor before the trailer, or one of 0 pixels") }
         try ImageDecoders.checkPixelLimit((Int(width), Int(height)), options)
         if complete {
-            // The whole file: its first frame must be there, and its data able to hold it, before
-            // the canvas is made (a few bytes cannot make the worker allocate a large bitmap).
+            // The whole file: the first frame's data must be able to hold it before the canvas is
+            // made (a few bytes cannot make the worker allocate a large bitmap).
             var walk = iw_gif_walk()
             _ = data.withUnsafeBufferPointer { iw_gif_walk_frames($0.baseAddress, $0.count, &walk) }
-            if walk.frames == 0 { throw .truncated("the data ends inside the GIF's first frame") }
             if walk.first_pixels > walk.first_bytes &* 16384 {
                 throw .truncated(
                     "the GIF's first frame of \(frameWidth)x\(frameHeight) pixels cannot be held in \(walk.first_bytes) bytes of image data")

@@ -218,4 +218,28 @@ import TestSupport
             })
         }
     }
+
+    /// A still GIF cut where its frame's data is whole but its blocks are not closed (the last two
+    /// bytes gone) is truncated whichever frames are asked (giflib reads the first frame so); an
+    /// animation cut inside a later frame delivers the frames before it.
+    @Test func aCutFileShowsTheFramesItHolds() throws {
+        let still = Array(try Corpora.localBytes("gif/samples_sample_1.gif").dropLast(2))
+        var options = DecodeOptions()
+        for frames in FrameSelection.allCases {
+            options.frames = frames
+            #expect(performing: { _ = try ImageDecoders.decode(still, options: options) }, throws: { error in
+                guard case .truncated(let message)? = error as? DecodeError else { return false }
+                return message.contains("inside the first frame")
+            })
+        }
+        let animation = try Corpora.localBytes("gif/samples_moon_impact.gif")
+        let cut = Array(animation.prefix(animation.count * 2 / 3))
+        options.frames = .all
+        let frames = try #require(try AnimationDecoder.frames(cut, options: options))
+        let image = try AnimationDecoder.decode(cut, frames: frames, options: options) { $0 }
+        let all = try Self.allFrames("gif/samples_moon_impact.gif")
+        #expect(image.frameCount >= 2 && image.frameCount < 14)
+        #expect(image.allFramePixels == Array(all.allFramePixels.prefix(image.frameCount)))
+        #expect(image.animation?.delaysMs.count == image.frameCount)
+    }
 }

@@ -22,7 +22,7 @@ typedef struct {
     int32_t loop_count;
     uint64_t largest_frame;
     uint64_t compressed_bytes; /* of the complete frames' LZW data */
-    uint64_t first_pixels, first_bytes; /* the first complete frame's pixels and LZW data */
+    uint64_t first_pixels, first_bytes; /* the first frame's pixels and LZW data (as far as it goes) */
     int truncated;
 } iw_gif_walk;
 int iw_gif_walk_frames(const uint8_t *data, size_t length, iw_gif_walk *walk);
