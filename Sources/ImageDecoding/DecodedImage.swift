@@ -149,7 +149,7 @@ extension DecodedImage {
             for (index, frame) in ([pixels] + later).enumerated() {
                 frame.withUnsafeBufferPointer { source in
                     guard let base = source.baseAddress else { return }
-                    (buffer.baseAddress! + index * size).update(from: base, count: min(size, source.count))
+                    (buffer.baseAddress! + index * size).initialize(from: base, count: min(size, source.count))
                 }
             }
             initialized = size * (1 + later.count)
