@@ -14,12 +14,7 @@ public enum AVIFDecoder {
             iw_avif_header($0.baseAddress, $0.count, options.maxPixels, UInt32(clamping: options.maxFrames), &info, &image)
         }
         guard status == 0 else { throw ImageDecoders.error(image, format: "AVIF") }
-        // The colr box: an ICC profile, or colour primaries and a transfer curve.
-        var profile = ColorProfile(icc: nil, cicp: (Int(info.color_primaries), Int(info.transfer)))
-        if let icc = info.icc {
-            profile = ColorProfile(icc: Array(UnsafeBufferPointer(start: icc, count: info.icc_length)))
-            iw_free(icc)
-        }
+        let profile = takeProfile(&info)
         let (width, height) = (Int(info.width), Int(info.height))
         // Alpha is decoded only when asked for and present; otherwise RGB (grey from it).
         let channels = options.layout == .rgba && info.has_alpha != 0 ? 4 : 3
@@ -34,5 +29,14 @@ public enum AVIFDecoder {
         // Before any conversion to gray: its luma is the sRGB values'.
         decoded.manageColor(profile, options.colorProfile)
         return decoded.converted(to: options.layout)
+    }
+
+    /// What a parsed container's colr box says of its colours: an ICC profile (its copy freed
+    /// here), or colour primaries and a transfer curve.
+    static func takeProfile(_ info: inout iw_avif_info) -> ColorProfile {
+        guard let icc = info.icc else { return ColorProfile(icc: nil, cicp: (Int(info.color_primaries), Int(info.transfer))) }
+        defer { iw_free(icc) }
+        info.icc = nil
+        return ColorProfile(icc: Array(UnsafeBufferPointer(start: icc, count: info.icc_length)))
     }
 }

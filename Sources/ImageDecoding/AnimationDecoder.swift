@@ -18,6 +18,10 @@ public enum AnimationDecoder {
         public var count: Int
         /// Loops after the first play (0: forever); nil when the file does not say.
         public var loopCount: Int?
+        /// What the container says besides (AVIF's: read with the frames), for the decode.
+        var profile = ColorProfile()
+        var orientation = 1
+        var hasAlpha = true
     }
 
     /// The frames of an animated GIF, WebP or AVIF read from its headers, checked against the
@@ -26,9 +30,8 @@ public enum AnimationDecoder {
         let frames: Frames
         switch ImageFormat.detect(data) {
         case .gif?:
-            guard let canvas = try GIFDecoder.canvasSize(data, complete: true, options: options) else { return nil }
             var walk = iw_gif_walk()
-            guard data.withUnsafeBufferPointer({ iw_gif_walk_frames($0.baseAddress, $0.count, &walk) }) == 0 else { return nil }
+            guard let canvas = try GIFDecoder.canvasSize(data, complete: true, options: options, walk: &walk) else { return nil }
             frames = Frames(
                 format: .gif, width: canvas.width, height: canvas.height, count: Int(walk.frames),
                 loopCount: walk.loop_count >= 0 ? Int(walk.loop_count) : nil)
@@ -48,9 +51,11 @@ public enum AnimationDecoder {
             let status = data.withUnsafeBufferPointer {
                 iw_avif_header($0.baseAddress, $0.count, options.maxPixels, UInt32(clamping: options.maxFrames), &info, &image)
             }
-            if let icc = info.icc { iw_free(icc) }
+            let profile = AVIFDecoder.takeProfile(&info)
             guard status == 0 else { throw ImageDecoders.error(image, format: "AVIF") }
-            frames = Frames(format: .avif, width: Int(info.width), height: Int(info.height), count: Int(info.frame_count), loopCount: nil)
+            frames = Frames(
+                format: .avif, width: Int(info.width), height: Int(info.height), count: Int(info.frame_count), loopCount: nil,
+                profile: profile, orientation: Int(info.orientation), hasAlpha: info.has_alpha != 0)
         default:
             return nil
         }
@@ -86,16 +91,8 @@ public enum AnimationDecoder {
         var channels = 4
         switch frames.format {
         case .avif:
-            var info = iw_avif_info()
-            var image = iw_image()
-            _ = data.withUnsafeBufferPointer { iw_avif_header($0.baseAddress, $0.count, 0, 0, &info, &image) }
-            profile = ColorProfile(icc: nil, cicp: (Int(info.color_primaries), Int(info.transfer)))
-            if let icc = info.icc {
-                profile = ColorProfile(icc: Array(UnsafeBufferPointer(start: icc, count: info.icc_length)))
-                iw_free(icc)
-            }
-            orientation = Int(info.orientation)
-            channels = options.layout == .rgba && info.has_alpha != 0 ? 4 : 3
+            (profile, orientation) = (frames.profile, frames.orientation)
+            channels = options.layout == .rgba && frames.hasAlpha ? 4 : 3
         case .webp:
             profile = ColorProfile.read(data, format: .webp)
             orientation = data.withUnsafeBytes { ImageDecoders.recordedOrientation($0, format: .webp) }

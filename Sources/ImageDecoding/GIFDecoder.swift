@@ -76,6 +76,15 @@ public final class GIFDecoder: IncrementalImageDecoder {
     /// The canvas's size once the first image descriptor is in (nil before, unless `complete`),
     /// checked against the pixel limit.
     static func canvasSize(_ data: [UInt8], complete: Bool, options: DecodeOptions) throws(DecodeError) -> (width: Int, height: Int)? {
+        var walk = iw_gif_walk()
+        return try canvasSize(data, complete: complete, options: options, walk: &walk)
+    }
+
+    /// `canvasSize`, with what the walk over a `complete` file's blocks found in `walk` (its
+    /// frames, for `AnimationDecoder`: the walk is made once).
+    static func canvasSize(_ data: [UInt8], complete: Bool, options: DecodeOptions, walk: inout iw_gif_walk) throws(DecodeError)
+        -> (width: Int, height: Int)?
+    {
         // The logical screen first, from the first 10 bytes: a canvas at least that large.
         if data.count >= 10, data.starts(with: "GIF".utf8) {
             try ImageDecoders.checkPixelLimit((Int(data[6]) | Int(data[7]) << 8, Int(data[8]) | Int(data[9]) << 8), options)
@@ -94,7 +103,6 @@ public final class GIFDecoder: IncrementalImageDecoder {
         if complete {
             // The whole file: the first frame's data must be able to hold it before the canvas is
             // made (a few bytes cannot make the worker allocate a large bitmap).
-            var walk = iw_gif_walk()
             _ = data.withUnsafeBufferPointer { iw_gif_walk_frames($0.baseAddress, $0.count, &walk) }
             if walk.first_pixels > walk.first_bytes &* 16384 {
                 throw .truncated(

@@ -82,46 +82,26 @@ public enum ImageEncoders {
     /// another format, is `encode`d as it is.
     public static func encodeFrames(_ image: DecodedImage, as encoding: ImageEncoding) throws(DecodeError) -> [UInt8] {
         guard let animation = image.animation, !animation.laterFrames.isEmpty, encoding.animates else { return try encode(image, as: encoding) }
-        let delays = (0..<image.frameCount).map { $0 < animation.delaysMs.count ? animation.delaysMs[$0] : 0 }
-        let file: [UInt8]
-        switch encoding {
-        case .webp(let quality, let lossless):
-            file = try withFramePointers(image) { frames throws(DecodeError) in
-                try encoded("WebP") { bytes, length, error in
-                    var delaysMs = delays.map { UInt32(clamping: $0) }
-                    return iw_webp_encode_animation(
-                        frames, UInt32(image.frameCount), &delaysMs, UInt32(image.width), UInt32(image.height), Int32(image.layout.channels),
-                        Int32(quality), lossless ? 1 : 0, Int32(clamping: animation.loopCount ?? -1), &bytes, &length, error)
+        // (A frame without a delay of its own is shown 0 ms; -1: play once.)
+        let delays = (0..<image.frameCount).map { UInt32(clamping: $0 < animation.delaysMs.count ? animation.delaysMs[$0] : 0) }
+        let loops = Int32(clamping: animation.loopCount ?? -1)
+        let file = try withFramePointers(image) { frames throws(DecodeError) in
+            var delaysMs = delays
+            let (count, width, height, channels) = (UInt32(image.frameCount), UInt32(image.width), UInt32(image.height), Int32(image.layout.channels))
+            switch encoding {
+            case .webp(let quality, let lossless):
+                return try encoded("WebP") { bytes, length, error in
+                    iw_webp_encode_animation(
+                        frames, count, &delaysMs, width, height, channels, Int32(quality), lossless ? 1 : 0, loops, &bytes, &length, error)
+                }
+            default:
+                return try encoded("GIF") { bytes, length, error in
+                    iw_gif_encode(frames, count, &delaysMs, width, height, channels, loops, &bytes, &length, error)
                 }
             }
-        default:
-            file = try encodeGIF(
-                image.allFramePixels, delaysMs: delays, width: image.width, height: image.height, layout: image.layout,
-                loopCount: animation.loopCount)
         }
         guard let icc = image.iccProfile else { return file }
         return ICCEmbedding.embedding(icc, in: file, format: encoding.format)
-    }
-
-    /// A GIF of `frames` (each `width` × `height` in `layout`).
-    static func encodeGIF(
-        _ frames: [[UInt8]], delaysMs: [Int], width: Int, height: Int, layout: PixelLayout, loopCount: Int?
-    ) throws(DecodeError) -> [UInt8] {
-        let image = DecodedImage(width: width, height: height, layout: layout, pixels: frames[0], format: .gif)
-        var all = image
-        if frames.count > 1 {
-            var animation = Animation(frameCount: frames.count, loopCount: loopCount)
-            animation.laterFrames = Array(frames.dropFirst())
-            all.animation = animation
-        }
-        return try withFramePointers(all) { pointers throws(DecodeError) in
-            try encoded("GIF") { bytes, length, error in
-                var delays = delaysMs.map { UInt32(clamping: $0) }
-                return iw_gif_encode(
-                    pointers, UInt32(frames.count), &delays, UInt32(width), UInt32(height), Int32(layout.channels),
-                    Int32(clamping: frames.count > 1 ? loopCount ?? -1 : -1), &bytes, &length, error)
-            }
-        }
     }
 
     /// `body` with a pointer to each of the image's frames' pixels (in one array: a stable
