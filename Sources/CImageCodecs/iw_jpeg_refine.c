@@ -8,8 +8,9 @@
  * loop a progressive file's decode spends most of its time in. Here a
  * block's nonzero coefficients become one 64-bit mask (in zigzag order), so a run's end is found
  * by clearing bits, and the correction bits of the nonzero coefficients a run passes are read in
- * one go. Where the CPU has fast BMI2 (pdep), a run's end is one instruction, and the correction
- * bits are deposited on their coefficients and applied once per block, without a branch per bit.
+ * one go, deposited on their coefficients and applied once per block. Where the CPU has fast BMI2,
+ * pdep does both steps in one instruction each, without a branch per bit (the block decoder is
+ * written once, in iw_jpeg_refine_block.h, and compiled both ways).
  *
  * The hook replaces only the per-block method (decode_mcu) of refinement scans, in libjpeg's own
  * progressive decoder: it keeps every other scan, the markers, restarts, the coefficient buffer and
@@ -202,24 +203,6 @@ IW_INLINE int growth(int coefficient, int p1, int bit) {
 /* The zigzag indexes up to Se, as a mask. */
 IW_INLINE uint64_t band_through(int Se) { return Se == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (Se + 1)) - 1; }
 
-/* A correction bit for each coefficient of `mask` (zigzag indexes, lowest first): where it is 1 and
- * the coefficient's bit `p1` is still clear, the coefficient grows by p1 away from zero. */
-IW_INLINE int correct(struct iw_bits *b, JCOEF *block, uint64_t mask, int p1) {
-    while (mask) {
-        int count = __builtin_popcountll(mask);
-        int n = count < 32 ? count : 32;
-        if (b->bits < n && !fill(b)) return 0;
-        uint32_t bits = take_bits(b, n);
-        for (int i = n - 1; i >= 0; i--) {
-            int position = natural_order[__builtin_ctzll(mask)];
-            mask &= mask - 1;
-            int coefficient = block[position];
-            block[position] = (JCOEF)(coefficient + growth(coefficient, p1, (int)((bits >> i) & 1)));
-        }
-    }
-    return 1;
-}
-
 /* A refinement scan's next symbol in a block: RUN_ZEROS with the zeros to pass (r) and the value of
  * the coefficient that ends them (0 for a run of 16 zeros alone); END_OF_BAND with the blocks whose
  * rest has no new coefficient (this one included) in `run`; HAND_BACK where libjpeg must take
@@ -252,50 +235,6 @@ IW_INLINE int place(JCOEF *block, int target, int value) {
     return position;
 }
 
-/* decode_mcu_AC_refine's block: 0 (with any coefficient it made nonzero zeroed again) where
- * libjpeg's decoder must take it. */
-static int refine_block(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al, const struct iw_derived_tbl *table,
-                        unsigned int *eob_run) {
-    const int p1 = 1 << Al;
-    const uint64_t band = band_through(Se);
-    const uint64_t nonzero = nonzero_mask(block); /* stays right for indexes not yet reached */
-    unsigned int run = *eob_run;
-    int made[DCTSIZE2 + 1];
-    int made_count = 0;
-    int k = Ss;
-    if (run == 0) {
-        while (k <= Se) {
-            int r, value;
-            int next = next_symbol(b, table, p1, &r, &value, &run);
-            if (next == HAND_BACK) goto undo;
-            if (next == END_OF_BAND) break;
-            /* Past r zeros (and the nonzero ones among them) to the next zero, which gets the value. */
-            const uint64_t ahead = band & (~(uint64_t)0 << k);
-            uint64_t zeros = ~nonzero & ahead;
-            for (int i = 0; i < r && zeros; i++) zeros &= zeros - 1;
-            int target = zeros ? __builtin_ctzll(zeros) : Se + 1; /* past the band: at [Se + 1] */
-            uint64_t before = target >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << target) - 1;
-            if (!correct(b, block, nonzero & ahead & before, p1)) goto undo;
-            if (value) made[made_count++] = place(block, target, value);
-            k = target + 1;
-        }
-    }
-    if (run > 0) {
-        /* In an end-of-band run: only the corrections of what is nonzero from k on. */
-        if (k <= Se && !correct(b, block, nonzero & band & (~(uint64_t)0 << k), p1)) goto undo;
-        run--;
-    }
-    *eob_run = run;
-    return 1;
-undo:
-    while (made_count > 0) block[made[--made_count]] = 0;
-    return 0;
-}
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define IW_BMI2 __attribute__((target("popcnt,bmi,bmi2")))
-
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_bitreverse64)
 #define IW_HAS_BITREVERSE 1
@@ -313,77 +252,44 @@ IW_INLINE uint64_t reverse_bits(uint64_t v) {
 #endif
 }
 
-/* Appends the correction bits of the coefficients of `mask` (read in zigzag order) to `grow`: a
- * coefficient whose bit is 1 will grow. */
-IW_BMI2 IW_INLINE int gather_bmi2(struct iw_bits *b, uint64_t mask, uint64_t *grow) {
-    int count = (int)_mm_popcnt_u64(mask);
-    while (count > 0) {
-        int n = count < 32 ? count : 32;
-        if (b->bits < n && !fill(b)) return 0;
-        uint64_t first_lowest = reverse_bits((uint64_t)take_bits(b, n)) >> (64 - n);
-        uint64_t part = n == count ? mask : _pdep_u64(((uint64_t)1 << n) - 1, mask);
-        *grow |= _pdep_u64(first_lowest, part);
-        mask &= ~part;
-        count -= n;
-    }
-    return 1;
+/* The nth lowest set bit of mask (0 when it has no more), by clearing the n below it. */
+IW_INLINE uint64_t nth_set_portable(uint64_t mask, int n) {
+    for (int i = 0; i < n && mask; i++) mask &= mask - 1;
+    return mask & (0 - mask);
 }
 
-/* refine_block with the bit instructions of BMI2 (the same steps, beside it rather than merged:
- * its intrinsics compile only into a BMI2 function). The zero that ends a run is picked by pdep,
- * the correction bits are deposited on their coefficients by pdep and applied once at the block's
- * end (nothing else reads those coefficients in between, and they stay nonzero). */
-IW_BMI2 static int refine_block_bmi2(struct iw_bits *b, JCOEF *block, int Ss, int Se, int Al,
-                                     const struct iw_derived_tbl *table, unsigned int *eob_run) {
-    const int p1 = 1 << Al;
-    const uint64_t band = band_through(Se);
-    const uint64_t nonzero = nonzero_mask(block);
-    uint64_t grow = 0;
-    unsigned int run = *eob_run;
-    int made[DCTSIZE2 + 1];
-    int made_count = 0;
-    int k = Ss;
-    if (run == 0) {
-        while (k <= Se) {
-            int r, value;
-            int next = next_symbol(b, table, p1, &r, &value, &run);
-            if (next == HAND_BACK) goto undo;
-            if (next == END_OF_BAND) break;
-            const uint64_t ahead = band & (~(uint64_t)0 << k);
-            const uint64_t pick = _pdep_u64((uint64_t)1 << r, ~nonzero & ahead); /* 0: past the band */
-            const uint64_t passed = nonzero & ahead & (pick - 1);
-            const int count = (int)_mm_popcnt_u64(passed);
-            if (count <= 32 && count <= b->bits) {
-                /* Without a branch on whether there are any (often not): 0 bits deposit nothing. */
-                b->bits -= count;
-                uint64_t bits = (b->buffer >> b->bits) & (((uint64_t)1 << count) - 1);
-                grow |= _pdep_u64((reverse_bits(bits) >> 1) >> (63 - count), passed);
-            } else if (!gather_bmi2(b, passed, &grow)) {
-                goto undo;
-            }
-            int target = pick ? (int)_tzcnt_u64(pick) : Se + 1;
-            if (value) made[made_count++] = place(block, target, value);
-            k = target + 1;
-        }
+/* The low bits of `bits` on the set bits of `mask`, lowest first (what pdep does). */
+IW_INLINE uint64_t deposit_portable(uint64_t bits, uint64_t mask) {
+    uint64_t out = 0;
+    for (; mask && bits; bits >>= 1) {
+        uint64_t lowest = mask & (0 - mask);
+        if (bits & 1) out |= lowest;
+        mask ^= lowest;
     }
-    if (run > 0) {
-        if (k <= Se) {
-            const uint64_t passed = nonzero & band & (~(uint64_t)0 << k);
-            if (passed && !gather_bmi2(b, passed, &grow)) goto undo;
-        }
-        run--;
-    }
-    while (grow) {
-        int position = natural_order[_tzcnt_u64(grow)];
-        grow = _blsr_u64(grow);
-        block[position] = (JCOEF)(block[position] + growth(block[position], p1, 1));
-    }
-    *eob_run = run;
-    return 1;
-undo:
-    while (made_count > 0) block[made[--made_count]] = 0;
-    return 0;
+    return out;
 }
+
+#define IW_REFINE_NAME refine_block
+#define IW_REFINE_GATHER gather_portable
+#define IW_REFINE_ATTR
+#define IW_NTH_SET nth_set_portable
+#define IW_DEPOSIT deposit_portable
+#include "iw_jpeg_refine_block.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define IW_BMI2 __attribute__((target("popcnt,bmi,bmi2")))
+
+/* pdep is both steps in one instruction: a run's end, and the bits on their coefficients. */
+IW_BMI2 IW_INLINE uint64_t nth_set_bmi2(uint64_t mask, int n) { return _pdep_u64((uint64_t)1 << n, mask); }
+IW_BMI2 IW_INLINE uint64_t deposit_bmi2(uint64_t bits, uint64_t mask) { return _pdep_u64(bits, mask); }
+
+#define IW_REFINE_NAME refine_block_bmi2
+#define IW_REFINE_GATHER gather_bmi2
+#define IW_REFINE_ATTR IW_BMI2
+#define IW_NTH_SET nth_set_bmi2
+#define IW_DEPOSIT deposit_bmi2
+#include "iw_jpeg_refine_block.h"
 
 /* pdep is one fast instruction on Intel since Haswell and AMD since Zen 3; microcode, up to
  * hundreds of cycles, on Zen 1 and 2 (family 17h) and Excavator (15h). */

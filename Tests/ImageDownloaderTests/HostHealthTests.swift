@@ -199,22 +199,31 @@ import TestSupport
 @Suite struct DeadHostTests {
     func message(_ outcome: DownloadOutcome<Int, Never>) -> String { outcome.failure?.description ?? "\(outcome)" }
 
-    /// A host that refuses for a moment (a restart): after three refusals its downloads wait,
-    /// taking no slot, and once it answers again the probe brings them back: none is lost.
+    /// A harness that counts a host down after `downAfter` failures in a row, for `downMs` before
+    /// its first probe, with `retries` retries and `perHost` downloads at a time per host.
+    func hostHealthHarness(retries: Int, perHost: Int, downAfter: Int, downMs: Int64,
+                           _ more: (inout DownloaderConfiguration) -> Void = { _ in })
+        async throws -> DownloaderHarness {
+        try await DownloaderHarness.make {
+            $0.maxRetries = retries
+            $0.maxConcurrentPerHost = perHost
+            $0.hostDownAfter = downAfter
+            $0.hostDownMs = downMs
+            more(&$0)
+        }
+    }
+
     /// A harness whose ten downloads (tokens 0…9, `path(i)`) go to a port that refuses, one at a
     /// time and without retries: exactly three refusals come first.
     func tenToARefusingPort(hostDownMs: Int64, _ path: (Int) -> String) async throws -> (DownloaderHarness, RefusingPort) {
-        let h = try await DownloaderHarness.make {
-            $0.maxRetries = 0
-            $0.maxConcurrentPerHost = 1
-            $0.hostDownAfter = 3
-            $0.hostDownMs = hostDownMs
-        }
+        let h = try await hostHealthHarness(retries: 0, perHost: 1, downAfter: 3, downMs: hostDownMs)
         let refusing = try RefusingPort()
         for i in 0..<10 { try await h.start(.int(Int64(i)), refusing.baseURL + path(i)) }
         return (h, refusing)
     }
 
+    /// A host that refuses for a moment (a restart): after three refusals its downloads wait,
+    /// taking no slot, and once it answers again the probe brings them back: none is lost.
     @Test func aHostBackWithinTheWaitLosesNothing() async throws {
         // (30 s: probes at 1, 3, 7, 15 s…; the server is up long before the first on any machine,
         // and a loaded CI machine, where this test once took 19 s, still has room.)
@@ -306,12 +315,8 @@ import TestSupport
     /// timeout; then the host is down, its downloads wait without a slot while the other host's
     /// are fetched, and when the probe times out too they all end at once.
     @Test func aSilentHostsDownloadsEndOnceItIsDown() async throws {
-        let h = try await DownloaderHarness.make {
+        let h = try await hostHealthHarness(retries: 2, perHost: 6, downAfter: 3, downMs: 500) {
             $0.maxConcurrentDownloads = 6
-            $0.maxConcurrentPerHost = 6
-            $0.maxRetries = 2
-            $0.hostDownAfter = 3
-            $0.hostDownMs = 500
         }
         defer { Task { await h.shutdown() } }
         let silent = try SilentHost()

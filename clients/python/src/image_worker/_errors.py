@@ -91,22 +91,36 @@ class DownloadError(ImageWorkerError):
 
 
 class InvalidURL(DownloadError):
+    """The URL is empty or unparsable, its scheme unsupported, its host missing or its port outside
+    1–65535 (a redirect's ``Location`` too)."""
+
     code, name = 1001, "InvalidURL"
 
 
 class BadImageData(DownloadError):
+    """The body is empty, cut short, or not an image its format's decoder accepts (the message says
+    which)."""
+
     code, name = 1002, "BadImageData"
 
 
 class CacheNotModified(DownloadError):
+    """The server answered 304 and there is no stored copy to fall back on."""
+
     code, name = 1003, "CacheNotModified"
 
 
 class InvalidDownloadOperation(DownloadError):
+    """Refused before sending: a ``file://`` URL without ``--file-root`` or outside it, or not a
+    regular file."""
+
     code, name = 1004, "InvalidDownloadOperation"
 
 
 class InvalidDownloadStatusCode(DownloadError):
+    """The server answered a status outside 2xx (after redirects): :attr:`status_code`, and the
+    ``Retry-After`` it sent."""
+
     code, name = 1005, "InvalidDownloadStatusCode"
 
     @property
@@ -121,6 +135,10 @@ class InvalidDownloadStatusCode(DownloadError):
 
 
 class NetworkError(DownloadError):
+    """The transport failed; :attr:`reason` says how (``timeout``, ``deadline``, ``dns``, ``tls``,
+    ``connection``, ``reset``, ``truncated``, ``redirect``, ``protocol``, ``io``, ``notCached``,
+    ``hostDown``, ``proxy``)."""
+
     code, name = 1006, "NetworkError"
 
     @property
@@ -130,6 +148,9 @@ class NetworkError(DownloadError):
 
 
 class LimitExceeded(DownloadError):
+    """A limit was reached, most before any pixel buffer: :attr:`limit` is ``bodyBytes``, ``pixels``,
+    ``scans`` or ``frames``."""
+
     code, name = 1007, "LimitExceeded"
 
     @property
@@ -139,18 +160,27 @@ class LimitExceeded(DownloadError):
 
 
 class UnsupportedFormat(DownloadError):
+    """A decoded format was asked and the bytes are in none the worker decodes (BMP, TIFF, HEIC…),
+    or a variant its libraries do not (12-bit JPEG)."""
+
     code, name = 1008, "UnsupportedFormat"
 
 
 class BlockedURL(DownloadError):
+    """The URL failed recently and is on the failed-URL list; ``retry_failed=True`` tries it again."""
+
     code, name = 1009, "BlockedURL"
 
 
 class OutputFailed(DownloadError):
+    """The result could not be written where ``output`` asked (``data["path"]``)."""
+
     code, name = 1010, "OutputFailed"
 
 
 class Cancelled(DownloadError):
+    """Cancelled: by ``cancel``, ``cancel_all``, ``close(cancel_pending=True)``, or a signal."""
+
     code, name = -32800, "Cancelled"
 
 
