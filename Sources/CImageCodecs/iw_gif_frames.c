@@ -161,7 +161,7 @@ static int draw_frame(GifFileType *gif, resources *held, uint32_t canvas_width, 
     /* (A frame whose blocks the data cuts is cut short even if its indices are all there, as
      * giflib, which the first-frame decode uses, reads it.) */
     if (read == 1 ||
-        iw_gif_lzw_decode(code_size, held->codes, length, held->indices, pixels, held->indices_capacity, &corrupt) < pixels)
+        iw_gif_lzw_decode(code_size, held->codes, length, held->indices, pixels, &corrupt) < pixels)
         return 1;
     uint8_t colors[256][4];
     for (int i = 0; i < 256; i++) {
@@ -249,7 +249,7 @@ int iw_gif_decode_frames(const uint8_t *data, size_t length, uint32_t canvas_wid
                 }
                 memcpy(held.saved, held.canvas, canvas_bytes);
             }
-            /* (16 bytes more: the LZW decoder's short copies may write past the last index.) */
+            /* (16 bytes more: the LZW decoder's short copies may move past the last index.) */
             size_t frame_bytes = (size_t)desc->Width * (size_t)desc->Height + 16;
             if (frame_bytes > held.indices_capacity) {
                 free(held.indices);

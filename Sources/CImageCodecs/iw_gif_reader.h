@@ -19,10 +19,9 @@ int iw_gif_read_bytes(GifFileType *gif, GifByteType *into, int count);
 uint32_t iw_gif_interlaced_row(uint32_t line, uint32_t height, uint32_t *pass);
 
 /* A frame's LZW data (its sub-blocks joined, `length` bytes) decoded into `count` palette indices in
- * file order (iw_gif_lzw.c; `out` holds `capacity` bytes, 16 more than `count` for its fast path):
+ * file order (iw_gif_lzw.c; `out` holds `count` + 16 bytes: its short copies move 16 at a time):
  * how many it held (fewer when the data ends first); `corrupt` set when a code is not one the table
  * can hold, or the minimum code size is not 1-11. */
-size_t iw_gif_lzw_decode(int min_code_size, const uint8_t *data, size_t length, uint8_t *out, size_t count, size_t capacity,
-                         int *corrupt);
+size_t iw_gif_lzw_decode(int min_code_size, const uint8_t *data, size_t length, uint8_t *out, size_t count, int *corrupt);
 
 #endif

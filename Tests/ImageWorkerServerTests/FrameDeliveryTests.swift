@@ -95,6 +95,30 @@ import Testing
         #expect(fields == ["sha256": .string(SHA256.hex(bytes))])
     }
 
+    /// An animation's raw frames stay the parts they were decoded in: written to a file, hashed
+    /// and put inline, they are the frames' bytes one after the other.
+    @Test func framesInPartsArePlacedAsOneRunOfBytes() throws {
+        let frames: [[UInt8]] = [Array(repeating: 1, count: 70_001), [], Array(0..<255), Array(repeating: 9, count: 3)]
+        let joined = Array(frames.joined())
+        let payload = Payload(parts: frames)
+        #expect(payload.count == joined.count)
+        #expect(payload.sha256() == SHA256.hex(joined))
+        #expect(payload.base64() == Data(joined).base64EncodedString())
+        let dir = try folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var asked = spec(.file, dir: dir)
+        asked.sha256 = true
+        let placed = try FrameDelivery.deliver(
+            payload, fileExtension: "rgba", source: .gif,
+            to: .init(token: token, url: "http://x/clip.gif", spec: asked, reservedPath: nil), final: true)
+        guard case .delivered(let fields, let path?) = placed else {
+            Issue.record("the frames were not written")
+            return
+        }
+        #expect(FileManager.default.contents(atPath: path) == Data(joined))
+        #expect(fields["sha256"] == .string(SHA256.hex(joined)))
+    }
+
     /// A folder that cannot be written fails the delivery with the output's error.
     @Test func anUnwritableFolderFails() throws {
         let dir = try folder()

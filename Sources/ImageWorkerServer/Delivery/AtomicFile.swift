@@ -37,7 +37,7 @@ enum AtomicFile {
         let first = names.first
         let dir = (first as NSString).deletingLastPathComponent
         if unnamed, let fd = try openUnnamed(in: dir, for: first) {
-            guard body.withUnsafeBytes({ FileDescriptorOutput.writeAll(fd, $0) }) else {
+            guard body.write(to: fd) else {
                 let reason = errnoText()
                 close(fd)
                 throw .output("cannot write \(first): \(reason)", path: first)
@@ -121,7 +121,7 @@ enum AtomicFile {
             fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw .output("cannot write \(path): \(errnoText())", path: path) }
-        let ok = body.withUnsafeBytes { FileDescriptorOutput.writeAll(fd, $0) }
+        let ok = body.write(to: fd)
         let reason = ok ? "" : errnoText()
         if close(fd) != 0 || !ok {
             unlink(temp)

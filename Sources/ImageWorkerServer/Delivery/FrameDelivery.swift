@@ -46,7 +46,7 @@ enum FrameDelivery {
         sharedFile: SharedFile? = nil
     ) throws(DeliveryFailure) -> Placed {
         let spec = target.spec
-        let digest = final && wantsDigest(spec) ? payload.withUnsafeBytes { SHA256.hex($0) } : nil
+        let digest = final && wantsDigest(spec) ? payload.sha256() : nil
         var fields: JSONObject = [:]
         if let digest { fields["sha256"] = .string(digest) }
         switch spec.delivery {

@@ -76,7 +76,7 @@ enum Renderer {
         // Raw pixels in the layout the format names (a see-through `contain` canvas is RGBA), the
         // frames one after the other.
         let raw = upright.layout == spec.format.layout ? upright : upright.mapFrames { $0.converted(to: spec.format.layout) }
-        rendered.payload = Payload(raw.joinedFramePixels)
+        rendered.payload = Payload(parts: raw.allFramePixels)
         rendered.byteLength = rendered.payload.count
         return rendered
     }

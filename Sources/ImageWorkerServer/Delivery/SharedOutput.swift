@@ -225,7 +225,7 @@ final class SharedOutput: Sendable {
             let code = errno
             return (false, Self.isNoRoom(code), String(cString: strerror(code)))
         }
-        var ok = payload.withUnsafeBytes { writeAll(fd, $0) }
+        var ok = payload.write(to: fd, with: writeAll)
         // A recycled file may have been longer.
         if ok, recycled { ok = ftruncate(fd, off_t(payload.count)) == 0 }
         let code = errno
