@@ -79,6 +79,8 @@ def default_text(value):
     """A schema default as the docs print it: `6`, `'fifo'`, `256 MiB`, `100,000,000`."""
     if isinstance(value, str):
         return f"'{value}'"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) if value else "none"
     if isinstance(value, int) and not isinstance(value, bool):
         if value >= 1 << 20 and value % (1 << 20) == 0 and value & (value - 1) == 0:
             return f"{value >> 20} MiB"
@@ -127,6 +129,8 @@ class Option:
             self.kind = "path"
         elif kind == "string":
             self.kind = "string" if schema.get("minLength") else "text"
+        elif kind == "array" and schema.get("items", {}).get("type") == "string":
+            self.kind = "strings"
         else:
             raise SystemExit(f"generate-options: no kind for {wire}: {schema}")
 
@@ -236,9 +240,9 @@ def js_doc(text, indent="  "):
 
 
 PY_TYPES = {"bool": "bool", "int": "int", "number": "float", "string": "str", "text": "str", "path": "PathLike",
-            "headers": "Mapping[str, str]", "credentials": "Tuple[str, str]"}
+            "headers": "Mapping[str, str]", "credentials": "Tuple[str, str]", "strings": "Sequence[str]"}
 TS_TYPES = {"bool": "boolean", "int": "number", "number": "number", "string": "string", "text": "string", "path": "string",
-            "headers": "Record<string, string>", "credentials": "{ user: string; password: string }"}
+            "headers": "Record<string, string>", "credentials": "{ user: string; password: string }", "strings": "string[]"}
 
 
 def _order(o):
@@ -252,7 +256,7 @@ def python_source(wire, out, client, settings, rules, defaults, bulk):
     lines = [f'"""{HEADER}\n\nThe options of ``download`` and ``configure``: their types for the type checker (``TypedDict``s of',
              '``Literal``s) and the tables ``_options.py`` checks them by."""', "",
              "from __future__ import annotations", "", "import os",
-             "from typing import Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union", "",
+             "from typing import Dict, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union", "",
              "from ._option_rules import Relation, Rule", "",
              'PathLike = Union[str, "os.PathLike[str]"]']
     for name, choices in kinds.items():
@@ -423,6 +427,8 @@ def swift_source(wire, out, settings, rules):
                 continue
             if isinstance(o.default, str):
                 block.append(f"            public static let {o.name} = {json.dumps(o.default)}")
+            elif o.kind == "strings":
+                block.append(f"            public static let {o.name}: [String] = {strings(o.default)}")
             elif o.kind == "number":
                 block.append(f"            public static let {o.name}: Double = {swift_int(o.default)}")
             else:
@@ -479,9 +485,14 @@ GET_FLAGS = [
     ("perHostRate", "configure:maxRequestsPerSecondPerHost", "Double", False),
     ("hostDownAfter", "configure:hostDownAfter", "Int", False),
     ("hostDownMs", "configure:hostDownMs", "Int64", False),
+    ("userAgentToken", "configure:userAgentToken", "String", False),
+    ("disallowedHeaderDirectives", "configure:disallowedHeaderDirectives", "String", False),
     ("format", "download:output.format", "String", False),
     ("quality", "download:output.quality", "Int", False),
     ("lossless", "download:output.lossless", "Bool", False),
+    ("minImageSize", "download:output.minImageSize", "Int", False),
+    ("maxImageArea", "download:output.maxImageArea", "Int64", False),
+    ("maxAspectRatio", "download:output.maxAspectRatio", "Double", False),
     ("maxPixelSize", "download:output.maxPixelSize", "Int", False),
     ("width", "download:output.width", "Int", False),
     ("height", "download:output.height", "Int", False),
@@ -548,6 +559,8 @@ def flag_declarations(flags, by_path, client_default, suffix=""):
             text += f"; {d['to']} with {kebab(d['when'].split('.')[-1])}"
         if o.kind == "enum" and not all(str(c) in text for c in o.choices):
             text += ": " + ", ".join(str(c) for c in o.choices)
+        if o.kind == "strings":
+            text += "; comma-separated, \"\" for none"
         text = as_flags(text + suffix, [p for p, _, _, _ in flags])
         text = text[0].upper() + text[1:]
         text = text if text.endswith(".") else text + "."

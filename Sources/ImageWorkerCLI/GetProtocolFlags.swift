@@ -28,6 +28,12 @@ struct GetProtocolFlags: ParsableArguments {
     @Option(help: "How long a down host's downloads wait for it before they fail with hostDown, and how long they then fail at once before the next probe (default 30000).")
     var hostDownMs: Int64?
 
+    @Option(help: "A token naming this job to the sites it fetches from (img2dataset's user_agent_token): added to the User-Agent as \"(compatible; TOKEN)\", and a user agent X-Robots-Tag directives may be addressed to.")
+    var userAgentToken: String?
+
+    @Option(help: "X-Robots-Tag directives that fail a download with OptedOut before its body is read, when the response says one for every crawler or for this worker (its User-Agent's product or --user-agent-token); img2dataset's are noai, noimageai, noindex, noimageindex (and none) (default none); comma-separated, \"\" for none.")
+    var disallowedHeaderDirectives: String?
+
     @Option(help: "Original (the bytes as downloaded), or decoded to png, jpeg, webp or gif, or raw rgba, rgb or gray (JPEG, PNG, WebP, GIF, AVIF and JPEG XL are decoded) (default 'original'); png with --progressive.")
     var format: String?
 
@@ -36,6 +42,15 @@ struct GetProtocolFlags: ParsableArguments {
 
     @Flag(help: "--format webp: lossless instead of lossy.")
     var lossless = false
+
+    @Option(help: "Fail with Filtered, before any decode, an image whose shorter side is smaller than this (img2dataset's min_image_size; read from its header, for original bytes too).")
+    var minImageSize: Int?
+
+    @Option(help: "Fail with Filtered, before any decode, an image of more pixels than this (width x height from its header).")
+    var maxImageArea: Int64?
+
+    @Option(help: "Fail with Filtered, before any decode, an image whose longer side is more than this many times its shorter side.")
+    var maxAspectRatio: Double?
 
     @Option(help: "Decoded formats: scale down so the longest side is at most this.")
     var maxPixelSize: Int?
@@ -103,6 +118,9 @@ struct GetProtocolFlags: ParsableArguments {
         try Self.check("--host-down-ms", hostDownMs, OptionTable.Configure.hostDownMs)
         try Self.check("--format", format, oneOf: ["original", "png", "jpeg", "webp", "gif", "rgba", "rgb", "gray"])
         try Self.check("--quality", quality, OptionTable.Output.quality)
+        try Self.check("--min-image-size", minImageSize, OptionTable.Output.minImageSize)
+        try Self.check("--max-image-area", maxImageArea, OptionTable.Output.maxImageArea)
+        try Self.check("--max-aspect-ratio", maxAspectRatio, OptionTable.Output.maxAspectRatio)
         try Self.check("--max-pixel-size", maxPixelSize, OptionTable.Output.maxPixelSize)
         try Self.check("--width", width, OptionTable.Output.width)
         try Self.check("--height", height, OptionTable.Output.height)
@@ -127,9 +145,14 @@ struct GetProtocolFlags: ParsableArguments {
         options.perHostRate = perHostRate
         options.hostDownAfter = hostDownAfter
         options.hostDownMs = hostDownMs
+        options.userAgentToken = userAgentToken
+        options.disallowedHeaderDirectives = disallowedHeaderDirectives
         options.format = format ?? (progressive ? "png" : "original")
         options.quality = quality
         options.lossless = lossless
+        options.minImageSize = minImageSize
+        options.maxImageArea = maxImageArea
+        options.maxAspectRatio = maxAspectRatio
         options.maxPixelSize = maxPixelSize
         options.width = width
         options.height = height

@@ -68,6 +68,10 @@ public struct GetOptions: Sendable {
     /// `configure`'s `hostDownAfter` and `hostDownMs` (nil: the worker's defaults).
     public var hostDownAfter: Int?
     public var hostDownMs: Int64?
+    /// `configure`'s `userAgentToken`, and its `disallowedHeaderDirectives` as the flag gives
+    /// them: comma-separated, "" for none (nil: the worker's default, none).
+    public var userAgentToken: String?
+    public var disallowedHeaderDirectives: String?
     /// A proxy URL for every download ("" for none; nil: the environment's), and the hosts that
     /// bypass it (nil: the environment's).
     public var proxy: String?
@@ -77,6 +81,11 @@ public struct GetOptions: Sendable {
     /// Progress bars on stderr (the caller decides: a terminal, and not `--json`).
     public var progressBars = false
     public var overwrite = false
+    /// Images refused from their header's size, before any decode (`minImageSize`,
+    /// `maxImageArea`, `maxAspectRatio`: img2dataset's filters).
+    public var minImageSize: Int?
+    public var maxImageArea: Int64?
+    public var maxAspectRatio: Double?
     public var maxPixelSize: Int?
     /// Decoded formats: a box (`width`, `height`) and how the image fits it (`fit`, `position`,
     /// `background`, `withoutEnlargement`: sharp's resize).
@@ -144,6 +153,11 @@ public struct GetOptions: Sendable {
         self.directory = directory
     }
 
+    /// `--disallowed-header-directives`' list: comma-separated, lowercased, blanks dropped.
+    public static func directives(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+    }
+
     /// The token of the URL at `index`: `"1"`, `"2"`, … in input order.
     public static func token(_ index: Int) -> String { String(index + 1) }
 
@@ -160,6 +174,9 @@ public struct GetOptions: Sendable {
             output["nameTemplate"] = .string(nameTemplate)
             output["index"] = JSONValue(entry.index)  // {index}, {index:N}
         }
+        if let minImageSize { output["minImageSize"] = JSONValue(minImageSize) }
+        if let maxImageArea { output["maxImageArea"] = .int(maxImageArea) }
+        if let maxAspectRatio { output["maxAspectRatio"] = .double(maxAspectRatio) }
         if let maxPixelSize { output["maxPixelSize"] = JSONValue(maxPixelSize) }
         if let width { output["width"] = JSONValue(width) }
         if let height { output["height"] = JSONValue(height) }

@@ -110,6 +110,8 @@ public enum GetRunner {
         if let r = options.maxRetries { workerOptions.configuration.maxRetries = r }
         if let n = options.hostDownAfter { workerOptions.configuration.hostDownAfter = n }
         if let t = options.hostDownMs { workerOptions.configuration.hostDownMs = t }
+        if let t = options.userAgentToken { workerOptions.configuration.userAgentToken = t }
+        if let list = options.disallowedHeaderDirectives { workerOptions.configuration.disallowedHeaderDirectives = GetOptions.directives(list) }
         let server = WorkerServer(options: workerOptions, wireFD: outputWrite, logger: logger)
         let interruptedBy = NIOLockedValueBox<Int32?>(nil)
         // Entries fed and not yet taken by the reader: registered before their request is written,

@@ -196,7 +196,7 @@ final class TestHTTPHandler: ChannelInboundHandler {
         send(context, Array(bytes[start...]), from: 0, limit: limit - start, chunk: 16_384, delayMs: 0, ending: ending)
     }
 
-    /// The caching headers a `/files` query asks for.
+    /// The caching and robots headers a `/files` query asks for.
     static func validators(_ bytes: [UInt8], _ query: [String: String]) -> [(String, String)] {
         var headers: [(String, String)] = []
         if let v = query["cc"] { headers.append(("Cache-Control", v)) }
@@ -204,6 +204,8 @@ final class TestHTTPHandler: ChannelInboundHandler {
         if let v = query["vary"] { headers.append(("Vary", v)) }
         if query["etag"] != nil { headers.append(("ETag", "\"\(fnv(bytes))\"")) }
         if query["lm"] != nil { headers.append(("Last-Modified", httpDate(Date().addingTimeInterval(-86_400).roundedToDays))) }
+        // One X-Robots-Tag header per `|`-separated value (`robots=noai|otherbot: noindex`).
+        for value in query["robots"]?.split(separator: "|") ?? [] { headers.append(("X-Robots-Tag", String(value))) }
         return headers
     }
 

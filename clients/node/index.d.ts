@@ -92,6 +92,14 @@ export declare class BlockedURL extends DownloadError {}
 export declare class OutputFailed extends DownloadError {
   readonly path: string | null;
 }
+/** The image's size, from its header before any decode, fails one of the download's filters. */
+export declare class Filtered extends DownloadError {
+  readonly filter: 'minImageSize' | 'maxImageArea' | 'maxAspectRatio' | null;
+}
+/** The response's X-Robots-Tag says a directive on `disallowedHeaderDirectives`: the body was not read. */
+export declare class OptedOut extends DownloadError {
+  readonly directives: string[] | null;
+}
 export declare class Cancelled extends DownloadError {}
 export declare const ERRORS_BY_CODE: Record<number, typeof DownloadError>;
 export declare function downloadError(error: unknown, token?: Token, url?: string): DownloadError;
@@ -377,6 +385,17 @@ export interface DownloadOptions {
   /** Decoded formats: scale down to at most this many pixels. */
   maxPixelCount?: number;
   /**
+   * Fail with Filtered, before any decode, an image whose shorter side is smaller than this (img2dataset's
+   * min_image_size; read from its header, for original bytes too).
+   */
+  minImageSize?: number;
+  /** Fail with Filtered, before any decode, an image of more pixels than this (width x height from its header). */
+  maxImageArea?: number;
+  /**
+   * Fail with Filtered, before any decode, an image whose longer side is more than this many times its shorter side.
+   */
+  maxAspectRatio?: number;
+  /**
    * Decoded formats: the box's width in pixels (sharp's resize): with height, the image fits the box as fit says;
    * alone, the height follows the aspect ratio.
    */
@@ -480,6 +499,17 @@ export interface Settings {
   hostDownMs?: number;
   /** The default User-Agent (default image-worker/VERSION). */
   userAgent?: string;
+  /**
+   * A token naming this job to the sites it fetches from (img2dataset's user_agent_token): added to the User-Agent as
+   * "(compatible; TOKEN)", and a user agent X-Robots-Tag directives may be addressed to.
+   */
+  userAgentToken?: string;
+  /**
+   * X-Robots-Tag directives that fail a download with OptedOut before its body is read, when the response says one
+   * for every crawler or for this worker (its User-Agent's product or userAgentToken); img2dataset's are noai,
+   * noimageai, noindex, noimageindex (and none) (default none).
+   */
+  disallowedHeaderDirectives?: string[];
   /** Images with more pixels fail with LimitExceeded (default 100,000,000). */
   maxPixels?: number;
   /** Progressive JPEGs with more scans fail with LimitExceeded (default 1000). */

@@ -98,8 +98,11 @@ extension Downloader {
         let taken = FetchOperation.Head(
             info: info, contentRange: head.header("Content-Range"),
             retryAfterSeconds: head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) },
-            validator: ResumePoint.validator(headers: head.headers))
-        switch fetch.machine.headReceived(number, taken, maxBodyBytes: configuration.maxBodyBytes, now: now) {
+            validator: ResumePoint.validator(headers: head.headers),
+            robotsTags: head.headers.filter { $0.0.caseInsensitiveCompare("X-Robots-Tag") == .orderedSame }.map(\.1))
+        switch fetch.machine.headReceived(
+            number, taken, maxBodyBytes: configuration.maxBodyBytes, robots: configuration.robotsTagPolicy, now: now)
+        {
         case .stale:
             throw CancellationError()
         case .refuse(let failure):

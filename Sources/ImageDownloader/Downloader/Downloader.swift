@@ -224,7 +224,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
     /// The configured default headers merged with a request's own (the request wins, by name),
     /// plus the User-Agent and Accept defaults.
     private func effectiveHeaders(_ own: [(String, String)]) -> [(String, String)] {
-        var result: [(String, String)] = [("User-Agent", configuration.userAgent), ("Accept", "image/*,*/*;q=0.8")]
+        var result: [(String, String)] = [("User-Agent", configuration.sentUserAgent), ("Accept", "image/*,*/*;q=0.8")]
         func set(_ name: String, _ value: String) {
             result.removeAll { $0.0.caseInsensitiveCompare(name) == .orderedSame }
             result.append((name, value))

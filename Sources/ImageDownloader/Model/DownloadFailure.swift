@@ -19,6 +19,9 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
     case blocked(since: String)
     /// The bytes arrived but cannot be an image (an empty body).
     case badData(String)
+    /// The response's `X-Robots-Tag` says a directive the worker is told to respect
+    /// (`RobotsTagPolicy`): the body is not read.
+    case optedOut(directives: [String], header: String)
     /// The download ended with the first failure after `attempts` attempts (a deadline may end
     /// it between two); `earlier` says why each attempt before that end ended, in order.
     indirect case afterAttempts(DownloadFailure, attempts: Int, earlier: [DownloadFailure])
@@ -50,6 +53,8 @@ public enum DownloadFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .blocked(let since):
             return "URL is on the failed-URL list (\(since)); set retryFailed to try it again"
         case .badData(let m): return m
+        case .optedOut(let directives, let header):
+            return "The site opts out: X-Robots-Tag \"\(header)\" says \(directives.joined(separator: ", ")) (disallowedHeaderDirectives)"
         case .afterAttempts(let last, let attempts, let earlier):
             let count = "after \(attempts) attempt\(attempts == 1 ? "" : "s")"
             if earlier.isEmpty { return "\(last.description) (\(count))" }

@@ -58,9 +58,27 @@ public struct DownloaderConfiguration: Sendable, Equatable {
     }
     /// The User-Agent sent unless a request sets its own.
     public var userAgent: String
+    /// A token that names this job to the sites it fetches from (img2dataset's
+    /// `user_agent_token`): added to the User-Agent (`sentUserAgent`), and a name `X-Robots-Tag`
+    /// directives may be addressed to.
+    public var userAgentToken: String?
+    /// `X-Robots-Tag` directives that refuse a fetch before its body (`OptedOut`); empty: none.
+    public var disallowedHeaderDirectives: [String] = []
 
     public init(userAgent: String = "image-worker") {
         self.userAgent = userAgent
+    }
+}
+
+extension DownloaderConfiguration {
+    /// The User-Agent as sent: `userAgent`, with the token when there is one.
+    public var sentUserAgent: String { userAgentToken.map { "\(userAgent) (compatible; \($0))" } ?? userAgent }
+
+    /// What refuses a fetch from its response's `X-Robots-Tag`: the directives, for every
+    /// crawler or addressed to the User-Agent's product or the token.
+    var robotsTagPolicy: RobotsTagPolicy {
+        RobotsTagPolicy(
+            disallowed: disallowedHeaderDirectives, agents: [RobotsTagPolicy.product(of: userAgent)] + (userAgentToken.map { [$0] } ?? []))
     }
 }
 

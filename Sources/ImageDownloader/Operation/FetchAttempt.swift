@@ -121,9 +121,11 @@ struct FetchAttempt: Sendable, Equatable {
     /// `200` (the whole body again: the caller starts over); a `416` or a range that does not fit
     /// fails it transiently, so that the next attempt starts over. A `206` that answers no
     /// `Range` (neither the worker's nor the caller's) is not the resource: it fails. The body
-    /// may never be longer than the head declared (`bodyReceived`).
+    /// may never be longer than the head declared (`bodyReceived`). A whole 2xx response the
+    /// site opts out of (`optedOut`) fails with it.
     mutating func headReceived(
-        status: Int, contentLength: Int64?, contentRange: String? = nil, retryAfterSeconds: Double?, maxBodyBytes: Int64, now: UInt64
+        status: Int, contentLength: Int64?, contentRange: String? = nil, retryAfterSeconds: Double?, maxBodyBytes: Int64,
+        optedOut: DownloadFailure? = nil, now: UInt64
     ) -> Result<Head, DownloadFailure>? {
         guard case .awaitingHead = state else { return nil }
         if let resume, status == 206 || status == 416 {
@@ -149,6 +151,7 @@ struct FetchAttempt: Sendable, Equatable {
         default:
             return .failure(.statusCode(status, retryAfterSeconds: retryAfterSeconds))
         }
+        if let optedOut { return .failure(optedOut) }
         if let contentLength, contentLength > maxBodyBytes {
             return .failure(.limitExceeded(.bodyBytes, limit: maxBodyBytes, actual: contentLength))
         }

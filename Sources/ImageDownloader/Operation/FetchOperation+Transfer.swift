@@ -76,9 +76,14 @@ extension FetchOperation {
         public var retryAfterSeconds: Double?
         /// `ResumePoint.validator(headers:)` of the response.
         public var validator: String?
+        /// The response's `X-Robots-Tag` headers, each as sent.
+        public var robotsTags: [String]
 
-        public init(info: ResponseInfo, contentRange: String? = nil, retryAfterSeconds: Double? = nil, validator: String? = nil) {
+        public init(
+            info: ResponseInfo, contentRange: String? = nil, retryAfterSeconds: Double? = nil, validator: String? = nil, robotsTags: [String] = []
+        ) {
             (self.info, self.contentRange, self.retryAfterSeconds, self.validator) = (info, contentRange, retryAfterSeconds, validator)
+            self.robotsTags = robotsTags
         }
     }
 
@@ -102,14 +107,18 @@ extension FetchOperation {
     /// is each token's `response`; a later whole response (a retry that starts over, or a server
     /// that would not resume) replaces it quietly and the body starts over; progress is reported
     /// again only once it passes what was reported (it never goes backwards). A refused head of a
-    /// resumed attempt drops the validator: the next attempt starts over.
-    public mutating func headReceived(_ attempt: Int, _ head: Head, maxBodyBytes: Int64, now: UInt64) -> HeadAction {
+    /// resumed attempt drops the validator: the next attempt starts over. A whole response whose
+    /// `X-Robots-Tag` says a directive `robots` refuses fails with `optedOut`, before its body.
+    public mutating func headReceived(
+        _ attempt: Int, _ head: Head, maxBodyBytes: Int64, robots: RobotsTagPolicy = RobotsTagPolicy(), now: UInt64
+    ) -> HeadAction {
         guard isTransferring(attempt), case .running(var transfer) = stage else { return .stale }
         stage = .modifying
         defer { stage = .running(transfer) }
+        let optedOut = robots.refusal(head.robotsTags).map { DownloadFailure.optedOut(directives: $0.directives, header: $0.header) }
         let taken = transfer.attempt.headReceived(
             status: head.info.status, contentLength: head.info.expectedBytes, contentRange: head.contentRange,
-            retryAfterSeconds: head.retryAfterSeconds, maxBodyBytes: maxBodyBytes, now: now)
+            retryAfterSeconds: head.retryAfterSeconds, maxBodyBytes: maxBodyBytes, optedOut: optedOut, now: now)
         let continuing: Bool
         switch taken {
         case nil:

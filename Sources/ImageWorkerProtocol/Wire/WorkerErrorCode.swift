@@ -12,6 +12,8 @@ public enum WorkerErrorCode: Int, Sendable, CaseIterable {
     case unsupportedFormat = 1008
     case blockedURL = 1009
     case outputFailed = 1010
+    case filtered = 1011
+    case optedOut = 1012
     case cancelled = -32800
 
     public var name: String {
@@ -26,6 +28,8 @@ public enum WorkerErrorCode: Int, Sendable, CaseIterable {
         case .unsupportedFormat: return "UnsupportedFormat"
         case .blockedURL: return "BlockedURL"
         case .outputFailed: return "OutputFailed"
+        case .filtered: return "Filtered"
+        case .optedOut: return "OptedOut"
         case .cancelled: return "Cancelled"
         }
     }

@@ -20,6 +20,8 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
     case tooManyFrames(limit: Int)
     /// Writing the result where the caller asked failed.
     case output(String, path: String?)
+    /// The image's size fails one of the token's filters (`SizeFilter`): `filter` names it.
+    case filtered(String, filter: String, width: Int, height: Int)
 
     /// The failure for a decoder's error, with the limits that applied.
     init(_ error: DecodeError, settings: DecodeSettings) {
@@ -52,6 +54,7 @@ public enum DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible
         case .tooManyScans(let limit): return "Image exceeds the limit of \(limit) progressive scans"
         case .tooManyFrames(let limit): return "Animation exceeds the limit of \(limit) frames"
         case .output(let message, _): return message
+        case .filtered(let message, _, _, _): return message
         }
     }
 }

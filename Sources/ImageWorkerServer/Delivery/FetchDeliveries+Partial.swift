@@ -63,6 +63,8 @@ extension FetchDeliveries {
         let asStored = !colorProfile.changesColors(in: .rgb)
         for (token, target) in due {
             let spec = target.spec
+            // (An image its size filters refuse gets none: its token fails when the body is in.)
+            if spec.sizeFilter.refusal(width: source.width, height: source.height) != nil { continue }
             let key = RenderKey(spec)
             if renders[key] == nil {
                 let size = spec.geometry.partialSize(of: source, orientation: orientation)

@@ -63,9 +63,15 @@ enum OutputDelivery {
         var written: FrameDelivery.Placed?
         // Shared memory had no room for it: inline instead.
         var sharedFull = false
-        // The stored size, read once for `verify` and `sourceWidth` (the decode budget's look,
-        // `bitmapCost`, reads no further than 64 KiB).
-        let header = spec.format.needsDecoding || spec.verify ? SourceFacts.header(resource.body) : nil
+        // The stored size, read once for `verify`, the size filters and `sourceWidth` (the decode
+        // budget's look, `bitmapCost`, reads no further than 64 KiB).
+        let filters = !spec.sizeFilter.isEmpty
+        let header = spec.format.needsDecoding || spec.verify || filters ? SourceFacts.header(resource.body) : nil
+        // The size filters, before any decode: an original's bytes must show a size to be judged.
+        if filters, let header {
+            let size = spec.format.needsDecoding ? try? header.get() : try verified(header)
+            if let size, let refusal = spec.sizeFilter.refusal(width: size.width, height: size.height) { throw refusal }
+        }
         if spec.format.needsDecoding {
             let stored = (try? header?.get()).map { (width: $0.width, height: $0.height) }
             if let stored {

@@ -136,6 +136,9 @@ enum EventEncoder {
             if let actual { data["actual"] = .int(actual) }
         case .blocked: code = .blockedURL
         case .badData: code = .badImageData
+        case .optedOut(let directives, _):
+            code = .optedOut
+            data["directives"] = .array(directives.map { .string($0) })
         case .afterAttempts(let last, _, _): return parts(last)
         }
         return (code, data)
@@ -165,6 +168,11 @@ enum EventEncoder {
         case .output(_, let path):
             code = .outputFailed
             if let path { data["path"] = .string(path) }
+        case .filtered(_, let filter, let width, let height):
+            code = .filtered
+            data["filter"] = .string(filter)
+            data["width"] = JSONValue(width)
+            data["height"] = JSONValue(height)
         }
         return errorObject(code, message: failure.description, data: data)
     }

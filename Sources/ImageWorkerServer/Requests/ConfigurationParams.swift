@@ -7,7 +7,7 @@ enum ConfigurationParams {
     static let fields = [
         "maxConcurrentDownloads", "maxConcurrentPerHost", "maxRequestsPerSecondPerHost", "executionOrder", "suspended", "timeoutMs", "headers", "minimumProgressInterval",
         "progressIntervalMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs", "maxBodyBytes", "maxRedirects",
-        "failedURLExpiryMs", "hostDownAfter", "hostDownMs", "userAgent", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "maxLiveDownloads", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
+        "failedURLExpiryMs", "hostDownAfter", "hostDownMs", "userAgent", "userAgentToken", "disallowedHeaderDirectives", "maxPixels", "maxProgressiveScans", "maxFrames", "decodeConcurrency", "decodeMemoryBytes", "sharedMaxImages", "sharedMaxBytes", "maxLiveDownloads", "cacheMaxBytes", "proxy", "httpProxy", "httpsProxy", "noProxy", "clearFailedURLs",
     ]
 
     /// Applies the given fields to `configuration`, all or nothing. Returns whether the failed-URL
@@ -54,6 +54,13 @@ enum ConfigurationParams {
             }
             c.userAgent = v
         }
+        if let v = try p.string("userAgentToken") {
+            guard !v.isEmpty, !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 || $0 == 0x28 || $0 == 0x29 }) else {
+                throw .invalidParams("\"userAgentToken\" must be a non-empty string without CR, LF, NUL or parentheses")
+            }
+            c.userAgentToken = v
+        }
+        if let v = try p.strings("disallowedHeaderDirectives") { c.disallowedHeaderDirectives = v.map { $0.lowercased() } }
         if let v = try p.integer("cacheMaxBytes", in: OptionTable.Configure.cacheMaxBytes) { c.cacheMaxBytes = v }
         if let v = try p.string("proxy") { c.proxies.useForBoth(try proxy(v, "proxy")) }
         if let v = try p.string("httpProxy") { c.proxies.httpProxy = try proxy(v, "httpProxy") }
@@ -97,6 +104,8 @@ enum ConfigurationParams {
             "hostDownAfter": JSONValue(c.hostDownAfter),
             "hostDownMs": .int(c.hostDownMs),
             "userAgent": .string(c.userAgent),
+            "userAgentToken": c.userAgentToken.map { .string($0) } ?? .null,
+            "disallowedHeaderDirectives": .array(c.disallowedHeaderDirectives.map { .string($0) }),
             "maxPixels": .int(Int64(clamping: d.maxPixels)),
             "maxProgressiveScans": JSONValue(d.maxProgressiveScans),
             "maxFrames": JSONValue(d.maxFrames),

@@ -84,6 +84,9 @@ public struct OutputSpec: Sendable, Equatable {
     public var verifyPixels = false
     /// Report the delivered bytes' SHA-256 (`sha256`); implied by a `{sha256}` name.
     public var sha256 = false
+    /// Images of these sizes fail the token before any decode (`minImageSize`, `maxImageArea`,
+    /// `maxAspectRatio`).
+    var sizeFilter = SizeFilter()
 
     /// Whether the event and the name need the delivered bytes' digest.
     var needsDigest: Bool { sha256 || fileName?.needsDigest == true }
@@ -227,7 +230,7 @@ struct DownloadParams {
             RPCRequest(id: nil, method: "output", params: .object(object)),
             allowed: [
                 "delivery", "format", "path", "dir", "name", "nameTemplate", "index", "overwrite", "skipExisting", "verify", "sha256",
-                "maxPixelSize", "maxPixelCount", "width", "height", "fit", "position", "background", "withoutEnlargement",
+                "minImageSize", "maxImageArea", "maxAspectRatio", "maxPixelSize", "maxPixelCount", "width", "height", "fit", "position", "background", "withoutEnlargement",
                 "applyOrientation", "colorProfile", "frames", "partialIntervalMs", "partialMaxPixelSize", "quality", "lossless", "chromaSubsampling",
             ])
         if let d = try p.oneOf("delivery", OutputSpec.Delivery.allCases.map(\.rawValue)) {
@@ -255,6 +258,9 @@ struct DownloadParams {
         default: spec.verify = false
         }
         spec.sha256 = try p.bool("sha256") ?? false
+        spec.sizeFilter.minImageSize = try p.integer("minImageSize", in: OptionTable.Output.minImageSize).map { Int($0) }
+        spec.sizeFilter.maxImageArea = try p.integer("maxImageArea", in: OptionTable.Output.maxImageArea)
+        spec.sizeFilter.maxAspectRatio = try p.number("maxAspectRatio", in: OptionTable.Output.maxAspectRatio)
         // Both a name and a template, or both a path and a dir, are refused by `OptionRule` (in `init`).
         if let name {
             spec.fileName = try FileNameTemplate.fixed(name)

@@ -13,6 +13,9 @@ public enum OptionTable {
         public static let index: ClosedRange<Int64> = 0...9_007_199_254_740_991
         public static let maxPixelSize: ClosedRange<Int64> = 1...1_000_000
         public static let maxPixelCount: ClosedRange<Int64> = 1...1_000_000_000_000
+        public static let minImageSize: ClosedRange<Int64> = 1...1_000_000
+        public static let maxImageArea: ClosedRange<Int64> = 1...(1 << 40)
+        public static let maxAspectRatio: ClosedRange<Double> = 1...1_000_000
         public static let width: ClosedRange<Int64> = 1...16_384
         public static let height: ClosedRange<Int64> = 1...16_384
         public static let partialIntervalMs: ClosedRange<Int64> = 0...3_600_000
@@ -75,6 +78,7 @@ public enum OptionTable {
             public static let failedURLExpiryMs: Int64 = 600_000
             public static let hostDownAfter: Int64 = 3
             public static let hostDownMs: Int64 = 30_000
+            public static let disallowedHeaderDirectives: [String] = []
             public static let maxPixels: Int64 = 100_000_000
             public static let maxProgressiveScans: Int64 = 1000
         }

@@ -79,6 +79,19 @@ struct ParamReader {
         return d
     }
 
+    /// An array of strings, each non-empty and without CR, LF or NUL (they go into headers and
+    /// logs); nil when absent.
+    func strings(_ key: String) throws(RPCError) -> [String]? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .array(let items) = value else { throw typeError(key, "an array of strings", value) }
+        return try items.map { item throws(RPCError) -> String in
+            guard case .string(let s) = item, !s.isEmpty, !s.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw .invalidParams("\"\(key)\" must be an array of non-empty strings without CR, LF or NUL")
+            }
+            return s
+        }
+    }
+
     func object(_ key: String) throws(RPCError) -> JSONObject? {
         guard let value = object[key], value != .null else { return nil }
         guard case .object(let o) = value else { throw typeError(key, "an object", value) }

@@ -80,11 +80,13 @@ export const LimitExceeded = errorClass('LimitExceeded', 1007, { limit: 'limit',
 export const UnsupportedFormat = errorClass('UnsupportedFormat', 1008);
 export const BlockedURL = errorClass('BlockedURL', 1009);
 export const OutputFailed = errorClass('OutputFailed', 1010, { path: 'path' });
+export const Filtered = errorClass('Filtered', 1011, { filter: 'filter' });
+export const OptedOut = errorClass('OptedOut', 1012, { directives: 'directives' });
 export const Cancelled = errorClass('Cancelled', -32800);
 
 export const ERRORS_BY_CODE = Object.fromEntries(
   [InvalidURL, BadImageData, CacheNotModified, InvalidDownloadOperation, InvalidDownloadStatusCode, NetworkError,
-    LimitExceeded, UnsupportedFormat, BlockedURL, OutputFailed, Cancelled].map((cls) => [cls.code, cls]));
+    LimitExceeded, UnsupportedFormat, BlockedURL, OutputFailed, Filtered, OptedOut, Cancelled].map((cls) => [cls.code, cls]));
 
 export function downloadError(error, token, url) {
   const cls = ERRORS_BY_CODE[error?.code] ?? DownloadError;

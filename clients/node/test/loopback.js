@@ -26,7 +26,7 @@ export function binaryPath() {
 
 const TYPES = { jpg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp', avif: 'image/avif' };
 
-/** The caching headers a /files query asks for, as the Swift test server sends them. */
+/** The caching (and X-Robots-Tag) headers a /files query asks for, as the Swift test server sends them. */
 function cachingHeaders(body, query) {
   const headers = {};
   for (const [key, name] of [['cc', 'Cache-Control'], ['expires', 'Expires'], ['vary', 'Vary']]) {
@@ -34,6 +34,7 @@ function cachingHeaders(body, query) {
   }
   if (query.has('etag')) headers.ETag = `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}"`;
   if (query.has('lm')) headers['Last-Modified'] = new Date((Math.floor(Date.now() / 86_400_000) - 1) * 86_400_000).toUTCString();
+  if (query.has('robots')) headers['X-Robots-Tag'] = query.get('robots').split('|');
   return headers;
 }
 

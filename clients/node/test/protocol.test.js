@@ -172,6 +172,7 @@ test('requests the client builds are valid, and every download option can be set
     credentials: { user: 'u', password: 'p' }, allowInvalidCertificates: true, handleCookies: true, retryFailed: true, cachePolicy: 'preferCache',
     maxPixelSize: 100, maxPixelCount: 10000, applyOrientation: true, colorProfile: 'keep', overwrite: true, partialIntervalMs: 0,
     partialMaxPixelSize: 64, nameTemplate: '{token}-{index:3}.{ext}', index: 7, verify: true, sha256: true, frames: 'all',
+    minImageSize: 10, maxImageArea: 1000000, maxAspectRatio: 2.5,
   });
   const named = downloadParams('u', 2, { dir: '/tmp/x', name: 'a/b.png', skipExisting: true });
   assert.deepEqual(schemas.problems({ jsonrpc: '2.0', method: 'download', params: named }, 'requests/download.schema.json'), []);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
-  BadImageData, Cancelled, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
+  BadImageData, Cancelled, Filtered, OptedOut, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
   UnsupportedFormat, WorkerClosed, WorkerExited, readImageBytes, spawnWorker,
 } from '../index.js';
 import { REPO, SAMPLES, binaryPath, startConnectProxy, startServer } from './loopback.js';
@@ -64,6 +64,29 @@ test('WebP, GIF and AVIF in; JPEG and WebP out; animations counted', () => withS
   await worker.configure({ maxFrames: 1 });
   await assert.rejects(worker.download(server.url('/files/beacon.gif'), { format: 'png' }).done,
     (e) => e.name === 'LimitExceeded' && e.data.limit === 'frames' && e.data.maximum === 1);
+  assert.equal(await worker.close(), 0);
+}));
+
+test('size filters refuse from the header with Filtered, naming the filter', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  await assert.rejects(worker.download(server.url('/files/basn2c08.png'), { format: 'rgba', minImageSize: 33 }).done,
+    (e) => e instanceof Filtered && e.code === 1011 && e.filter === 'minImageSize' && e.data.width === 32);
+  await assert.rejects(worker.download(server.url('/files/testorig.jpg'), { maxAspectRatio: 1.5 }).done,
+    (e) => e instanceof Filtered && e.filter === 'maxAspectRatio');
+  const kept = await worker.download(server.url('/files/testorig.jpg'), { format: 'rgba', maxImageArea: 227 * 149 }).done;
+  assert.equal(kept.width, 227);
+  assert.throws(() => worker.download(server.url('/files/testorig.jpg'), { maxAspectRatio: 0.5 }), /maxAspectRatio/);
+  assert.equal(await worker.close(), 0);
+}));
+
+test('X-Robots-Tag opt-outs fail with OptedOut once configured', () => withSetup(async (server) => {
+  const worker = await spawnWorker({ binary });
+  assert.equal((await worker.download(server.url('/files/testorig.jpg?robots=noai')).done).byteLength, 5770);
+  const configuration = await worker.configure({ disallowedHeaderDirectives: ['noai', 'noimageai'], userAgentToken: 'mybot' });
+  assert.deepEqual(configuration.disallowedHeaderDirectives, ['noai', 'noimageai']);
+  await assert.rejects(worker.download(server.url('/files/testorig.jpg?robots=mybot:%20noimageai')).done,
+    (e) => e instanceof OptedOut && e.code === 1012 && e.directives.join() === 'noimageai');
+  assert.equal((await worker.download(server.url('/files/testorig.jpg?robots=googlebot:%20noai')).done).byteLength, 5770);
   assert.equal(await worker.close(), 0);
 }));
 

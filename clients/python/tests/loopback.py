@@ -20,7 +20,7 @@ SAMPLES = REPO / "samples"
 
 
 def caching_headers(body: bytes, query: Dict[str, str]) -> Dict[str, str]:
-    """The caching headers a /files query asks for, as the Swift test server sends them."""
+    """The caching (and X-Robots-Tag) headers a /files query asks for, as the Swift test server sends them."""
     import email.utils
     import hashlib
     headers: Dict[str, str] = {}
@@ -32,6 +32,8 @@ def caching_headers(body: bytes, query: Dict[str, str]) -> Dict[str, str]:
     if "lm" in query:
         midnight = (time.time() // 86_400 - 1) * 86_400
         headers["Last-Modified"] = email.utils.formatdate(midnight, usegmt=True)
+    if "robots" in query:
+        headers["X-Robots-Tag"] = query["robots"]
     return headers
 
 

@@ -237,7 +237,7 @@ def test_requests_the_client_builds_are_valid() -> None:
         headers={"X-A": "b"}, timeout_ms=5000, deadline_ms=9000, max_retries=0, retry_delay_ms=10,
         credentials=("u", "p"), allow_invalid_certificates=True,
         handle_cookies=True, retry_failed=True, cache_policy="preferCache", max_pixel_size=100, max_pixel_count=10000, apply_orientation=True,
-        color_profile="keep", frames="all",
+        color_profile="keep", frames="all", min_image_size=10, max_image_area=1_000_000, max_aspect_ratio=2.5,
         overwrite=True, partial_interval_ms=0, partial_max_pixel_size=64, name_template="{token}-{index:3}.{ext}", index=7, verify=True,
         sha256=True))
     request = {"jsonrpc": "2.0", "id": 1, "method": "download", "params": params}

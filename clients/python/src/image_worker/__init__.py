@@ -24,6 +24,7 @@ from ._errors import (
     CacheNotModified,
     Cancelled,
     DownloadError,
+    Filtered,
     ImageWorkerError,
     ImageWorkerWarning,
     InvalidDownloadOperation,
@@ -31,6 +32,7 @@ from ._errors import (
     InvalidURL,
     LimitExceeded,
     NetworkError,
+    OptedOut,
     OutputFailed,
     RequestError,
     UnsupportedFormat,
@@ -60,9 +62,9 @@ PROTOCOL_VERSION = "1"
 __all__ = [
     "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
     "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions",
-    "ERRORS_BY_CODE", "EVENT_TYPES", "Event", "ExecutionOrder", "Failed", "Format", "Image", "ImageWorkerError",
+    "ERRORS_BY_CODE", "EVENT_TYPES", "Event", "ExecutionOrder", "Failed", "Filtered", "Format", "Image", "ImageWorkerError",
     "ImageWorkerWarning", "InvalidDownloadOperation", "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "Metrics",
-    "NetworkError", "Outcome", "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress",
+    "NetworkError", "OptedOut", "Outcome", "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress",
     "RequestError", "Response", "Settings", "Started", "Succeeded", "Token", "UnsupportedFormat", "Worker",
     "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
 ]

@@ -178,6 +178,31 @@ class OutputFailed(DownloadError):
     code, name = 1010, "OutputFailed"
 
 
+class Filtered(DownloadError):
+    """The image's size, read from its header before any decode, fails one of the download's
+    filters (``min_image_size``, ``max_image_area``, ``max_aspect_ratio``): :attr:`filter` names it."""
+
+    code, name = 1011, "Filtered"
+
+    @property
+    def filter(self) -> Optional[str]:
+        value = self.data.get("filter")
+        return value if isinstance(value, str) else None
+
+
+class OptedOut(DownloadError):
+    """The response's ``X-Robots-Tag`` says a directive on the worker's
+    ``disallowed_header_directives`` (``noai``, ``noimageai``…): the site opts out, and the body was
+    not read. :attr:`directives` lists the ones it said."""
+
+    code, name = 1012, "OptedOut"
+
+    @property
+    def directives(self) -> List[str]:
+        value = self.data.get("directives")
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+
 class Cancelled(DownloadError):
     """Cancelled: by ``cancel``, ``cancel_all``, ``close(cancel_pending=True)``, or a signal."""
 
@@ -187,7 +212,7 @@ class Cancelled(DownloadError):
 ERRORS_BY_CODE: Dict[int, Type[DownloadError]] = {
     cls.code: cls
     for cls in (InvalidURL, BadImageData, CacheNotModified, InvalidDownloadOperation, InvalidDownloadStatusCode,
-                NetworkError, LimitExceeded, UnsupportedFormat, BlockedURL, OutputFailed, Cancelled)
+                NetworkError, LimitExceeded, UnsupportedFormat, BlockedURL, OutputFailed, Filtered, OptedOut, Cancelled)
 }
 
 

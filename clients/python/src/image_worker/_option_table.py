@@ -6,7 +6,7 @@ The options of ``download`` and ``configure``: their types for the type checker 
 from __future__ import annotations
 
 import os
-from typing import Dict, Literal, Mapping, Optional, Tuple, TypedDict, Union
+from typing import Dict, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 from ._option_rules import Relation, Rule
 
@@ -94,6 +94,14 @@ class ManyOptions(TypedDict, total=False):
     max_pixel_size: int
     #: decoded formats: scale down to at most this many pixels
     max_pixel_count: int
+    #: fail with Filtered, before any decode, an image whose shorter side is smaller than this (img2dataset's
+    #: min_image_size; read from its header, for original bytes too)
+    min_image_size: int
+    #: fail with Filtered, before any decode, an image of more pixels than this (width x height from its header)
+    max_image_area: int
+    #: fail with Filtered, before any decode, an image whose longer side is more than this many times its shorter
+    #: side
+    max_aspect_ratio: float
     #: decoded formats: the box's width in pixels (sharp's resize): with height, the image fits the box as fit says;
     #: alone, the height follows the aspect ratio
     width: int
@@ -186,6 +194,13 @@ class Settings(TypedDict, total=False):
     host_down_ms: int
     #: the default User-Agent (default image-worker/VERSION)
     user_agent: str
+    #: a token naming this job to the sites it fetches from (img2dataset's user_agent_token): added to the User-Agent
+    #: as "(compatible; TOKEN)", and a user agent X-Robots-Tag directives may be addressed to
+    user_agent_token: str
+    #: X-Robots-Tag directives that fail a download with OptedOut before its body is read, when the response says one
+    #: for every crawler or for this worker (its User-Agent's product or userAgentToken); img2dataset's are noai,
+    #: noimageai, noindex, noimageindex (and none) (default none)
+    disallowed_header_directives: Sequence[str]
     #: images with more pixels fail with LimitExceeded (default 100,000,000)
     max_pixels: int
     #: progressive JPEGs with more scans fail with LimitExceeded (default 1000)
@@ -251,6 +266,9 @@ DOWNLOAD_RULES: Dict[str, Rule] = {
     "sha256": Rule("sha256", "bool", output=True),
     "max_pixel_size": Rule("maxPixelSize", "int", 1, 1_000_000, output=True),
     "max_pixel_count": Rule("maxPixelCount", "int", 1, 1_000_000_000_000, output=True),
+    "min_image_size": Rule("minImageSize", "int", 1, 1_000_000, output=True),
+    "max_image_area": Rule("maxImageArea", "int", 1, 1_099_511_627_776, output=True),
+    "max_aspect_ratio": Rule("maxAspectRatio", "number", 1, 1_000_000, output=True),
     "width": Rule("width", "int", 1, 16_384, output=True),
     "height": Rule("height", "int", 1, 16_384, output=True),
     "fit": Rule("fit", "enum", choices=FITS, output=True),
@@ -287,6 +305,8 @@ SETTING_RULES: Dict[str, Rule] = {
     "host_down_after": Rule("hostDownAfter", "int", 0, 1000),
     "host_down_ms": Rule("hostDownMs", "int", 1, 86_400_000),
     "user_agent": Rule("userAgent", "string"),
+    "user_agent_token": Rule("userAgentToken", "string"),
+    "disallowed_header_directives": Rule("disallowedHeaderDirectives", "strings"),
     "max_pixels": Rule("maxPixels", "int", 1, 1_099_511_627_776),
     "max_progressive_scans": Rule("maxProgressiveScans", "int", 1, 100_000),
     "max_frames": Rule("maxFrames", "int", 1, 10_000_000),

@@ -98,6 +98,11 @@ def check(option: str, value: Any, rule: Rule) -> Any:
             if any(c in text for c in "\r\n\0"):
                 raise invalid(option, f"the value of header {name!r} contains CR, LF or NUL")
         return dict(value)
+    if rule.kind == "strings":
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(
+                isinstance(v, str) and v and not any(c in v for c in "\r\n\0") for v in value):
+            raise invalid(option, f"must be a list of non-empty strings without CR, LF or NUL, not {value!r}")
+        return list(value)
     if rule.kind == "credentials":
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, str) for v in value)):
             raise invalid(option, "must be a (user, password) pair of strings")
