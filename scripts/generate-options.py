@@ -640,10 +640,12 @@ def manifest_source():
              *[f"    {json.dumps(name)}," for name in record["properties"]],
              ")",
              f"OUTCOMES: Tuple[str, ...] = {py_tuple(record['properties']['outcome']['enum'])}",
-             "#: Each field's JSON type (``enum`` for ``outcome``).",
+             "#: Each field's JSON type (``enum`` for ``outcome``, ``json`` for any JSON value).",
              "TYPES: Dict[str, str] = {"]
     for name, field in record["properties"].items():
-        lines.append(f"    {json.dumps(name)}: {json.dumps(types.get(field.get('type'), 'enum'))},")
+        # (An object without properties of its own, a table's kept columns: any JSON, `json`.)
+        kind = "json" if field.get("type") == "object" and "properties" not in field else types.get(field.get("type"), "enum")
+        lines.append(f"    {json.dumps(name)}: {json.dumps(kind)},")
     lines += ["}", "#: The fields of a record's ``error`` and their JSON types.", "ERROR_TYPES: Dict[str, str] = {"]
     for name, field in record["properties"]["error"]["properties"].items():
         lines.append(f"    {json.dumps(name)}: {json.dumps(types[field['type']])},")

@@ -26,10 +26,22 @@ struct Get: AsyncParsableCommand {
     @Argument(help: "The URLs to download (http, https); - reads the list from stdin, as -i -.")
     var urls: [String] = []
 
-    @Option(name: [.short, .customLong("input")], help: "Read URLs from FILE (- for stdin): one per line, optionally a tab and the file name; blank and # lines skipped.")
+    @Option(name: [.short, .customLong("input")], help: "Read URLs from FILE (- for stdin): one per line, optionally a tab and the file name, blank and # lines skipped; or a table (--input-format).")
     var input: String?
 
-    @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms.")
+    @Option(help: "How -i FILE is read: txt (a URL a line), csv or tsv (a header row, then a row per URL; RFC 4180 quotes), jsonl (a JSON object a line); default: from the file's extension (.csv, .tsv, .jsonl, .ndjson), else txt.")
+    var inputFormat: String?
+
+    @Option(help: "Tables: the column of the URLs (default url).")
+    var urlCol: String = "url"
+
+    @Option(help: "Tables: the column of each image's caption, recorded in the manifest.")
+    var captionCol: String?
+
+    @Option(help: "Tables: columns to keep beside each image, comma-separated (in the manifest's record, under columns).")
+    var saveColumns: String?
+
+    @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
     var manifest: String?
 
     @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing).")
@@ -65,6 +77,9 @@ struct Get: AsyncParsableCommand {
         if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
         if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
+        if let inputFormat, InputFormat(rawValue: inputFormat) == nil {
+            throw ValidationError("--input-format must be one of \(InputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(inputFormat)")
+        }
         if let verify, GetOptions.Verification(rawValue: verify) == nil { throw ValidationError("--verify must be header, full or none, not \(verify)") }
         if noVerify && verify != nil && verify != "none" { throw ValidationError("--no-verify and --verify \(verify!) contradict each other") }
         if continueRun && flags.overwrite { throw ValidationError("--continue keeps finished files: not with --overwrite") }
@@ -105,7 +120,11 @@ struct Get: AsyncParsableCommand {
                 sources.append(.file(input))
             }
         }
-        let list = GetInput(sources)
+        var list = GetInput(sources)
+        list.format = inputFormat.flatMap(InputFormat.init(rawValue:))
+        list.columns = InputColumns(
+            url: urlCol, caption: captionCol,
+            saved: (saveColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         var problem: String?
         do {
             try list.forEach { entry in

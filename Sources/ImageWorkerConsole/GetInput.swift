@@ -6,13 +6,18 @@ import Foundation
 public struct GetInput: Sendable {
     public enum Source: Sendable {
         case url(String)
-        /// A list file: one URL per line, optionally a tab and the file name (`GetEntry.parse`).
+        /// A list file: one URL per line, optionally a tab and the file name (`GetEntry.parse`), or
+        /// a table (`InputTable`).
         case file(String)
         /// A list's text (stdin).
         case text([UInt8])
     }
 
     public var sources: [Source]
+    /// How lists are read: nil, each file by its extension (`InputFormat.of`), stdin as `txt`.
+    public var format: InputFormat?
+    /// A table's columns (`csv`, `tsv`, `jsonl`).
+    public var columns = InputColumns()
 
     public init(_ sources: [Source]) {
         self.sources = sources
@@ -37,14 +42,16 @@ public struct GetInput: Sendable {
                 guard try body(GetEntry(url: url, index: index, name: names[index])) else { return }
                 index += 1
             case .text(let bytes):
-                guard try LineReader.lines(of: bytes[...], { line, _ in try take(line) }) else { return }
+                var table = InputTable(format: format ?? .txt, columns: columns, source: "stdin")
+                guard try LineReader.lines(of: bytes[...], { line, _ in try take(line, &table) }) else { return }
             case .file(let path):
                 let fd = open(path, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
                 defer { close(fd) }
+                var table = InputTable(format: format ?? InputFormat.of(path: path), columns: columns, source: path)
                 let going: Bool
                 do {
-                    going = try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line) }
+                    going = try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line, &table) }
                 } catch let failure as LineReader.Failure {
                     throw GetInputError(message: "cannot read \(path): \(failure)")
                 }
@@ -52,9 +59,10 @@ public struct GetInput: Sendable {
             }
         }
 
-        /// A list line: an entry for `body`, or nothing for a blank or `#` line.
-        func take(_ line: ArraySlice<UInt8>) throws -> Bool {
-            guard let entry = GetEntry.parse(line: String(decoding: line, as: UTF8.self), index: index) else { return true }
+        /// A list line: an entry for `body`, or nothing (a blank or `#` line of a list, a table's
+        /// header, a record that goes on).
+        func take(_ line: ArraySlice<UInt8>, _ table: inout InputTable) throws -> Bool {
+            guard let entry = try table.take(line, index: index) else { return true }
             index += 1
             return try body(entry)
         }

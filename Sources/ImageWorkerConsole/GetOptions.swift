@@ -8,6 +8,10 @@ public struct GetEntry: Sendable, Equatable {
     public var index: Int
     /// The file name the line gave (`output.name`); nil: `--name-template` or the URL's name.
     public var name: String?
+    /// A table's row: its caption (`--caption-col`) and the columns kept (`--save-columns`), in
+    /// the manifest's record.
+    public var caption: String?
+    public var columns = JSONObject()
 
     public init(url: String, index: Int, name: String? = nil) {
         self.url = url

@@ -25,6 +25,9 @@ public struct GetSession: Sendable {
         public var index: Int
         /// The file name its input line gave.
         public var name: String?
+        /// Its table row's caption and kept columns (the manifest's record).
+        public var caption: String?
+        public var columns = JSONObject()
         /// When its `download/started` came (seconds on the caller's clock).
         public var startedAt: Double?
         public var phase: Phase = .waiting
@@ -115,7 +118,7 @@ public struct GetSession: Sendable {
     /// A URL about to be requested (before any message of its token can arrive).
     public mutating func register(_ entry: GetEntry) {
         guard live[entry.index + 1] == nil else { return }
-        live[entry.index + 1] = Item(url: entry.url, index: entry.index, name: entry.name)
+        live[entry.index + 1] = Item(url: entry.url, index: entry.index, name: entry.name, caption: entry.caption, columns: entry.columns)
         registered += 1
     }
 
@@ -168,7 +171,7 @@ public struct GetSession: Sendable {
             }
             var outputs = end(n, .failed(name: "InvalidRequest", message: error["message"]?.stringValue ?? "refused"))
             if recordFormat != nil {
-                outputs.append(.record(Manifest.refused(index: item.index, url: item.url, name: item.name, error: error)))
+                outputs.append(.record(Manifest.refused(index: item.index, url: item.url, name: item.name, row: (item.caption, item.columns), error: error)))
             }
             return outputs
         }
@@ -208,7 +211,10 @@ public struct GetSession: Sendable {
             if let recordFormat {
                 let ms = now.flatMap { now in item.startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
                 outputs.append(
-                    .record(Manifest.record(index: item.index, url: item.url, name: item.name, completed: params, format: recordFormat, ms: ms)))
+                    .record(
+                        Manifest.record(
+                            index: item.index, url: item.url, name: item.name, row: (item.caption, item.columns), completed: params,
+                            format: recordFormat, ms: ms)))
             }
             return outputs
         default:

@@ -12,10 +12,15 @@ public enum Manifest {
     /// The record of the URL at `index` (with its own `name` when the input gave one) from its
     /// `download/completed` params; `format`: the `output.format` asked (`original`: the bytes'
     /// format is recorded); `ms`: from its `download/started` to its end, when it started.
-    public static func record(index: Int, url: String, name: String? = nil, completed params: JSONValue, format: String, ms: Int64?) -> JSONObject {
+    /// `row`: a table row's caption and kept columns.
+    public static func record(
+        index: Int, url: String, name: String? = nil, row: (caption: String?, columns: JSONObject) = (nil, [:]), completed params: JSONValue,
+        format: String, ms: Int64?
+    ) -> JSONObject {
         // The URL without its user information: a manifest is shared, logged, uploaded.
         var record: JSONObject = ["index": JSONValue(index), "url": .string(DownloadURL.redacted(url))]
         if let name { record["name"] = .string(name) }
+        add(row, to: &record)
         switch params["outcome"]?.stringValue {
         case "success":
             record["outcome"] = params["skipped"]?.boolValue == true ? "skipped" : "ok"
@@ -34,10 +39,19 @@ public enum Manifest {
     }
 
     /// A refused `download` request's record.
-    public static func refused(index: Int, url: String, name: String? = nil, error: JSONValue?) -> JSONObject {
+    public static func refused(
+        index: Int, url: String, name: String? = nil, row: (caption: String?, columns: JSONObject) = (nil, [:]), error: JSONValue?
+    ) -> JSONObject {
         var record: JSONObject = ["index": JSONValue(index), "url": .string(DownloadURL.redacted(url)), "outcome": "failed", "error": errorSummary(error, name: "InvalidRequest")]
         if let name { record["name"] = .string(name) }
+        add(row, to: &record)
         return record
+    }
+
+    /// A table row's caption and kept columns, in a record.
+    private static func add(_ row: (caption: String?, columns: JSONObject), to record: inout JSONObject) {
+        if let caption = row.caption { record["caption"] = .string(caption) }
+        if !row.columns.isEmpty { record["columns"] = .object(row.columns) }
     }
 
     private static func errorSummary(_ error: JSONValue?, name fallback: String = "Error") -> JSONValue {

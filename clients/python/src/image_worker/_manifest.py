@@ -213,10 +213,12 @@ class ManifestFile:
         if self.parquet:
             pa = _pyarrow()
             # The columns and their types from protocol/schema/manifest-record.schema.json.
-            column = {"int": pa.int64(), "str": pa.string(), "enum": pa.string()}
+            # (A ``json`` field, a table's kept columns, is stored as its JSON text.)
+            column = {"int": pa.int64(), "str": pa.string(), "enum": pa.string(), "json": pa.string()}
             error = pa.struct([(name, column[kind]) for name, kind in ERROR_TYPES.items()])
             schema = pa.schema([(name, error if kind == "dict" else column[kind]) for name, kind in TYPES.items()])
-            rows = [{f: r.get(f) for f in FIELDS} for r in sorted(self._records, key=lambda r: r.get("index", 0))]
+            rows = [{f: json.dumps(r[f]) if TYPES[f] == "json" and r.get(f) is not None else r.get(f) for f in FIELDS}
+                    for r in sorted(self._records, key=lambda r: r.get("index", 0))]
             temp, fd = _exclusive_temporary(self.path)
             try:
                 with os.fdopen(fd, "wb") as f:

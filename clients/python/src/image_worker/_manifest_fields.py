@@ -9,6 +9,8 @@ FIELDS: Tuple[str, ...] = (
     "index",
     "url",
     "name",
+    "caption",
+    "columns",
     "outcome",
     "path",
     "bytes",
@@ -24,11 +26,13 @@ FIELDS: Tuple[str, ...] = (
     "shard",
 )
 OUTCOMES: Tuple[str, ...] = ("ok", "skipped", "failed", "cancelled")
-#: Each field's JSON type (``enum`` for ``outcome``).
+#: Each field's JSON type (``enum`` for ``outcome``, ``json`` for any JSON value).
 TYPES: Dict[str, str] = {
     "index": "int",
     "url": "str",
     "name": "str",
+    "caption": "str",
+    "columns": "json",
     "outcome": "enum",
     "path": "str",
     "bytes": "int",

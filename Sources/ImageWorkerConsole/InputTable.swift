@@ -1,0 +1,139 @@
+import ImageWorkerProtocol
+
+/// An input list's format (img2dataset's `input_format`): `txt`, a URL a line (optionally a tab
+/// and a file name), or a table whose columns give each row's URL, caption and the columns to
+/// keep: `csv` and `tsv` (a header row first; RFC 4180 quoting, a quoted field may hold the
+/// delimiter, quotes doubled and line breaks) and `jsonl` (a JSON object a line).
+public enum InputFormat: String, Sendable, CaseIterable {
+    case txt, csv, tsv, jsonl
+
+    /// From a file's extension: `.csv`, `.tsv`, `.jsonl` or `.ndjson`; anything else is `txt`.
+    public static func of(path: String) -> InputFormat {
+        let lowered = path.lowercased()
+        if lowered.hasSuffix(".csv") { return .csv }
+        if lowered.hasSuffix(".tsv") { return .tsv }
+        if lowered.hasSuffix(".jsonl") || lowered.hasSuffix(".ndjson") { return .jsonl }
+        return .txt
+    }
+}
+
+/// Which columns of a table say what (`--url-col`, `--caption-col`, `--save-columns`).
+public struct InputColumns: Sendable, Equatable {
+    public var url = "url"
+    public var caption: String?
+    public var saved: [String] = []
+
+    public init(url: String = "url", caption: String? = nil, saved: [String] = []) {
+        (self.url, self.caption, self.saved) = (url, caption, saved)
+    }
+}
+
+/// A table's rows as entries, fed a line at a time (streaming: a record is held only until it
+/// is complete). Every row is an entry, one without a usable URL too (its URL is then empty, and
+/// the download fails as an invalid URL would): a table's rows and the results match one to one.
+/// A header without the columns asked is the input's error (`GetInputError`).
+struct InputTable {
+    let format: InputFormat
+    let columns: InputColumns
+    /// Where the input came from, for errors.
+    let source: String
+    /// The header's positions of the URL, caption and saved columns (csv, tsv), once read.
+    private var positions: (url: Int, caption: Int?, saved: [Int])?
+    /// A csv or tsv record whose quoted field goes on to the next line.
+    private var pending: [UInt8] = []
+
+    init(format: InputFormat, columns: InputColumns, source: String) {
+        (self.format, self.columns, self.source) = (format, columns, source)
+    }
+
+    /// The entry the line completes (numbered `index`), or nil: the header, a blank line, or a
+    /// record that goes on.
+    mutating func take(_ line: ArraySlice<UInt8>, index: Int) throws -> GetEntry? {
+        switch format {
+        case .txt:
+            return GetEntry.parse(line: String(decoding: line, as: UTF8.self), index: index)
+        case .jsonl:
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
+            guard case .object(let object)? = try? JSONParser.parse(line) else { return GetEntry(url: "", index: index) }
+            return entry(index: index) { object[$0] }
+        case .csv, .tsv:
+            pending += line
+            // (An odd count of quotes so far: a quoted field goes on past this line break.)
+            if pending.reduce(0, { $0 + ($1 == 0x22 ? 1 : 0) }) % 2 == 1 {
+                pending.append(0x0A)
+                return nil
+            }
+            var record = pending
+            pending = []
+            if record.last == 0x0D { record.removeLast() }
+            if record.isEmpty { return nil }
+            let fields = Self.fields(record, delimiter: format == .csv ? 0x2C : 0x09)
+            guard let positions else {
+                positions = try headerPositions(fields)
+                return nil
+            }
+            return entry(index: index) { name in
+                let at = name == columns.url ? positions.url : name == columns.caption ? positions.caption : positions.saved[columns.saved.firstIndex(of: name)!]
+                return at.flatMap { $0 < fields.count ? .string(fields[$0]) : nil }
+            }
+        }
+    }
+
+    /// A row's entry from its values by column name (nil: absent).
+    private func entry(index: Int, _ value: (String) -> JSONValue?) -> GetEntry {
+        let url = value(columns.url)?.stringValue?.trimmingCharacters(in: .whitespaces) ?? ""
+        var entry = GetEntry(url: url, index: index)
+        if let caption = columns.caption, let text = value(caption) {
+            // (A JSON caption that is not a string is kept as its JSON text.)
+            entry.caption = text.stringValue ?? JSONWriter.encodeString(text)
+        }
+        for name in columns.saved { entry.columns[name] = value(name) ?? .null }
+        return entry
+    }
+
+    private func headerPositions(_ header: [String]) throws -> (url: Int, caption: Int?, saved: [Int]) {
+        func position(_ name: String, _ flag: String) throws -> Int {
+            guard let at = header.firstIndex(of: name) else {
+                throw GetInputError(message: "\(source): no column \"\(name)\" (\(flag)) in the header: \(header.joined(separator: ", "))")
+            }
+            return at
+        }
+        return (
+            try position(columns.url, "--url-col"), try columns.caption.map { try position($0, "--caption-col") },
+            try columns.saved.map { try position($0, "--save-columns") }
+        )
+    }
+
+    /// A csv or tsv record's fields: quoted fields unquoted (`""` is a quote), others as they are.
+    static func fields(_ record: [UInt8], delimiter: UInt8) -> [String] {
+        var fields: [String] = []
+        var field: [UInt8] = []
+        var quoted = false
+        var i = 0
+        while i < record.count {
+            let c = record[i]
+            if quoted {
+                if c == 0x22 {
+                    if i + 1 < record.count, record[i + 1] == 0x22 {
+                        field.append(0x22)
+                        i += 1
+                    } else {
+                        quoted = false
+                    }
+                } else {
+                    field.append(c)
+                }
+            } else if c == 0x22 {
+                quoted = true
+            } else if c == delimiter {
+                fields.append(String(decoding: field, as: UTF8.self))
+                field = []
+            } else {
+                field.append(c)
+            }
+            i += 1
+        }
+        fields.append(String(decoding: field, as: UTF8.self))
+        return fields
+    }
+}
