@@ -41,6 +41,12 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Tables: columns to keep beside each image, comma-separated (in the manifest's record, under columns).")
     var saveColumns: String?
 
+    @Option(help: "How the images are laid out in --output: files (each its own file, the default) or webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000_stats.json beside each; with --continue, complete shards are kept and the others written again).")
+    var outputFormat: String?
+
+    @Option(help: "With --output-format webdataset: rows a shard (default 10000).")
+    var shardSize: Int = 10_000
+
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
     var manifest: String?
 
@@ -76,7 +82,18 @@ struct Get: AsyncParsableCommand {
         if urls.contains("-") && input != nil { throw ValidationError("read stdin with - or -i -, not both") }
         if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
-        if continueRun && manifest == nil { throw ValidationError("--continue needs --manifest FILE") }
+        if let outputFormat, GetOptions.OutputLayout(rawValue: outputFormat) == nil {
+            throw ValidationError("--output-format must be files or webdataset, not \(outputFormat)")
+        }
+        guard (1...1_000_000).contains(shardSize) else { throw ValidationError("--shard-size must be between 1 and 1000000") }
+        let sharded = outputFormat == GetOptions.OutputLayout.webdataset.rawValue
+        if continueRun && manifest == nil && !sharded { throw ValidationError("--continue needs --manifest FILE (or --output-format webdataset)") }
+        if continueRun && manifest != nil && sharded {
+            throw ValidationError("--continue with --output-format webdataset resumes by shard: not with --manifest")
+        }
+        if sharded && (flags.nameTemplate != nil || flags.skipExisting || flags.overwrite) {
+            throw ValidationError("--output-format webdataset names its samples by row: not with --name-template, --skip-existing or --overwrite")
+        }
         if let inputFormat, InputFormat(rawValue: inputFormat) == nil {
             throw ValidationError("--input-format must be one of \(InputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(inputFormat)")
         }
@@ -155,7 +172,13 @@ struct Get: AsyncParsableCommand {
         options.cacheDirectory = worker.cacheDir
         options.manifest = manifest
         options.resume = continueRun
-        options.skipExisting = flags.skipExisting || continueRun
+        options.outputLayout = outputFormat.flatMap(GetOptions.OutputLayout.init(rawValue:)) ?? .files
+        options.shardSize = shardSize
+        options.skipExisting = options.outputLayout == .files && (flags.skipExisting || continueRun)
+        // A dataset honours sites' opt-outs unless told otherwise (img2dataset's list).
+        if options.outputLayout == .webdataset, options.disallowedHeaderDirectives == nil {
+            options.disallowedHeaderDirectives = RobotsTagPolicy.datasetDirectives.joined(separator: ",")
+        }
         options.verify = noVerify ? .none : verify.flatMap(GetOptions.Verification.init(rawValue:)) ?? .header
         options.progressLines = !json && !noProgress && isatty(STDERR_FILENO) != 1
         options.progressInterval = .milliseconds(Int64(progressInterval * 1000))

@@ -134,6 +134,14 @@ public struct GetOptions: Sendable {
     }
 
     public var verify = Verification.header
+    /// How the images are laid out: loose files in `directory` (the default), or WebDataset
+    /// shards of `shardSize` rows there (`ShardWriter`).
+    public enum OutputLayout: String, Sendable, CaseIterable {
+        case files, webdataset
+    }
+
+    public var outputLayout = OutputLayout.files
+    public var shardSize = 10_000
     /// JSON Lines of every URL's result, appended as each ends.
     public var manifest: String?
     /// With `manifest`: fetch only what it does not show as done.
@@ -171,8 +179,15 @@ public struct GetOptions: Sendable {
         if overwrite { output["overwrite"] = true }
         if skipExisting { output["skipExisting"] = true }  // with overwrite: refused by `get`'s checks (OptionRule)
         if format == "original", verify != .none { output["verify"] = verify == .full ? "full" : true }
-        if manifest != nil { output["sha256"] = true }
-        if let name = entry.name {
+        if manifest != nil || outputLayout == .webdataset { output["sha256"] = true }
+        if outputLayout == .webdataset {
+            // Into the shards' staging folder, named by the row (the shard takes it from there).
+            output["dir"] = .string(directory + "/.staging")
+            output["nameTemplate"] = "{index}.{ext}"
+            output["index"] = JSONValue(entry.index)
+            output["overwrite"] = true
+            output["skipExisting"] = nil
+        } else if let name = entry.name {
             output["name"] = .string(name)
         } else if let nameTemplate {
             output["nameTemplate"] = .string(nameTemplate)

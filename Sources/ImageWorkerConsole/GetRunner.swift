@@ -54,6 +54,7 @@ public enum GetRunner {
         var manifest: ManifestWriter?
         var done: ManifestIndex?
         var doneBefore = 0
+        var shards: ShardWriter?
         let total: Int
         var uncommitted: ManifestWriter?
         do {
@@ -85,6 +86,17 @@ public enum GetRunner {
                 }
             } else {
                 count = try input.count()
+            }
+            if options.outputLayout == .webdataset {
+                let writer = try ShardWriter(
+                    directory: options.directory, size: options.shardSize, rows: count, captioned: input.columns.caption != nil,
+                    resume: options.resume)
+                shards = writer
+                doneBefore += writer.rowsDone
+                if writer.rowsDone > 0 && !options.json {
+                    TerminalDisplay.write(
+                        STDERR_FILENO, "image-worker get: \(writer.complete.count) of \(writer.shardCount) shards already complete\n")
+                }
             }
             total = count - doneBefore
         } catch {
@@ -127,11 +139,12 @@ public enum GetRunner {
         var initial = GetSession()
         initial.total = total
         initial.quiet = options.quietEvents
-        if manifest != nil { initial.recordFormat = options.format }
+        if manifest != nil || shards != nil { initial.recordFormat = options.format }
+        if shards != nil { initial.shardSize = options.shardSize }
         if options.format == "original", options.verify != .full { initial.originalCheck = options.verify }
         let reader = EventReader(
             fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,
-            lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest
+            lines: options.progressLines && !options.json, lineInterval: options.progressInterval, manifest: manifest, shards: shards
         ) {
             let first = outputClosed.withLockedValue { closed in
                 defer { closed = true }
@@ -142,11 +155,13 @@ public enum GetRunner {
         // The list is walked again, each request made as the pipe takes it: past
         // `maxLiveDownloads` the worker stops reading, and the rest of the list waits unread.
         let carried = done
+        let sharded = shards
         let messageLimit = workerOptions.maxMessageBytes
         let feeder = Thread {
             try? input.forEach { entry in
                 if fed.interrupted { return false }
                 if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
+                if let sharded, sharded.skips(index: entry.index) { return true }
                 let request = options.downloadRequest(entry)
                 var line = JSONWriter.encode(request)
                 guard line.count <= messageLimit else {
@@ -172,13 +187,15 @@ public enum GetRunner {
         close(outputWrite)
         var session = await reader.finished()
         if fed.interrupted { session.interrupted = true }
+        let shardProblem = shards?.close()
+        if let shardProblem { TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(shardProblem)\n") }
         close(outputRead)
         close(inputRead)  // a feeder still blocked on a full pipe (after a signal) gets EPIPE
         withExtendedLifetime(signals) {}
 
         if !options.json {
             let seconds = (ContinuousClock.now - started) / .seconds(1)
-            let before = doneBefore > 0 ? ", \(doneBefore) done before (manifest)" : ""
+            let before = doneBefore > 0 ? ", \(doneBefore) done before (\(shards == nil ? "manifest" : "complete shards"))" : ""
             TerminalDisplay.write(STDERR_FILENO, session.summary(seconds: seconds) + before + "\n")
             if session.interrupted, !session.allDone {
                 TerminalDisplay.write(
@@ -192,7 +209,7 @@ public enum GetRunner {
         }
         if let number = interruptedBy.withLockedValue({ $0 }) { return 128 + number }
         if outputClosed.withLockedValue({ $0 }) { return 128 + SIGPIPE }
-        return session.allDone ? 0 : 1
+        return session.allDone && shardProblem == nil ? 0 : 1
     }
 
     private static func makePipe() -> (read: Int32, write: Int32)? {
@@ -200,145 +217,5 @@ public enum GetRunner {
         guard pipe(&fds) == 0 else { return nil }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         return (fds[0], fds[1])
-    }
-
-}
-
-/// Reads the worker's output lines on a thread of its own, feeds them to a `GetSession` and the
-/// display (or, with `--json`, copies the events to stdout), until the pipe ends.
-final class EventReader: Sendable {
-    private let result = NIOLockedValueBox<(session: GetSession?, waiter: CheckedContinuation<GetSession, Never>?)>((nil, nil))
-
-    /// `onOutputClosed`: stdout or stderr could not be written (the reader went away). `lines`:
-    /// a progress line every few seconds on stderr instead of bars. `manifest`: each URL's record
-    /// is appended as it ends.
-    init(
-        fd: Int32, session start: GetSession, fed: FedEntries, json: Bool, bars: Bool, lines: Bool, lineInterval: Duration,
-        manifest: ManifestWriter?, onOutputClosed: @escaping @Sendable () -> Void
-    ) {
-        let thread = Thread { [self] in
-            var session = start
-            let clock = ContinuousClock.now
-            let display = TerminalDisplay(bars: bars && !json, lines: lines && !bars, lineInterval: lineInterval, onClosed: onOutputClosed)
-            var pending: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            func take(_ line: ArraySlice<UInt8>) {
-                guard !line.isEmpty, let message = try? JSONParser.parse(line) else { return }
-                for entry in fed.take() { session.register(entry) }
-                if fed.interrupted { session.interrupted = true }
-                handle(message, line: line)
-            }
-            /// Entries refused before they were sent: answered as the worker answers a refused request.
-            func takeRefused() {
-                for (entry, reply) in fed.takeRefused() {
-                    for earlier in fed.take() { session.register(earlier) }
-                    session.register(entry)
-                    handle(reply, line: JSONWriter.encode(reply)[...])
-                }
-            }
-            func handle(_ message: JSONValue, line: ArraySlice<UInt8>) {
-                if json, message["method"] != nil || message["error"] != nil,
-                    !TerminalDisplay.write(
-                        STDOUT_FILENO, (session.withURL(message).map { String(decoding: JSONWriter.encode($0), as: UTF8.self) }
-                            ?? String(decoding: line, as: UTF8.self)) + "\n")
-                {
-                    onOutputClosed()
-                }
-                let now = (ContinuousClock.now - clock) / .seconds(1)
-                for output in session.handle(message, now: now) {
-                    if case .record(let record) = output {
-                        manifest?.append(record)
-                        continue
-                    }
-                    guard !json else { continue }
-                    switch output {
-                    case .result(let text): display.result(text, session)
-                    case .redraw: display.changed(session)
-                    case .record: break
-                    }
-                }
-            }
-            reading: while true {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&p, 1, 100)
-                if ready < 0 && errno == EINTR { continue }
-                takeRefused()
-                if ready == 0 {
-                    display.tick(session)
-                    continue
-                }
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                switch n {
-                case ..<0 where errno == EINTR || errno == EAGAIN: continue
-                case ...0: break reading
-                default:
-                    pending.append(contentsOf: buffer[0..<n])
-                    var start = pending.startIndex
-                    while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                        take(pending[start..<newline])
-                        start = newline + 1
-                    }
-                    pending.removeSubrange(..<start)
-                }
-            }
-            take(pending[...])
-            takeRefused()
-            display.finish()
-            let waiter = self.result.withLockedValue { r in
-                r.session = session
-                return r.waiter
-            }
-            waiter?.resume(returning: session)
-        }
-        thread.name = "image-worker get: events"
-        thread.start()
-    }
-
-    /// The session once the worker's output has ended.
-    func finished() async -> GetSession {
-        await withCheckedContinuation { continuation in
-            let done = result.withLockedValue { r -> GetSession? in
-                if let session = r.session { return session }
-                r.waiter = continuation
-                return nil
-            }
-            if let done { continuation.resume(returning: done) }
-        }
-    }
-}
-
-/// The entries the feeder has written requests for and the event reader has not yet registered,
-/// and those it refused to send (each with the error response that stands for the worker's).
-final class FedEntries: Sendable {
-    private let entries = NIOLockedValueBox<[GetEntry]>([])
-    private let refused = NIOLockedValueBox<[(GetEntry, JSONValue)]>([])
-    private let stopped = NIOLockedValueBox(false)
-
-    /// The run is interrupted: the feeder sends no more, and refusals are not failures.
-    func interrupt() { stopped.withLockedValue { $0 = true } }
-    var interrupted: Bool { stopped.withLockedValue { $0 } }
-
-    func add(_ entry: GetEntry) {
-        entries.withLockedValue { $0.append(entry) }
-    }
-
-    func take() -> [GetEntry] {
-        entries.withLockedValue { taken in
-            defer { taken.removeAll(keepingCapacity: true) }
-            return taken
-        }
-    }
-
-    /// An entry whose request (of `id`) is not sent: it ends as a refused request, with `message`.
-    func refuse(_ entry: GetEntry, id: RPCId, message: String) {
-        let reply = RPCResponse.failure(id: id, error: RPCError(code: RPCError.invalidRequestCode, message: message))
-        refused.withLockedValue { $0.append((entry, reply)) }
-    }
-
-    func takeRefused() -> [(GetEntry, JSONValue)] {
-        refused.withLockedValue { taken in
-            defer { taken.removeAll() }
-            return taken
-        }
     }
 }

@@ -100,6 +100,8 @@ public struct GetSession: Sendable {
     private(set) var timings: [Timing] = []
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
     public var recordFormat: String?
+    /// `--output-format webdataset`: rows a shard (a result line names the sample's shard and key).
+    public var shardSize: Int?
 
     /// Items for every URL, tokens `"1"`, `"2"`, … in order.
     public init(urls: [String]) {
@@ -207,7 +209,13 @@ public struct GetSession: Sendable {
                 live[n]!.receivedBytes = bytes
             }
             let item = live[n]!
-            var outputs = end(n, Self.outcome(params))
+            var outcome = Self.outcome(params)
+            if let shardSize, case .success(let path?, let detail) = outcome {
+                // (Written into the staging folder, on its way into its shard: where it ends up.)
+                let ext = (path as NSString).pathExtension
+                outcome = .success(path: ShardWriter.place(index: item.index, size: shardSize, ext: ext), detail: detail)
+            }
+            var outputs = end(n, outcome)
             if let recordFormat {
                 let ms = now.flatMap { now in item.startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
                 outputs.append(

@@ -27,7 +27,7 @@ public enum Manifest {
             if let path = params["path"] { record["path"] = path }
             if let bytes = params["byteLength"] { record["bytes"] = bytes }
             if let written = format == "original" ? params["sourceFormat"]?.stringValue : format { record["format"] = .string(written) }
-            for key in ["width", "height", "sha256", "sourceSha256", "sourceWidth", "sourceHeight"] { if let value = params[key] { record[key] = value } }
+            for key in ["width", "height", "sha256", "sourceSha256", "sourceWidth", "sourceHeight", "orientation"] { if let value = params[key] { record[key] = value } }
         case "cancelled":
             record["outcome"] = "cancelled"
         default:

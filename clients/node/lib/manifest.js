@@ -53,7 +53,7 @@ export function manifestRecord({ index, url, name, image, error, format, ms }) {
     record.bytes = image.byteLength;
     const written = format === 'original' ? image.sourceFormat : format;
     if (written != null) record.format = written;
-    for (const key of ['width', 'height', 'sha256', 'sourceSha256', 'sourceWidth', 'sourceHeight']) if (image[key] != null) record[key] = image[key];
+    for (const key of ['width', 'height', 'sha256', 'sourceSha256', 'sourceWidth', 'sourceHeight', 'orientation']) if (image[key] != null) record[key] = image[key];
   } else if (error instanceof Cancelled) {
     record.outcome = 'cancelled';
   } else {

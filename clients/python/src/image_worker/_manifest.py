@@ -73,7 +73,7 @@ def record(index: int, url: str, name: Optional[str], image: Optional[Image], er
             r["format"] = written
         for field, value in (("width", image.width), ("height", image.height), ("sha256", image.sha256),
                              ("sourceSha256", image.source_sha256), ("sourceWidth", image.source_width),
-                             ("sourceHeight", image.source_height)):
+                             ("sourceHeight", image.source_height), ("orientation", image.orientation)):
             if value is not None:
                 r[field] = value
     else:

@@ -1,0 +1,134 @@
+import Foundation
+import ImageWorkerProtocol
+import Testing
+import TestSupport
+
+/// `get --output-format webdataset`: img2dataset's shards from a table, read back with `tar`;
+/// every row counted in its shard's stats (failed, filtered and opted-out rows too); the same
+/// bytes from a rerun, and from a run interrupted by SIGINT then `--continue`d.
+@Suite struct GetShardTests {
+    /// `tar`'s listing of a shard, and a member's bytes.
+    static func tar(_ arguments: [String]) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["tar"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "tar \(arguments)")
+        return data
+    }
+
+    static func members(_ shard: URL) throws -> [String] {
+        String(decoding: try tar(["-tf", shard.path]), as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    static func json(_ url: URL) throws -> JSONValue { try JSONParser.parse(Array(try Data(contentsOf: url))) }
+
+    /// A table of 7 rows in shards of 3 (keys: the shard's 5 digits and the row's place in it, one
+    /// digit for 3): images, captions and metadata in row order; a 404, two filtered images (the
+    /// PNGs are 32 x 32) and an opted-out one (img2dataset's directives are honoured by default)
+    /// only in the stats.
+    func table(_ server: TestHTTPServer, _ dir: URL, gate: String? = nil) throws -> URL {
+        let held = gate.map { "?gate=\($0)" } ?? ""
+        let rows = [
+            "url,caption,license",
+            "\(server.url("/files/testorig.jpg")),\"a boat, at sea\",cc-by",
+            "\(server.url("/status/404")),gone,cc0",
+            "\(server.url("/files/basn2c08.png")),\"a tiny\ntile\",",
+            "\(server.url("/files/testorig.jpg?robots=noai")),opted out,cc-by",
+            "\(server.url("/files/test.webp")),a webp,mit",
+            "\(server.url("/files/basi6a08.png?tiny=1")),filtered,x",
+            "\(server.url("/files/testimgp.jpg\(held)")),progressive,y",
+        ]
+        let url = dir.appendingPathComponent("rows.csv")
+        try Data((rows.joined(separator: "\n") + "\n").utf8).write(to: url)
+        return url
+    }
+
+    func arguments(_ table: URL, _ out: URL) -> [String] {
+        ["get", "-i", table.path, "--caption-col", "caption", "--save-columns", "license", "--output-format", "webdataset", "--shard-size", "3",
+         "-o", out.path, "--width", "48", "--height", "48", "--format", "jpeg", "--min-image-size", "33"]
+    }
+
+    @Test func shardsHoldTheRowsInOrderAndTheStatsCountThemAll() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("shards")
+        let run = try await GetCommandTests.run(arguments(try table(server, dir), out))
+        #expect(run.status == 1, "\(run)")
+        #expect(run.lines.contains { $0.contains("-> 00000.tar:000000.jpg") }, "\(run.lines)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+        #expect(names == ["00000.tar", "00000_stats.json", "00001.tar", "00001_stats.json", "00002.tar", "00002_stats.json"], "\(names)")
+        #expect(try Self.members(out.appendingPathComponent("00000.tar")) == ["000000.jpg", "000000.txt", "000000.json"])
+        #expect(try Self.members(out.appendingPathComponent("00001.tar")) == ["000011.jpg", "000011.txt", "000011.json"])
+        #expect(try Self.members(out.appendingPathComponent("00002.tar")) == ["000020.jpg", "000020.txt", "000020.json"])
+        let caption = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.txt"])
+        #expect(String(decoding: caption, as: UTF8.self) == "a boat, at sea")
+        let meta = try JSONParser.parse(Array(try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.json"])))
+        #expect(meta["key"] == "000000" && meta["status"] == "success" && meta["caption"] == "a boat, at sea" && meta["license"] == "cc-by")
+        #expect(meta["width"] == 48 && meta["height"] == 48 && meta["original_width"] == 227 && meta["original_height"] == 149)
+        let photo = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+        #expect(meta["sha256"] == .string(SHA256Hex.of(photo)) && meta["url"] == .string(server.url("/files/testorig.jpg")))
+        let image = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.jpg"])
+        #expect(image.prefix(3) == Data([0xFF, 0xD8, 0xFF]))
+        // Every row counted, by what became of it.
+        let stats = try (0..<3).map { try Self.json(out.appendingPathComponent(String(format: "%05d_stats.json", $0))) }
+        #expect(stats.map { $0["count"] } == [3, 3, 1])
+        #expect(stats.map { $0["successes"] } == [1, 1, 1])
+        #expect(stats[0]["failed_to_download"] == 1 && stats[0]["filtered"] == 1 && stats[0]["errors"]?["InvalidDownloadStatusCode"] == 1)
+        #expect(stats[1]["opted_out"] == 1 && stats[1]["filtered"] == 1 && stats[1]["errors"]?["OptedOut"] == 1, "\(stats[1])")
+    }
+
+    /// Interrupted while a row of the last shard hangs: the shards complete are kept whole, the
+    /// last is not left under its name; `--continue` writes only it, and every shard is the same,
+    /// byte for byte, as an uninterrupted run's.
+    @Test func anInterruptedRunContinuesToTheSameShards() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let table = try table(server, dir, gate: "last")
+        let whole = dir.appendingPathComponent("whole")
+        let cut = dir.appendingPathComponent("cut")
+        let interrupted = try await GetCommandTests.run(arguments(table, cut), interruptWhen: {
+            FileManager.default.fileExists(atPath: cut.appendingPathComponent("00001_stats.json").path)
+        })
+        #expect(interrupted.status == 130, "\(interrupted)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: cut.path).sorted()
+        #expect(left == ["00000.tar", "00000_stats.json", "00001.tar", "00001_stats.json"], "\(left)")
+        server.openGate("last")
+        let continued = try await GetCommandTests.run(arguments(table, cut) + ["--continue"])
+        #expect(continued.status == 0 && continued.stderr.contains("2 of 3 shards already complete"), "\(continued)")
+        #expect(server.hits("/files/test.webp") == 1, "a complete shard's rows are not fetched again")
+        _ = try await GetCommandTests.run(arguments(table, whole))
+        for shard in ["00000.tar", "00001.tar", "00002.tar"] {
+            #expect(try Data(contentsOf: cut.appendingPathComponent(shard)) == Data(contentsOf: whole.appendingPathComponent(shard)), "\(shard)")
+        }
+        // (Apart from its times, the same stats.)
+        var a = try Self.json(cut.appendingPathComponent("00002_stats.json")).objectValue!
+        var b = try Self.json(whole.appendingPathComponent("00002_stats.json")).objectValue!
+        for key in ["start_time", "end_time", "duration"] { (a[key], b[key]) = (nil, nil) }
+        #expect(a == b)
+    }
+
+    @Test func shardFlagsAreChecked() async throws {
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = ["get", "-o", dir.path, "--output-format", "webdataset", "http://127.0.0.1:9/a.jpg"]
+        let bad = try await GetCommandTests.run(["get", "-o", dir.path, "--output-format", "tfrecord", "http://127.0.0.1:9/a.jpg"])
+        #expect(bad.status == 64 && bad.stderr.contains("--output-format must be files or webdataset"), "\(bad)")
+        let size = try await GetCommandTests.run(base + ["--shard-size", "0"])
+        #expect(size.status == 64 && size.stderr.contains("--shard-size must be between 1 and"), "\(size)")
+        let named = try await GetCommandTests.run(base + ["--name-template", "{index}.{ext}"])
+        #expect(named.status == 64 && named.stderr.contains("names its samples by row"), "\(named)")
+        let both = try await GetCommandTests.run(base + ["--continue", "--manifest", dir.appendingPathComponent("m.jsonl").path])
+        #expect(both.status == 64 && both.stderr.contains("resumes by shard"), "\(both)")
+    }
+}
