@@ -58,16 +58,16 @@ struct InputTable {
             return entry(index: index) { object[$0] }
         case .csv, .tsv:
             pending += line
-            // (An odd count of quotes so far: a quoted field goes on past this line break.)
-            if pending.reduce(0, { $0 + ($1 == 0x22 ? 1 : 0) }) % 2 == 1 {
+            var record = pending
+            if record.last == 0x0D { record.removeLast() }
+            let (fields, open) = Self.fields(record, delimiter: format == .csv ? 0x2C : 0x09)
+            // A quoted field goes on past this line break.
+            if open {
                 pending.append(0x0A)
                 return nil
             }
-            var record = pending
             pending = []
-            if record.last == 0x0D { record.removeLast() }
             if record.isEmpty { return nil }
-            let fields = Self.fields(record, delimiter: format == .csv ? 0x2C : 0x09)
             guard let positions else {
                 positions = try headerPositions(fields)
                 return nil
@@ -91,7 +91,10 @@ struct InputTable {
         return entry
     }
 
-    private func headerPositions(_ header: [String]) throws -> (url: Int, caption: Int?, saved: [Int]) {
+    private func headerPositions(_ fields: [String]) throws -> (url: Int, caption: Int?, saved: [Int]) {
+        // (A spreadsheet's UTF-8 byte order mark before the first name is not part of it.)
+        var header = fields
+        if let first = header.first, first.hasPrefix("\u{FEFF}") { header[0] = String(first.dropFirst()) }
         func position(_ name: String, _ flag: String) throws -> Int {
             guard let at = header.firstIndex(of: name) else {
                 throw GetInputError(message: "\(source): no column \"\(name)\" (\(flag)) in the header: \(header.joined(separator: ", "))")
@@ -104,11 +107,14 @@ struct InputTable {
         )
     }
 
-    /// A csv or tsv record's fields: quoted fields unquoted (`""` is a quote), others as they are.
-    static func fields(_ record: [UInt8], delimiter: UInt8) -> [String] {
+    /// A csv or tsv record's fields, and whether it ends inside a quoted field (it goes on past a
+    /// line break). RFC 4180: a quote opens a quoted field only at the field's start (inside one,
+    /// `""` is a quote); elsewhere a quote is a character (`5" screen`).
+    static func fields(_ record: [UInt8], delimiter: UInt8) -> (fields: [String], open: Bool) {
         var fields: [String] = []
         var field: [UInt8] = []
         var quoted = false
+        var atStart = true
         var i = 0
         while i < record.count {
             let c = record[i]
@@ -123,17 +129,21 @@ struct InputTable {
                 } else {
                     field.append(c)
                 }
-            } else if c == 0x22 {
+            } else if c == 0x22 && atStart {
                 quoted = true
             } else if c == delimiter {
                 fields.append(String(decoding: field, as: UTF8.self))
                 field = []
+                atStart = true
+                i += 1
+                continue
             } else {
                 field.append(c)
             }
+            atStart = false
             i += 1
         }
         fields.append(String(decoding: field, as: UTF8.self))
-        return fields
+        return (fields, quoted)
     }
 }

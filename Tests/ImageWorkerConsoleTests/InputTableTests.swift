@@ -33,6 +33,15 @@ import Testing
         #expect(rows.map { $0.columns["id"] } == ["1", "2", "3"])
     }
 
+    /// A quote inside an unquoted field is a character, not the start of a field that goes on
+    /// to the next line (`5" screen`); a byte order mark does not hide the first column's name.
+    @Test func strayQuotesAndAByteOrderMark() throws {
+        let tsv = "\u{FEFF}url\tcaption\nhttp://h/a.jpg\ta 5\" screen\nhttp://h/b.jpg\t\"quoted\ttab\"\n"
+        let rows = try entries(tsv, name: "t.tsv", columns: InputColumns(caption: "caption"))
+        #expect(rows.map(\.url) == ["http://h/a.jpg", "http://h/b.jpg"])
+        #expect(rows.map(\.caption) == ["a 5\" screen", "quoted\ttab"])
+    }
+
     @Test func tsvAndTheColumnsNamed() throws {
         let tsv = "URL\tTEXT\tNSFW\thash\nhttp://h/a.jpg\tfirst\tUNLIKELY\tab12\nhttp://h/b.jpg\tsecond\n"
         let rows = try entries(tsv, name: "t.tsv", columns: InputColumns(url: "URL", caption: "TEXT", saved: ["NSFW", "hash"]))
