@@ -41,6 +41,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Tables: columns to keep beside each image, comma-separated (in the manifest's record, under columns).")
     var saveColumns: String?
 
+    @Option(help: "Tables: the column of each row's SHA-256 (hex) of the original bytes; bytes that differ fail the row with HashMismatch, and nothing of them is kept (img2dataset's verify_hash).")
+    var verifyHashCol: String?
+
     @Option(help: "How the images are laid out in --output: files (each its own file, the default) or webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000_stats.json beside each; with --continue, complete shards are kept and the others written again).")
     var outputFormat: String?
 
@@ -141,7 +144,8 @@ struct Get: AsyncParsableCommand {
         list.format = inputFormat.flatMap(InputFormat.init(rawValue:))
         list.columns = InputColumns(
             url: urlCol, caption: captionCol,
-            saved: (saveColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            saved: (saveColumns ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty },
+            hash: verifyHashCol)
         var problem: String?
         do {
             try list.forEach { entry in

@@ -54,11 +54,15 @@ final class EventReader: Sendable {
                         manifest?.append(record)
                         continue
                     }
+                    if case .remove(let path) = output {
+                        unlink(path)
+                        continue
+                    }
                     guard !json else { continue }
                     switch output {
                     case .result(let text): display.result(text, session)
                     case .redraw: display.changed(session)
-                    case .record: break
+                    case .record, .remove: break
                     }
                 }
             }

@@ -12,6 +12,8 @@ public struct GetEntry: Sendable, Equatable {
     /// the manifest's record.
     public var caption: String?
     public var columns = JSONObject()
+    /// The SHA-256 (lowercase hex) its table says the bytes have (`--verify-hash-col`).
+    public var expectedSHA256: String?
 
     public init(url: String, index: Int, name: String? = nil) {
         self.url = url
@@ -179,7 +181,7 @@ public struct GetOptions: Sendable {
         if overwrite { output["overwrite"] = true }
         if skipExisting { output["skipExisting"] = true }  // with overwrite: refused by `get`'s checks (OptionRule)
         if format == "original", verify != .none { output["verify"] = verify == .full ? "full" : true }
-        if manifest != nil || outputLayout == .webdataset { output["sha256"] = true }
+        if manifest != nil || outputLayout == .webdataset || entry.expectedSHA256 != nil { output["sha256"] = true }
         if outputLayout == .webdataset {
             // Into the shards' staging folder, named by the row (the shard takes it from there).
             output["dir"] = .string(directory + "/.staging")

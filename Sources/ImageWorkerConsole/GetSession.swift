@@ -25,9 +25,11 @@ public struct GetSession: Sendable {
         public var index: Int
         /// The file name its input line gave.
         public var name: String?
-        /// Its table row's caption and kept columns (the manifest's record).
+        /// Its table row's caption and kept columns (the manifest's record), and the SHA-256 its
+        /// bytes must have.
         public var caption: String?
         public var columns = JSONObject()
+        public var expectedSHA256: String?
         /// When its `download/started` came (seconds on the caller's clock).
         public var startedAt: Double?
         public var phase: Phase = .waiting
@@ -74,6 +76,8 @@ public struct GetSession: Sendable {
         case redraw
         /// A URL ended: its manifest record (only when `recordFormat` is set).
         case record(JSONObject)
+        /// A file written for a URL that then failed (its bytes are not the table's): to remove.
+        case remove(String)
     }
 
     /// The URLs fed and not ended, by token number (`index + 1`, also the request id). An ended
@@ -120,7 +124,8 @@ public struct GetSession: Sendable {
     /// A URL about to be requested (before any message of its token can arrive).
     public mutating func register(_ entry: GetEntry) {
         guard live[entry.index + 1] == nil else { return }
-        live[entry.index + 1] = Item(url: entry.url, index: entry.index, name: entry.name, caption: entry.caption, columns: entry.columns)
+        live[entry.index + 1] = Item(
+            url: entry.url, index: entry.index, name: entry.name, caption: entry.caption, columns: entry.columns, expectedSHA256: entry.expectedSHA256)
         registered += 1
     }
 
@@ -209,13 +214,23 @@ public struct GetSession: Sendable {
                 live[n]!.receivedBytes = bytes
             }
             let item = live[n]!
+            var outputs: [Output] = []
+            var params = params
+            // The table's SHA-256 for the row (`--verify-hash-col`): bytes that differ fail it, and
+            // the file written goes.
+            if let expected = item.expectedSHA256, params["outcome"]?.stringValue == "success",
+                let actual = (params["sourceSha256"] ?? params["sha256"])?.stringValue, actual != expected
+            {
+                if let path = params["path"]?.stringValue { outputs.append(.remove(path)) }
+                params = Self.failed(params, name: "HashMismatch", message: "the bytes' SHA-256 is \(actual), the table says \(expected)")
+            }
             var outcome = Self.outcome(params)
             if let shardSize, case .success(let path?, let detail) = outcome {
                 // (Written into the staging folder, on its way into its shard: where it ends up.)
                 let ext = (path as NSString).pathExtension
                 outcome = .success(path: ShardWriter.place(index: item.index, size: shardSize, ext: ext), detail: detail)
             }
-            var outputs = end(n, outcome)
+            outputs += end(n, outcome)
             if let recordFormat {
                 let ms = now.flatMap { now in item.startedAt.map { Int64(((now - $0) * 1000).rounded()) } }
                 outputs.append(
@@ -253,6 +268,14 @@ public struct GetSession: Sendable {
             }
         }
         return [.result(Self.resultLine(item)), .redraw]
+    }
+
+    /// A success's params turned into a failure's, with the get's own error `name`.
+    static func failed(_ params: JSONValue, name: String, message: String) -> JSONValue {
+        var object = params.objectValue ?? [:]
+        object["outcome"] = "error"
+        object["error"] = ["message": .string(message), "data": ["name": .string(name)]]
+        return .object(object)
     }
 
     static func outcome(_ params: JSONValue) -> Outcome {

@@ -22,9 +22,11 @@ public struct InputColumns: Sendable, Equatable {
     public var url = "url"
     public var caption: String?
     public var saved: [String] = []
+    /// The column of each row's SHA-256 (`--verify-hash-col`, img2dataset's `verify_hash`).
+    public var hash: String?
 
-    public init(url: String = "url", caption: String? = nil, saved: [String] = []) {
-        (self.url, self.caption, self.saved) = (url, caption, saved)
+    public init(url: String = "url", caption: String? = nil, saved: [String] = [], hash: String? = nil) {
+        (self.url, self.caption, self.saved, self.hash) = (url, caption, saved, hash)
     }
 }
 
@@ -37,8 +39,8 @@ struct InputTable {
     let columns: InputColumns
     /// Where the input came from, for errors.
     let source: String
-    /// The header's positions of the URL, caption and saved columns (csv, tsv), once read.
-    private var positions: (url: Int, caption: Int?, saved: [Int])?
+    /// The header's positions of the URL, caption, saved and hash columns (csv, tsv), once read.
+    private var positions: (url: Int, caption: Int?, saved: [Int], hash: Int?)?
     /// A csv or tsv record whose quoted field goes on to the next line.
     private var pending: [UInt8] = []
 
@@ -73,7 +75,16 @@ struct InputTable {
                 return nil
             }
             return entry(index: index) { name in
-                let at = name == columns.url ? positions.url : name == columns.caption ? positions.caption : positions.saved[columns.saved.firstIndex(of: name)!]
+                let at: Int?
+                if name == columns.url {
+                    at = positions.url
+                } else if name == columns.caption {
+                    at = positions.caption
+                } else if name == columns.hash {
+                    at = positions.hash
+                } else {
+                    at = columns.saved.firstIndex(of: name).map { positions.saved[$0] }
+                }
                 return at.flatMap { $0 < fields.count ? .string(fields[$0]) : nil }
             }
         }
@@ -88,10 +99,13 @@ struct InputTable {
             entry.caption = text.stringValue ?? JSONWriter.encodeString(text)
         }
         for name in columns.saved { entry.columns[name] = value(name) ?? .null }
+        if let hash = columns.hash, let text = value(hash)?.stringValue?.trimmingCharacters(in: .whitespaces).lowercased(), !text.isEmpty {
+            entry.expectedSHA256 = text
+        }
         return entry
     }
 
-    private func headerPositions(_ fields: [String]) throws -> (url: Int, caption: Int?, saved: [Int]) {
+    private func headerPositions(_ fields: [String]) throws -> (url: Int, caption: Int?, saved: [Int], hash: Int?) {
         // (A spreadsheet's UTF-8 byte order mark before the first name is not part of it.)
         var header = fields
         if let first = header.first, first.hasPrefix("\u{FEFF}") { header[0] = String(first.dropFirst()) }
@@ -103,7 +117,7 @@ struct InputTable {
         }
         return (
             try position(columns.url, "--url-col"), try columns.caption.map { try position($0, "--caption-col") },
-            try columns.saved.map { try position($0, "--save-columns") }
+            try columns.saved.map { try position($0, "--save-columns") }, try columns.hash.map { try position($0, "--verify-hash-col") }
         )
     }
 

@@ -61,4 +61,35 @@ import TestSupport
         let bad = try await GetCommandTests.run(["get", "-i", csv.path, "--input-format", "xlsx", "-o", dir.path])
         #expect(bad.status == 64 && bad.stderr.contains("--input-format must be one of txt, csv, tsv, jsonl"), "\(bad)")
     }
+
+    /// `--verify-hash-col`: a row whose bytes have another SHA-256 than its table says fails with
+    /// HashMismatch and leaves no file (nor a sample in a shard); case does not matter.
+    @Test func rowsWhoseBytesAreNotTheTablesFail() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let photo = SHA256Hex.of(Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg"))))
+        let table = dir.appendingPathComponent("rows.csv")
+        let rows = [
+            "url,sha256",
+            "\(server.url("/files/testorig.jpg")),\(photo.uppercased())",
+            "\(server.url("/files/basn2c08.png")),\(photo)",
+            "\(server.url("/files/test.webp")),",
+        ]
+        try Data((rows.joined(separator: "\n") + "\n").utf8).write(to: table)
+        let out = dir.appendingPathComponent("files")
+        let manifest = dir.appendingPathComponent("m.jsonl")
+        let run = try await GetCommandTests.run(["get", "-i", table.path, "--verify-hash-col", "sha256", "-o", out.path, "--manifest", manifest.path])
+        #expect(run.status == 1, "\(run)")
+        #expect(run.lines.contains { $0.hasPrefix("failed  \(server.url("/files/basn2c08.png")): HashMismatch: the bytes' SHA-256 is ") }, "\(run.lines)")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+        #expect(kept == ["test.webp", "testorig.jpg"], "an empty cell checks nothing: \(kept)")
+        let records = try GetCommandTests.manifest(manifest).sorted { ($0["index"]?.integerValue ?? 0) < ($1["index"]?.integerValue ?? 0) }
+        #expect(records.map { $0["outcome"]?.stringValue } == ["ok", "failed", "ok"] && records[1]["error"]?["name"] == "HashMismatch")
+        let shards = dir.appendingPathComponent("shards")
+        _ = try await GetCommandTests.run(["get", "-i", table.path, "--verify-hash-col", "sha256", "--output-format", "webdataset", "-o", shards.path])
+        let stats = try JSONParser.parse(Array(try Data(contentsOf: shards.appendingPathComponent("00000_stats.json"))))
+        #expect(stats["successes"] == 2 && stats["failed_to_download"] == 1 && stats["errors"]?["HashMismatch"] == 1, "\(stats)")
+    }
 }
