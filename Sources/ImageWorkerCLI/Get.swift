@@ -44,10 +44,10 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Tables: the column of each row's SHA-256 (hex) of the original bytes; bytes that differ fail the row with HashMismatch, and nothing of them is kept (img2dataset's verify_hash).")
     var verifyHashCol: String?
 
-    @Option(help: "How the images are laid out in --output: files (each its own file, the default) or webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000_stats.json beside each; with --continue, complete shards are kept and the others written again).")
+    @Option(help: "How the images are laid out in --output: files (each its own file, the default) or webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000_stats.json beside each; with --continue, complete shards are kept and the others written again). Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
     var outputFormat: String?
 
-    @Option(help: "With --output-format webdataset: rows a shard (default 10000).")
+    @Option(help: "With --output-format webdataset: rows a shard.")
     var shardSize: Int = 10_000
 
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
