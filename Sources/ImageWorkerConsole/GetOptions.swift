@@ -184,7 +184,7 @@ public struct GetOptions: Sendable {
         if manifest != nil || outputLayout == .webdataset || entry.expectedSHA256 != nil { output["sha256"] = true }
         if outputLayout == .webdataset {
             // Into the shards' staging folder, named by the row (the shard takes it from there).
-            output["dir"] = .string(directory + "/.staging")
+            output["dir"] = .string(ShardWriter.staging(in: directory))
             output["nameTemplate"] = "{index}.{ext}"
             output["index"] = JSONValue(entry.index)
             output["overwrite"] = true

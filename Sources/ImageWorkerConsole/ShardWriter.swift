@@ -38,8 +38,9 @@ public final class ShardWriter: Sendable {
     let complete: Set<Int>
     private let state = NIOLockedValueBox(State())
 
-    /// Where the worker writes each image before it goes into its shard.
-    public var staging: String { directory + "/.staging" }
+    /// Where the worker writes each image before it goes into its shard (`GetOptions` asks it to).
+    public static func staging(in directory: String) -> String { directory + "/.staging" }
+    var staging: String { Self.staging(in: directory) }
     var shardCount: Int { (rows + size - 1) / size }
 
     /// Scans `directory` for complete shards (with `resume`; else every shard is written again)
@@ -56,8 +57,8 @@ public final class ShardWriter: Sendable {
             }
         }
         self.complete = complete
-        try? FileManager.default.removeItem(atPath: directory + "/.staging")
-        try FileManager.default.createDirectory(atPath: directory + "/.staging", withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: Self.staging(in: directory))
+        try FileManager.default.createDirectory(atPath: Self.staging(in: directory), withIntermediateDirectories: true)
     }
 
     static func name(_ shard: Int) -> String { String(format: "%05d", shard) }

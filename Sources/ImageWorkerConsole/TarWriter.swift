@@ -1,4 +1,5 @@
 import Foundation
+import ImageWorkerServer
 
 /// A POSIX ustar archive written member by member, the same bytes for the same members (no
 /// time, owner or mode taken from the machine): what WebDataset shards are.
@@ -33,16 +34,7 @@ struct TarWriter {
     /// The end of the archive: two empty blocks.
     func finish() -> Bool { write([UInt8](repeating: 0, count: 1024)) }
 
-    private func write(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            offset += n
-        }
-        return true
-    }
+    private func write(_ bytes: [UInt8]) -> Bool { FileDescriptorOutput.writeAll(fd, bytes) }
 
     static func octal(_ value: Int, digits: Int) -> String {
         let text = String(value, radix: 8)
