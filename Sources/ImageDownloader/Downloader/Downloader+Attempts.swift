@@ -99,10 +99,11 @@ extension Downloader {
             info: info, contentRange: head.header("Content-Range"),
             retryAfterSeconds: head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) },
             validator: ResumePoint.validator(headers: head.headers),
-            robotsTags: head.headers.filter { $0.0.caseInsensitiveCompare("X-Robots-Tag") == .orderedSame }.map(\.1))
-        switch fetch.machine.headReceived(
-            number, taken, maxBodyBytes: configuration.maxBodyBytes, robots: configuration.robotsTagPolicy, now: now)
-        {
+            // (Read only when some directive refuses: nothing is done per response otherwise.)
+            robotsTags: configuration.disallowedHeaderDirectives.isEmpty
+                ? [] : head.headers.filter { $0.0.caseInsensitiveCompare("X-Robots-Tag") == .orderedSame }.map(\.1))
+        let robots = configuration.disallowedHeaderDirectives.isEmpty ? RobotsTagPolicy() : configuration.robotsTagPolicy
+        switch fetch.machine.headReceived(number, taken, maxBodyBytes: configuration.maxBodyBytes, robots: robots, now: now) {
         case .stale:
             throw CancellationError()
         case .refuse(let failure):
