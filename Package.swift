@@ -168,7 +168,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",
-            dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol"]
+            dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol", "TestSupport"]
         ),
         .testTarget(
             name: "EndToEndTests",

@@ -316,8 +316,18 @@ def python_source(wire, out, client, settings, rules, defaults, bulk):
                      f"{py_tuple(d.get('whenAny', []))}, {bool(d.get('whenDecoded'))}),")
     lines += [")", "", "#: Downloads a bulk job keeps sent ahead of their turn (the schema's ``x-client-bulk``):",
               "#: max(concurrency * TIMES, concurrency + PLUS).",
-              f"BULK_QUEUE_DEPTH_TIMES = {bulk['timesConcurrency']}", f"BULK_QUEUE_DEPTH_PLUS = {bulk['plusConcurrency']}", ""]
+              f"BULK_QUEUE_DEPTH_TIMES = {bulk['timesConcurrency']}", f"BULK_QUEUE_DEPTH_PLUS = {bulk['plusConcurrency']}", "",
+              "#: ``image-worker get``'s flags that are protocol options, by the dataset helpers' argument",
+              "#: names (``concurrency`` for ``--jobs``): the flag, and whether it is a switch (no value).",
+              "GET_FLAGS: Dict[str, Tuple[str, bool]] = {"]
+    lines += [f"    {json.dumps(n)}: ({json.dumps(f)}, {switch})," for n, f, switch in client_get_flags(snake)] + ["}", ""]
     return "\n".join(lines)
+
+
+def client_get_flags(case):
+    """`get`'s protocol flags as the clients' dataset helpers take them: (option name in `case`, the
+    flag, whether it is a switch). `jobs` is their `concurrency`."""
+    return [(case({"jobs": "concurrency"}.get(prop, prop)), kebab(prop), swift_type == "Bool") for prop, _, swift_type, _ in GET_FLAGS]
 
 
 def python_relation(r):
@@ -382,7 +392,11 @@ def node_source(wire, out, client, settings, rules, defaults, bulk):
               "/** Downloads a bulk job keeps sent ahead of their turn (the schema's `x-client-bulk`). */",
               "export function bulkQueueDepth(concurrency) {",
               f"  return Math.max(concurrency * {bulk['timesConcurrency']}, concurrency + {bulk['plusConcurrency']});",
-              "}", ""]
+              "}", "",
+              "/** `image-worker get`'s flags that are protocol options, by the dataset helpers' option names",
+              " * (`concurrency` for `--jobs`): the flag, and whether it is a switch (no value). */",
+              "export const GET_FLAGS = {"]
+    lines += [f"  {n}: [{json.dumps(f)}, {json.dumps(switch)}]," for n, f, switch in client_get_flags(str)] + ["};", ""]
     return "\n".join(lines)
 
 

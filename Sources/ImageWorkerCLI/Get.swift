@@ -44,16 +44,19 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Tables: the column of each row's SHA-256 (hex) of the original bytes; bytes that differ fail the row with HashMismatch, and nothing of them is kept (img2dataset's verify_hash).")
     var verifyHashCol: String?
 
-    @Option(help: "How the images are laid out in --output: files (each its own file, the default) or webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000_stats.json beside each; with --continue, complete shards are kept and the others written again). Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
+    @Option(help: "How the images are laid out in --output: files (each its own file, the default), webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000.parquet beside each, a row of metadata per input row) or parquet (00000.parquet, ... with the images' bytes in a column named for the format). 00000_stats.json beside each shard counts its rows by status; with --continue, complete shards are kept and the others written again. Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
     var outputFormat: String?
 
-    @Option(help: "With --output-format webdataset: rows a shard.")
+    @Option(help: "With --output-format webdataset or parquet: rows a shard.")
     var shardSize: Int = 10_000
+
+    @Option(help: "With --output-format webdataset or parquet: the number of the first shard (its name and its samples' keys), so that the parts of a table run apart (one a machine or a task) make one dataset.")
+    var firstShard: Int = 0
 
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
     var manifest: String?
 
-    @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing); with --output-format webdataset: keep the complete shards, write the others again.")
+    @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing); with --output-format webdataset or parquet: keep the complete shards, write the others again.")
     var continueRun = false
 
     @Option(help: "Originals: header (the default: refuse what is not an image), full (decode every pixel too, without writing them: refuse a truncated or corrupt image) or none.")
@@ -86,16 +89,20 @@ struct Get: AsyncParsableCommand {
         if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
         if let outputFormat, GetOptions.OutputLayout(rawValue: outputFormat) == nil {
-            throw ValidationError("--output-format must be files or webdataset, not \(outputFormat)")
+            throw ValidationError("--output-format must be files, webdataset or parquet, not \(outputFormat)")
         }
         guard (1...1_000_000).contains(shardSize) else { throw ValidationError("--shard-size must be between 1 and 1000000") }
-        let sharded = outputFormat == GetOptions.OutputLayout.webdataset.rawValue
-        if continueRun && manifest == nil && !sharded { throw ValidationError("--continue needs --manifest FILE (or --output-format webdataset)") }
+        guard (0...9_999_999).contains(firstShard) else { throw ValidationError("--first-shard must be between 0 and 9999999") }
+        let sharded = outputFormat.flatMap(GetOptions.OutputLayout.init(rawValue:))?.sharded == true
+        if firstShard != 0 && !sharded { throw ValidationError("--first-shard names shards: with --output-format webdataset or parquet") }
+        if continueRun && manifest == nil && !sharded {
+            throw ValidationError("--continue needs --manifest FILE (or --output-format webdataset or parquet)")
+        }
         if continueRun && manifest != nil && sharded {
-            throw ValidationError("--continue with --output-format webdataset resumes by shard: not with --manifest")
+            throw ValidationError("--continue with --output-format \(outputFormat ?? "") resumes by shard: not with --manifest")
         }
         if sharded && (flags.nameTemplate != nil || flags.skipExisting || flags.overwrite) {
-            throw ValidationError("--output-format webdataset names its samples by row: not with --name-template, --skip-existing or --overwrite")
+            throw ValidationError("--output-format \(outputFormat ?? "") names its samples by row: not with --name-template, --skip-existing or --overwrite")
         }
         if let inputFormat, InputFormat(rawValue: inputFormat) == nil {
             throw ValidationError("--input-format must be one of \(InputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(inputFormat)")
@@ -178,9 +185,10 @@ struct Get: AsyncParsableCommand {
         options.resume = continueRun
         options.outputLayout = outputFormat.flatMap(GetOptions.OutputLayout.init(rawValue:)) ?? .files
         options.shardSize = shardSize
+        options.firstShard = firstShard
         options.skipExisting = options.outputLayout == .files && (flags.skipExisting || continueRun)
         // A dataset honours sites' opt-outs unless told otherwise (img2dataset's list).
-        if options.outputLayout == .webdataset, options.disallowedHeaderDirectives == nil {
+        if options.outputLayout.sharded, options.disallowedHeaderDirectives == nil {
             options.disallowedHeaderDirectives = RobotsTagPolicy.datasetDirectives.joined(separator: ",")
         }
         options.verify = noVerify ? .none : verify.flatMap(GetOptions.Verification.init(rawValue:)) ?? .header

@@ -136,14 +136,20 @@ public struct GetOptions: Sendable {
     }
 
     public var verify = Verification.header
-    /// How the images are laid out: loose files in `directory` (the default), or WebDataset
-    /// shards of `shardSize` rows there (`ShardWriter`).
+    /// How the images are laid out: loose files in `directory` (the default), or shards of
+    /// `shardSize` rows there (`ShardWriter`): WebDataset archives, or Parquet tables holding
+    /// the images' bytes.
     public enum OutputLayout: String, Sendable, CaseIterable {
-        case files, webdataset
+        case files, webdataset, parquet
+
+        public var sharded: Bool { self != .files }
     }
 
     public var outputLayout = OutputLayout.files
     public var shardSize = 10_000
+    /// The number of the first shard (a distributed run gives each task its own).
+    public var firstShard = 0
+    var shardNaming: ShardWriter.Naming { ShardWriter.Naming(size: shardSize, first: firstShard) }
     /// JSON Lines of every URL's result, appended as each ends.
     public var manifest: String?
     /// With `manifest`: fetch only what it does not show as done.
@@ -181,8 +187,8 @@ public struct GetOptions: Sendable {
         if overwrite { output["overwrite"] = true }
         if skipExisting { output["skipExisting"] = true }  // with overwrite: refused by `get`'s checks (OptionRule)
         if format == "original", verify != .none { output["verify"] = verify == .full ? "full" : true }
-        if manifest != nil || outputLayout == .webdataset || entry.expectedSHA256 != nil { output["sha256"] = true }
-        if outputLayout == .webdataset {
+        if manifest != nil || outputLayout.sharded || entry.expectedSHA256 != nil { output["sha256"] = true }
+        if outputLayout.sharded {
             // Into the shards' staging folder, named by the row (the shard takes it from there).
             output["dir"] = .string(ShardWriter.staging(in: directory))
             output["nameTemplate"] = "{index}.{ext}"

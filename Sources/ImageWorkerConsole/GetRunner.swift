@@ -87,10 +87,10 @@ public enum GetRunner {
             } else {
                 count = try input.count()
             }
-            if options.outputLayout == .webdataset {
+            if options.outputLayout.sharded {
                 let writer = try ShardWriter(
-                    directory: options.directory, size: options.shardSize, rows: count, captioned: input.columns.caption != nil,
-                    resume: options.resume)
+                    directory: options.directory, layout: options.outputLayout, naming: options.shardNaming, rows: count,
+                    captioned: input.columns.caption != nil, saved: input.columns.saved, format: options.format, resume: options.resume)
                 shards = writer
                 doneBefore += writer.rowsDone
                 if writer.rowsDone > 0 && !options.json {
@@ -140,7 +140,7 @@ public enum GetRunner {
         initial.total = total
         initial.quiet = options.quietEvents
         if manifest != nil || shards != nil { initial.recordFormat = options.format }
-        if shards != nil { initial.shardSize = options.shardSize }
+        if shards != nil { initial.shards = (options.shardNaming, options.outputLayout) }
         if options.format == "original", options.verify != .full { initial.originalCheck = options.verify }
         let reader = EventReader(
             fd: outputRead, session: initial, fed: fed, json: options.json, bars: options.progressBars,

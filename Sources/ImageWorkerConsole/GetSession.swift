@@ -104,8 +104,9 @@ public struct GetSession: Sendable {
     private(set) var timings: [Timing] = []
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
     public var recordFormat: String?
-    /// `--output-format webdataset`: rows a shard (a result line names the sample's shard and key).
-    public var shardSize: Int?
+    /// `--output-format webdataset|parquet`: rows a shard and the layout (a result line names the
+    /// sample's shard and key).
+    public var shards: (naming: ShardWriter.Naming, layout: GetOptions.OutputLayout)?
 
     /// Items for every URL, tokens `"1"`, `"2"`, … in order.
     public init(urls: [String]) {
@@ -225,10 +226,10 @@ public struct GetSession: Sendable {
                 params = Self.failed(params, name: "HashMismatch", message: "the bytes' SHA-256 is \(actual), the table says \(expected)")
             }
             var outcome = Self.outcome(params)
-            if let shardSize, case .success(let path?, let detail) = outcome {
+            if let shards, case .success(let path?, let detail) = outcome {
                 // (Written into the staging folder, on its way into its shard: where it ends up.)
                 let ext = (path as NSString).pathExtension
-                outcome = .success(path: ShardWriter.place(index: item.index, size: shardSize, ext: ext), detail: detail)
+                outcome = .success(path: shards.naming.place(index: item.index, ext: ext, layout: shards.layout), detail: detail)
             }
             outputs += end(n, outcome)
             if let recordFormat {

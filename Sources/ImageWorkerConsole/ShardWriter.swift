@@ -2,18 +2,22 @@ import Foundation
 import ImageWorkerProtocol
 import NIOConcurrencyHelpers
 
-/// `get --output-format webdataset`: img2dataset's WebDataset layout. The rows are cut into
-/// shards of `size` (`00000.tar`, `00001.tar`, …); each image was written by the worker into a
-/// staging folder and goes into its shard as `KEY.EXT`, with `KEY.txt` (its caption, when the
-/// table has one) and `KEY.json` (its metadata, in img2dataset's field names), in row order
-/// whatever order downloads end in; the key is the shard's number and the row's place in it.
-/// Every row, a failed one too, is counted in the shard's `SSSSS_stats.json`. A shard is written
-/// under a temporary name and renamed when its last row is in, its stats last: a shard with its
-/// stats is complete, and `--continue` skips it; anything else is written again. Fed the
-/// manifest records `GetSession` makes, from the event reader's thread.
+/// `get --output-format webdataset|parquet`: img2dataset's shards. The rows are cut into shards
+/// of `size`; each image was written by the worker into a staging folder and goes into its
+/// shard in row order, whatever order downloads end in; the key is the shard's number and the
+/// row's place in it. `webdataset`: `00000.tar` holds `KEY.EXT`, `KEY.txt` (its caption, when
+/// the table has one) and `KEY.json` (its metadata, in img2dataset's field names), and
+/// `00000.parquet` beside it holds every row's metadata, a failed row's too; `parquet`: the
+/// image's bytes are a column of `00000.parquet`. Every row is counted in `00000_stats.json`.
+/// A shard's files are written under temporary names and renamed when its last row is in, its
+/// stats last: a shard with its stats is complete, and `--continue` skips it; anything else is
+/// written again. Fed the manifest records `GetSession` makes, from the event reader's thread.
 public final class ShardWriter: Sendable {
     private struct Open {
-        var fd: Int32
+        /// The archive (`webdataset`).
+        var tar: Int32?
+        var parquetFD: Int32
+        var table: ParquetWriter
         var next: Int
         let end: Int
         var waiting: [Int: JSONObject] = [:]
@@ -30,10 +34,17 @@ public final class ShardWriter: Sendable {
     }
 
     let directory: String
-    let size: Int
+    let layout: GetOptions.OutputLayout
+    let naming: Naming
+    var size: Int { naming.size }
     /// How many rows the input has.
     let rows: Int
     let captioned: Bool
+    /// The table's columns kept beside each row (`--save-columns`).
+    let saved: [String]
+    /// The Parquet column of the image's bytes (`parquet`): named for the format, as img2dataset's.
+    let imageColumn: String?
+    let parquetColumns: [ParquetWriter.Column]
     /// The shards complete when the run began.
     let complete: Set<Int>
     private let state = NIOLockedValueBox(State())
@@ -45,14 +56,21 @@ public final class ShardWriter: Sendable {
 
     /// Scans `directory` for complete shards (with `resume`; else every shard is written again)
     /// and drops what an interrupted run left.
-    public init(directory: String, size: Int, rows: Int, captioned: Bool, resume: Bool) throws {
-        (self.directory, self.size, self.rows, self.captioned) = (directory, size, rows, captioned)
+    /// `format`: the output format asked (its extension names the image column of `parquet`).
+    public init(
+        directory: String, layout: GetOptions.OutputLayout, naming: Naming, rows: Int, captioned: Bool, saved: [String] = [],
+        format: String, resume: Bool
+    ) throws {
+        (self.directory, self.layout, self.naming, self.rows, self.captioned, self.saved) = (directory, layout, naming, rows, captioned, saved)
+        let size = naming.size
+        let imageColumn = layout == .parquet ? (format == "original" ? "image" : format == "jpeg" ? "jpg" : format) : nil
+        self.imageColumn = imageColumn
+        parquetColumns = Self.parquetColumns(captioned: captioned, saved: saved, imageColumn: imageColumn)
         var complete = Set<Int>()
         if resume {
+            let files = layout == .webdataset ? [".tar", ".parquet", "_stats.json"] : [".parquet", "_stats.json"]
             for shard in 0..<((rows + size - 1) / size)
-            where FileManager.default.fileExists(atPath: directory + "/" + Self.name(shard) + "_stats.json")
-                && FileManager.default.fileExists(atPath: directory + "/" + Self.name(shard) + ".tar")
-            {
+            where files.allSatisfy({ FileManager.default.fileExists(atPath: directory + "/" + naming.name(shard) + $0) }) {
                 complete.insert(shard)
             }
         }
@@ -61,7 +79,32 @@ public final class ShardWriter: Sendable {
         try FileManager.default.createDirectory(atPath: Self.staging(in: directory), withIntermediateDirectories: true)
     }
 
-    static func name(_ shard: Int) -> String { String(format: "%05d", shard) }
+    /// How shards and samples are named: shards are numbered from `first` (a distributed run
+    /// gives each task its own), `size` rows each; a key is its shard's number and the row's place
+    /// in it, zero-padded.
+    public struct Naming: Sendable {
+        public let size: Int
+        public let first: Int
+
+        public init(size: Int, first: Int = 0) { (self.size, self.first) = (size, first) }
+
+        /// The file name (without extension) of the run's shard `shard` (counted from 0).
+        func name(_ shard: Int) -> String { String(format: "%05d", first + shard) }
+
+        /// The key of the row at `index`.
+        func key(_ index: Int) -> String {
+            let digits = max(1, String(size - 1).count)
+            let place = String(index % size)
+            return name(index / size) + String(repeating: "0", count: digits - place.count) + place
+        }
+
+        /// Where the row's image goes: `00000.tar:000000.jpg` (`webdataset`), `00000.parquet:000000`.
+        public func place(index: Int, ext: String, layout: GetOptions.OutputLayout) -> String {
+            layout == .parquet
+                ? "\(name(index / size)).parquet:\(key(index))"
+                : "\(name(index / size)).tar:\(key(index)).\(ext.isEmpty ? "bin" : ext)"
+        }
+    }
 
     /// Rows in shards complete before this run (not fetched again).
     public var rowsDone: Int { complete.reduce(0) { $0 + min(size, rows - $1 * size) } }
@@ -69,21 +112,7 @@ public final class ShardWriter: Sendable {
     public func skips(index: Int) -> Bool { complete.contains(index / size) }
 
     /// The shard file the row at `index` goes into.
-    public func shardPath(_ index: Int) -> String { directory + "/" + Self.name(index / size) + ".tar" }
-
-    /// The key of the row at `index`: its shard's number and its place in it, zero-padded.
-    func key(_ index: Int) -> String { Self.key(index, size: size) }
-
-    static func key(_ index: Int, size: Int) -> String {
-        let digits = max(1, String(size - 1).count)
-        let place = String(index % size)
-        return name(index / size) + String(repeating: "0", count: digits - place.count) + place
-    }
-
-    /// Where the row's image goes: `00000.tar:000000.jpg`.
-    public static func place(index: Int, size: Int, ext: String) -> String {
-        "\(name(index / size)).tar:\(key(index, size: size)).\(ext.isEmpty ? "bin" : ext)"
-    }
+    public func shardPath(_ index: Int) -> String { directory + "/" + naming.name(index / size) + (layout == .parquet ? ".parquet" : ".tar") }
 
     /// A row ended: its record goes into its shard once every row before it in the shard has.
     public func take(_ record: JSONObject) {
@@ -97,20 +126,16 @@ public final class ShardWriter: Sendable {
             // A cancelled row (the run was interrupted) leaves its shard for the next run.
             if Self.status(record) == "cancelled" {
                 s.abandoned.insert(shard)
-                if let open = s.open.removeValue(forKey: shard) {
-                    Foundation.close(open.fd)
-                    unlink(partial(shard))
-                }
+                if let open = s.open.removeValue(forKey: shard) { drop(shard, open) }
                 return
             }
             if s.open[shard] == nil {
-                let path = partial(shard)
-                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
-                guard fd >= 0 else {
-                    s.failure = s.failure ?? "cannot write \(path): \(String(cString: strerror(errno)))"
+                do throws(WriteProblem) {
+                    s.open[shard] = try start(shard)
+                } catch {
+                    s.failure = s.failure ?? error.message
                     return
                 }
-                s.open[shard] = Open(fd: fd, next: shard * size, end: min(rows, (shard + 1) * size), started: Date())
             }
             guard var shardState = s.open[shard] else { return }
             shardState.waiting[index] = record
@@ -131,17 +156,50 @@ public final class ShardWriter: Sendable {
     /// so is the staging folder. The first write that failed, if any.
     public func close() -> String? {
         state.withLockedValue { s in
-            for (shard, open) in s.open {
-                Foundation.close(open.fd)
-                unlink(partial(shard))
-            }
+            for (shard, open) in s.open { drop(shard, open) }
             s.open = [:]
             try? FileManager.default.removeItem(atPath: staging)
             return s.failure
         }
     }
 
-    private func partial(_ shard: Int) -> String { directory + "/" + Self.name(shard) + ".tar.partial" }
+    private struct WriteProblem: Error {
+        let message: String
+    }
+
+    /// A shard's first row ended: its files are opened under their temporary names.
+    private func start(_ shard: Int) throws(WriteProblem) -> Open {
+        func create(_ path: String) throws(WriteProblem) -> Int32 {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw WriteProblem(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+            return fd
+        }
+        let parquetFD = try create(partial(shard, ".parquet"))
+        var tar: Int32?
+        if layout == .webdataset {
+            do throws(WriteProblem) {
+                tar = try create(partial(shard, ".tar"))
+            } catch {
+                Foundation.close(parquetFD)
+                throw error
+            }
+        }
+        return Open(
+            tar: tar, parquetFD: parquetFD, table: ParquetWriter(fd: parquetFD, columns: parquetColumns), next: shard * size,
+            end: min(rows, (shard + 1) * size), started: Date())
+    }
+
+    /// A shard not finished in this run: its temporary files go.
+    private func drop(_ shard: Int, _ open: Open) {
+        Foundation.close(open.parquetFD)
+        unlink(partial(shard, ".parquet"))
+        if let tar = open.tar {
+            Foundation.close(tar)
+            unlink(partial(shard, ".tar"))
+        }
+    }
+
+    private func partial(_ shard: Int, _ ext: String) -> String { directory + "/" + naming.name(shard) + ext + ".partial" }
 
     /// A row's status, as img2dataset's `status` (and what the stats count).
     static func status(_ record: JSONObject) -> String {
@@ -164,22 +222,65 @@ public final class ShardWriter: Sendable {
         let status = Self.status(record)
         shard.counts[status, default: 0] += 1
         if let name = record["error"]?["name"]?.stringValue { shard.errors[name, default: 0] += 1 }
-        guard status == "success", let path = record["path"]?.stringValue, let index = record["index"]?.integerValue else { return nil }
-        let key = self.key(Int(index))
-        defer { unlink(path) }
-        guard let bytes = FileManager.default.contents(atPath: path) else { return "cannot read \(path)" }
-        let tar = TarWriter(fd: shard.fd)
-        let ext = (path as NSString).pathExtension
-        var ok = tar.add("\(key).\(ext.isEmpty ? "bin" : ext)", bytes)
-        if captioned { ok = ok && tar.add("\(key).txt", Array((record["caption"]?.stringValue ?? "").utf8)) }
-        ok = ok && tar.add("\(key).json", JSONWriter.encode(.object(Self.metadata(record, key: key, status: status))))
-        return ok ? nil : "cannot write shard \(key): \(String(cString: strerror(errno)))"
+        let key = naming.key(shard.next)
+        var image: (bytes: [UInt8], ext: String)?
+        if status == "success", let path = record["path"]?.stringValue {
+            defer { unlink(path) }
+            guard let bytes = FileManager.default.contents(atPath: path) else { return "cannot read \(path)" }
+            let ext = (path as NSString).pathExtension
+            image = (Array(bytes), ext.isEmpty ? "bin" : ext)
+        }
+        let meta = Self.metadata(record, key: key, status: status, imageBytes: image?.bytes.count)
+        if let tar = shard.tar, let image {
+            let writer = TarWriter(fd: tar)
+            var ok = writer.add("\(key).\(image.ext)", image.bytes)
+            if captioned { ok = ok && writer.add("\(key).txt", Array((record["caption"]?.stringValue ?? "").utf8)) }
+            ok = ok && writer.add("\(key).json", JSONWriter.encode(.object(meta)))
+            guard ok else { return "cannot write shard \(key): \(String(cString: strerror(errno)))" }
+        }
+        var row = parquetColumns.map { column in Self.parquetValue(meta[column.name], as: column.type) }
+        if imageColumn != nil { row[row.count - 1] = image.map { .bytes($0.bytes) } }
+        return shard.table.append(row) ? nil : "cannot write \(naming.name(shard.next / size)).parquet: \(String(cString: strerror(errno)))"
+    }
+
+    /// The shard's Parquet columns: the table's (url, caption, kept columns), img2dataset's
+    /// per-sample fields, then the image (`parquet`).
+    static func parquetColumns(captioned: Bool, saved: [String], imageColumn: String?) -> [ParquetWriter.Column] {
+        var columns = [ParquetWriter.Column(name: "url", type: .string)]
+        if captioned { columns.append(.init(name: "caption", type: .string)) }
+        let taken = Set(["url", "caption"] + Self.fields.map(\.name))
+        columns += saved.filter { !taken.contains($0) }.map { .init(name: $0, type: .string) }
+        columns += Self.fields.map { .init(name: $0.name, type: $0.type) }
+        if let imageColumn { columns.append(.init(name: imageColumn, type: .binary)) }
+        return columns
+    }
+
+    /// img2dataset's per-sample fields and this one's (`orientation`, the image's `format` and
+    /// `bytes`, the original's `original_bytes`), as `metadata` fills them.
+    static let fields: [(name: String, type: ParquetWriter.ColumnType)] = [
+        ("key", .string), ("status", .string), ("error_message", .string), ("width", .int32), ("height", .int32),
+        ("original_width", .int32), ("original_height", .int32), ("orientation", .int32), ("sha256", .string),
+        ("format", .string), ("bytes", .int64), ("original_bytes", .int64),
+    ]
+
+    /// A metadata value in its Parquet column: a number in a number's, text as it is in a text
+    /// column and other JSON as its text (a kept column of a JSON Lines table may hold anything).
+    static func parquetValue(_ value: JSONValue?, as type: ParquetWriter.ColumnType) -> ParquetWriter.Value? {
+        guard let value, value != .null else { return nil }
+        switch (type, value) {
+        case (.int32, _), (.int64, _): return value.integerValue.map { .int($0) }
+        case (_, .string(let text)): return .string(text)
+        default: return .bytes(JSONWriter.encode(value))
+        }
     }
 
     /// A sample's metadata in img2dataset's field names (its readers keep working), then the
     /// table's kept columns.
-    static func metadata(_ record: JSONObject, key: String, status: String) -> JSONObject {
-        var meta: JSONObject = ["url": record["url"] ?? .null, "key": .string(key), "status": .string(status), "error_message": .null]
+    static func metadata(_ record: JSONObject, key: String, status: String, imageBytes: Int?) -> JSONObject {
+        var meta: JSONObject = [
+            "url": record["url"] ?? .null, "key": .string(key), "status": .string(status),
+            "error_message": record["error"]?["message"] ?? .null,
+        ]
         if let caption = record["caption"] { meta["caption"] = caption }
         meta["width"] = record["width"] ?? .null
         meta["height"] = record["height"] ?? .null
@@ -188,17 +289,26 @@ public final class ShardWriter: Sendable {
         meta["orientation"] = record["orientation"] ?? .null
         meta["sha256"] = record["sourceSha256"] ?? record["sha256"] ?? .null
         meta["format"] = record["format"] ?? .null
-        meta["bytes"] = record["bytes"] ?? .null
+        meta["bytes"] = imageBytes.map { JSONValue($0) } ?? .null
+        meta["original_bytes"] = record["bytes"] ?? .null
         for (name, value) in record["columns"]?.objectValue ?? [:] where meta[name] == nil { meta[name] = value }
         return meta
     }
 
-    /// The shard's last row is in: the archive ends, takes its name, and its stats are written.
+    /// The shard's last row is in: its files end and take their names, and its stats are written.
     private func finish(_ shard: Int, _ open: Open) -> String? {
-        let name = directory + "/" + Self.name(shard)
-        let ended = TarWriter(fd: open.fd).finish() && fsync(open.fd) == 0
-        Foundation.close(open.fd)
-        guard ended, rename(partial(shard), name + ".tar") == 0 else { return "cannot finish \(name).tar: \(String(cString: strerror(errno)))" }
+        let name = directory + "/" + naming.name(shard)
+        var table = open.table
+        var ended = table.finish() && fsync(open.parquetFD) == 0
+        Foundation.close(open.parquetFD)
+        if let tar = open.tar {
+            ended = ended && TarWriter(fd: tar).finish() && fsync(tar) == 0
+            Foundation.close(tar)
+        }
+        for ext in open.tar == nil ? [".parquet"] : [".parquet", ".tar"] where ended {
+            ended = rename(partial(shard, ext), name + ext) == 0
+        }
+        guard ended else { return "cannot finish shard \(name): \(String(cString: strerror(errno)))" }
         let end = Date()
         var stats: JSONObject = [
             "count": JSONValue(open.end - shard * size), "successes": JSONValue(open.counts["success"] ?? 0),

@@ -3,9 +3,10 @@ import ImageWorkerProtocol
 import Testing
 import TestSupport
 
-/// `get --output-format webdataset`: img2dataset's shards from a table, read back with `tar`;
-/// every row counted in its shard's stats (failed, filtered and opted-out rows too); the same
-/// bytes from a rerun, and from a run interrupted by SIGINT then `--continue`d.
+/// `get --output-format webdataset|parquet`: img2dataset's shards from a table, read back with
+/// `tar` and a Parquet reader; every row counted in its shard's stats and given a row of its
+/// Parquet table (failed, filtered and opted-out rows too); the same bytes from a rerun, and from
+/// a run interrupted by SIGINT then `--continue`d.
 @Suite struct GetShardTests {
     /// `tar`'s listing of a shard, and a member's bytes.
     static func tar(_ arguments: [String]) throws -> Data {
@@ -48,47 +49,83 @@ import TestSupport
         return url
     }
 
-    func arguments(_ table: URL, _ out: URL) -> [String] {
-        ["get", "-i", table.path, "--caption-col", "caption", "--save-columns", "license", "--output-format", "webdataset", "--shard-size", "3",
+    func arguments(_ table: URL, _ out: URL, layout: String = "webdataset") -> [String] {
+        ["get", "-i", table.path, "--caption-col", "caption", "--save-columns", "license", "--output-format", layout, "--shard-size", "3",
          "-o", out.path, "--width", "48", "--height", "48", "--format", "jpeg", "--min-image-size", "33"]
     }
 
-    @Test func shardsHoldTheRowsInOrderAndTheStatsCountThemAll() async throws {
+    /// `get` over the table into `shards` in a folder of its own, which `body` looks at.
+    func shards(layout: String, _ body: (_ server: TestHTTPServer, _ run: GetCommandTests.Run, _ out: URL) throws -> Void) async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
         let dir = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("shards")
-        let run = try await GetCommandTests.run(arguments(try table(server, dir), out))
+        let run = try await GetCommandTests.run(arguments(try table(server, dir), out, layout: layout))
         #expect(run.status == 1, "\(run)")
-        #expect(run.lines.contains { $0.contains("-> 00000.tar:000000.jpg") }, "\(run.lines)")
-        let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
-        #expect(names == ["00000.tar", "00000_stats.json", "00001.tar", "00001_stats.json", "00002.tar", "00002_stats.json"], "\(names)")
-        #expect(try Self.members(out.appendingPathComponent("00000.tar")) == ["000000.jpg", "000000.txt", "000000.json"])
-        #expect(try Self.members(out.appendingPathComponent("00001.tar")) == ["000011.jpg", "000011.txt", "000011.json"])
-        #expect(try Self.members(out.appendingPathComponent("00002.tar")) == ["000020.jpg", "000020.txt", "000020.json"])
-        let caption = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.txt"])
-        #expect(String(decoding: caption, as: UTF8.self) == "a boat, at sea")
-        let meta = try JSONParser.parse(Array(try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.json"])))
-        #expect(meta["key"] == "000000" && meta["status"] == "success" && meta["caption"] == "a boat, at sea" && meta["license"] == "cc-by")
-        #expect(meta["width"] == 48 && meta["height"] == 48 && meta["original_width"] == 227 && meta["original_height"] == 149)
-        let photo = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
-        #expect(meta["sha256"] == .string(SHA256Hex.of(photo)) && meta["url"] == .string(server.url("/files/testorig.jpg")))
-        let image = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.jpg"])
-        #expect(image.prefix(3) == Data([0xFF, 0xD8, 0xFF]))
-        // Every row counted, by what became of it.
-        let stats = try (0..<3).map { try Self.json(out.appendingPathComponent(String(format: "%05d_stats.json", $0))) }
-        #expect(stats.map { $0["count"] } == [3, 3, 1])
-        #expect(stats.map { $0["successes"] } == [1, 1, 1])
-        #expect(stats[0]["failed_to_download"] == 1 && stats[0]["filtered"] == 1 && stats[0]["errors"]?["InvalidDownloadStatusCode"] == 1)
-        #expect(stats[1]["opted_out"] == 1 && stats[1]["filtered"] == 1 && stats[1]["errors"]?["OptedOut"] == 1, "\(stats[1])")
+        try body(server, run, out)
+    }
+
+    @Test func shardsHoldTheRowsInOrderAndTheStatsCountThemAll() async throws {
+        try await shards(layout: "webdataset") { server, run, out in
+            #expect(run.lines.contains { $0.contains("-> 00000.tar:000000.jpg") }, "\(run.lines)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+            let expected = (0..<3).flatMap { n in [".parquet", ".tar", "_stats.json"].map { String(format: "%05d", n) + $0 } }
+            #expect(names == expected, "\(names)")
+            #expect(try Self.members(out.appendingPathComponent("00000.tar")) == ["000000.jpg", "000000.txt", "000000.json"])
+            #expect(try Self.members(out.appendingPathComponent("00001.tar")) == ["000011.jpg", "000011.txt", "000011.json"])
+            #expect(try Self.members(out.appendingPathComponent("00002.tar")) == ["000020.jpg", "000020.txt", "000020.json"])
+            let caption = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.txt"])
+            #expect(String(decoding: caption, as: UTF8.self) == "a boat, at sea")
+            let meta = try JSONParser.parse(Array(try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.json"])))
+            #expect(meta["key"] == "000000" && meta["status"] == "success" && meta["caption"] == "a boat, at sea" && meta["license"] == "cc-by")
+            #expect(meta["width"] == 48 && meta["height"] == 48 && meta["original_width"] == 227 && meta["original_height"] == 149)
+            let photo = Array(try Data(contentsOf: E2E.samples.appendingPathComponent("testorig.jpg")))
+            #expect(meta["sha256"] == .string(SHA256Hex.of(photo)) && meta["url"] == .string(server.url("/files/testorig.jpg")))
+            let image = try Self.tar(["-xOf", out.appendingPathComponent("00000.tar").path, "000000.jpg"])
+            #expect(image.prefix(3) == Data([0xFF, 0xD8, 0xFF]))
+            // Every row counted, by what became of it.
+            let stats = try (0..<3).map { try Self.json(out.appendingPathComponent(String(format: "%05d_stats.json", $0))) }
+            #expect(stats.map { $0["count"] } == [3, 3, 1])
+            #expect(stats.map { $0["successes"] } == [1, 1, 1])
+            #expect(stats[0]["failed_to_download"] == 1 && stats[0]["filtered"] == 1 && stats[0]["errors"]?["InvalidDownloadStatusCode"] == 1)
+            #expect(stats[1]["opted_out"] == 1 && stats[1]["filtered"] == 1 && stats[1]["errors"]?["OptedOut"] == 1, "\(stats[1])")
+            // A Parquet row for every input row, in order, with img2dataset's fields.
+            let tables = try (0..<3).map { try ParquetTableReader(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
+            #expect(tables[0].names.prefix(6) == ["url", "caption", "license", "key", "status", "error_message"], "\(tables[0].names)")
+            let statuses = tables.flatMap { $0.columns["status"] ?? [] }.map { $0?.text }
+            #expect(statuses == ["success", "failed_to_download", "filtered", "opted_out", "success", "filtered", "success"])
+            #expect(tables.flatMap { $0.columns["key"] ?? [] }.map { $0?.text } == ["000000", "000001", "000002", "000010", "000011", "000012", "000020"])
+            #expect(tables[0].columns["error_message"]?[1]?.text?.contains("404") == true)
+            #expect(tables[0].columns["width"]?[0] == .int(48) && tables[0].columns["original_bytes"]?[0] == .int(Int64(photo.count)))
+            #expect(tables[0].columns["bytes"]?[0] == .int(Int64(image.count)) && tables[0].columns["caption"]?[2]?.text == "a tiny\ntile")
+        }
+    }
+
+    /// `--output-format parquet`: the images' bytes in the `jpg` column of each shard's table,
+    /// beside the same metadata; no archives.
+    @Test func parquetShardsHoldTheImages() async throws {
+        try await shards(layout: "parquet") { _, run, out in
+            #expect(run.lines.contains { $0.contains("-> 00000.parquet:000000") }, "\(run.lines)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+            #expect(names == (0..<3).flatMap { n in [".parquet", "_stats.json"].map { String(format: "%05d", n) + $0 } }, "\(names)")
+            let tables = try (0..<3).map { try ParquetTableReader(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
+            #expect(tables[0].names.last == "jpg" && tables.map(\.rows) == [3, 3, 1])
+            let images = tables.flatMap { $0.columns["jpg"] ?? [] }
+            let present = images.map { image -> Bool in
+                guard case .bytes(let bytes)? = image else { return false }
+                return bytes.prefix(3) == [0xFF, 0xD8, 0xFF]
+        }
+        #expect(present == [true, false, false, false, true, false, true])
+        #expect(tables[1].columns["status"]?.map { $0?.text } == ["opted_out", "success", "filtered"])
+        }
     }
 
     /// Interrupted while a row of the last shard hangs: the shards complete are kept whole, the
     /// last is not left under its name; `--continue` writes only it, and every shard is the same,
     /// byte for byte, as an uninterrupted run's.
-    @Test func anInterruptedRunContinuesToTheSameShards() async throws {
+    @Test(arguments: ["webdataset", "parquet"]) func anInterruptedRunContinuesToTheSameShards(layout: String) async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
@@ -97,18 +134,19 @@ import TestSupport
         let table = try table(server, dir, gate: "last")
         let whole = dir.appendingPathComponent("whole")
         let cut = dir.appendingPathComponent("cut")
-        let interrupted = try await GetCommandTests.run(arguments(table, cut), interruptWhen: {
+        let interrupted = try await GetCommandTests.run(arguments(table, cut, layout: layout), interruptWhen: {
             FileManager.default.fileExists(atPath: cut.appendingPathComponent("00001_stats.json").path)
         })
         #expect(interrupted.status == 130, "\(interrupted)")
         let left = try FileManager.default.contentsOfDirectory(atPath: cut.path).sorted()
-        #expect(left == ["00000.tar", "00000_stats.json", "00001.tar", "00001_stats.json"], "\(left)")
+        let files = layout == "parquet" ? [".parquet", "_stats.json"] : [".parquet", ".tar", "_stats.json"]
+        #expect(left == (0..<2).flatMap { n in files.map { String(format: "%05d", n) + $0 } }, "\(left)")
         server.openGate("last")
-        let continued = try await GetCommandTests.run(arguments(table, cut) + ["--continue"])
+        let continued = try await GetCommandTests.run(arguments(table, cut, layout: layout) + ["--continue"])
         #expect(continued.status == 0 && continued.stderr.contains("2 of 3 shards already complete"), "\(continued)")
         #expect(server.hits("/files/test.webp") == 1, "a complete shard's rows are not fetched again")
-        _ = try await GetCommandTests.run(arguments(table, whole))
-        for shard in ["00000.tar", "00001.tar", "00002.tar"] {
+        _ = try await GetCommandTests.run(arguments(table, whole, layout: layout))
+        for shard in (0..<3).flatMap({ n in files.dropLast().map { String(format: "%05d", n) + $0 } }) {
             #expect(try Data(contentsOf: cut.appendingPathComponent(shard)) == Data(contentsOf: whole.appendingPathComponent(shard)), "\(shard)")
         }
         // (Apart from its times, the same stats.)
@@ -123,7 +161,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: dir) }
         let base = ["get", "-o", dir.path, "--output-format", "webdataset", "http://127.0.0.1:9/a.jpg"]
         let bad = try await GetCommandTests.run(["get", "-o", dir.path, "--output-format", "tfrecord", "http://127.0.0.1:9/a.jpg"])
-        #expect(bad.status == 64 && bad.stderr.contains("--output-format must be files or webdataset"), "\(bad)")
+        #expect(bad.status == 64 && bad.stderr.contains("--output-format must be files, webdataset or parquet"), "\(bad)")
         let size = try await GetCommandTests.run(base + ["--shard-size", "0"])
         #expect(size.status == 64 && size.stderr.contains("--shard-size must be between 1 and"), "\(size)")
         let named = try await GetCommandTests.run(base + ["--name-template", "{index}.{ext}"])

@@ -117,7 +117,7 @@ export interface Delivered {
   orientation?: number;
   /** The delivered bytes' media type. */
   mimeType: string | null;
-  /** The delivered bytes' length. */
+  /** The bytes received: the original's size in bytes (what is delivered may be smaller). */
   byteLength: number;
   /** Raw formats: the channels of each pixel. */
   pixelFormat?: 'rgba' | 'rgb' | 'gray';

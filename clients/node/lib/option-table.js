@@ -109,3 +109,42 @@ export const CLIENT_DEFAULTS = [
 export function bulkQueueDepth(concurrency) {
   return Math.max(concurrency * 4, concurrency + 32);
 }
+
+/** `image-worker get`'s flags that are protocol options, by the dataset helpers' option names
+ * (`concurrency` for `--jobs`): the flag, and whether it is a switch (no value). */
+export const GET_FLAGS = {
+  progressive: ["--progressive", true],
+  priority: ["--priority", false],
+  concurrency: ["--jobs", false],
+  perHost: ["--per-host", false],
+  perHostRate: ["--per-host-rate", false],
+  hostDownAfter: ["--host-down-after", false],
+  hostDownMs: ["--host-down-ms", false],
+  userAgentToken: ["--user-agent-token", false],
+  disallowedHeaderDirectives: ["--disallowed-header-directives", false],
+  format: ["--format", false],
+  quality: ["--quality", false],
+  lossless: ["--lossless", true],
+  minImageSize: ["--min-image-size", false],
+  maxImageArea: ["--max-image-area", false],
+  maxAspectRatio: ["--max-aspect-ratio", false],
+  maxPixelSize: ["--max-pixel-size", false],
+  width: ["--width", false],
+  height: ["--height", false],
+  fit: ["--fit", false],
+  position: ["--position", false],
+  background: ["--background", false],
+  withoutEnlargement: ["--without-enlargement", true],
+  applyOrientation: ["--apply-orientation", true],
+  colorProfile: ["--color-profile", false],
+  frames: ["--frames", false],
+  partialMaxPixelSize: ["--partial-max-pixel-size", false],
+  nameTemplate: ["--name-template", false],
+  overwrite: ["--overwrite", true],
+  skipExisting: ["--skip-existing", true],
+  timeoutMs: ["--timeout-ms", false],
+  deadlineMs: ["--deadline-ms", false],
+  cachePolicy: ["--cache-policy", false],
+  maxRetries: ["--max-retries", false],
+  retryDelayMs: ["--retry-delay-ms", false],
+};

@@ -74,7 +74,7 @@ class Image(_Pixels):
     """A finished download: what was delivered and what it is."""
 
     token: Token
-    #: the delivered bytes' length
+    #: the bytes received: the original's size in bytes (what is delivered may be smaller)
     byte_length: int = 0
     #: the delivered bytes' media type
     mime_type: Optional[str] = None

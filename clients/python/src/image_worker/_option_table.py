@@ -374,3 +374,42 @@ CLIENT_DEFAULTS: Tuple[Tuple[str, str, Optional[str], Tuple[str, ...], bool], ..
 #: max(concurrency * TIMES, concurrency + PLUS).
 BULK_QUEUE_DEPTH_TIMES = 4
 BULK_QUEUE_DEPTH_PLUS = 32
+
+#: ``image-worker get``'s flags that are protocol options, by the dataset helpers' argument
+#: names (``concurrency`` for ``--jobs``): the flag, and whether it is a switch (no value).
+GET_FLAGS: Dict[str, Tuple[str, bool]] = {
+    "progressive": ("--progressive", True),
+    "priority": ("--priority", False),
+    "concurrency": ("--jobs", False),
+    "per_host": ("--per-host", False),
+    "per_host_rate": ("--per-host-rate", False),
+    "host_down_after": ("--host-down-after", False),
+    "host_down_ms": ("--host-down-ms", False),
+    "user_agent_token": ("--user-agent-token", False),
+    "disallowed_header_directives": ("--disallowed-header-directives", False),
+    "format": ("--format", False),
+    "quality": ("--quality", False),
+    "lossless": ("--lossless", True),
+    "min_image_size": ("--min-image-size", False),
+    "max_image_area": ("--max-image-area", False),
+    "max_aspect_ratio": ("--max-aspect-ratio", False),
+    "max_pixel_size": ("--max-pixel-size", False),
+    "width": ("--width", False),
+    "height": ("--height", False),
+    "fit": ("--fit", False),
+    "position": ("--position", False),
+    "background": ("--background", False),
+    "without_enlargement": ("--without-enlargement", True),
+    "apply_orientation": ("--apply-orientation", True),
+    "color_profile": ("--color-profile", False),
+    "frames": ("--frames", False),
+    "partial_max_pixel_size": ("--partial-max-pixel-size", False),
+    "name_template": ("--name-template", False),
+    "overwrite": ("--overwrite", True),
+    "skip_existing": ("--skip-existing", True),
+    "timeout_ms": ("--timeout-ms", False),
+    "deadline_ms": ("--deadline-ms", False),
+    "cache_policy": ("--cache-policy", False),
+    "max_retries": ("--max-retries", False),
+    "retry_delay_ms": ("--retry-delay-ms", False),
+}
