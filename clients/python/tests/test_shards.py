@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 import image_worker
-from loopback import LoopbackServer
+from loopback import REPO, LoopbackServer
 
 # Required, not skipped: clients/test.sh installs them.
 import webdataset  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: E402
@@ -52,3 +52,59 @@ def test_shards_read_back_with_tarfile_and_webdataset(binary: str, server: Loopb
     assert [s["successes"] for s in stats] == [1, 2, 0]
     assert stats[0]["failed_to_download"] == 1 and stats[2]["opted_out"] == 1
     assert image_worker.OptedOut.name in stats[2]["errors"]
+
+
+def test_download_dataset_from_a_parquet_table_to_parquet_shards(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """A Parquet table in (pyarrow, streamed), Parquet shards out: one row per input row, the
+    images' bytes in the ``jpg`` column, img2dataset's fields beside them, read back with pyarrow."""
+    import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    names = ["testorig.jpg", "missing.jpg", "test.webp", "testorig.jpg?robots=noai", "testimgp.jpg"]
+    table = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"link": [server.url(f"/files/{n}") for n in names], "text": [f"caption {i}" for i in range(5)],
+                             "license": ["cc-by", "cc0", None, "mit", "x"], "unused": list(range(5))}), table)
+    out = tmp_path / "shards"
+    result = image_worker.download_dataset(table, out, url_col="link", caption_col="text", save_columns=["license"],
+                                           output_format="parquet", shard_size=2, binary=binary,
+                                           width=32, height=32, fit="cover", format="jpeg", concurrency=4)
+    assert (result.count, result.successes, result.failed) == (5, 3, 2)
+    assert result.status == {"success": 3, "failed_to_download": 1, "opted_out": 1}
+    assert result.errors == {"InvalidDownloadStatusCode": 1, "OptedOut": 1} and result.exit_status == 1
+    assert [Path(p).name for p in result.shards] == ["00000.parquet", "00001.parquet", "00002.parquet"]
+    rows = [r for p in result.shards for r in pq.read_table(p).to_pylist()]
+    assert [r["key"] for r in rows] == ["00000" + k for k in ("0", "1")] + ["00001" + k for k in ("0", "1")] + ["000020"]
+    assert [r["status"] for r in rows] == ["success", "failed_to_download", "success", "opted_out", "success"]
+    assert [r["caption"] for r in rows] == [f"caption {i}" for i in range(5)]
+    assert [r["license"] for r in rows] == ["cc-by", "cc0", None, "mit", "x"]
+    assert "404" in rows[1]["error_message"] and rows[1]["jpg"] is None
+    first = rows[0]
+    assert Image.open(io.BytesIO(first["jpg"])).size == (32, 32) and first["bytes"] == len(first["jpg"])
+    photo = (REPO / "samples" / "testorig.jpg").read_bytes()
+    assert first["original_bytes"] == len(photo) and (first["original_width"], first["original_height"]) == (227, 149)
+    import hashlib
+    assert first["sha256"] == hashlib.sha256(photo).hexdigest() and first["url"] == server.url("/files/testorig.jpg")
+
+
+def test_download_dataset_from_rows_with_a_first_shard_and_resume(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """Rows given in Python; shards numbered from ``first_shard`` (a distributed task's part of a
+    table); a resumed run keeps the complete shards and fetches nothing again; opt-outs can be
+    turned off; an option ``get`` does not have is the caller's error."""
+    rows = [{"url": server.url("/files/testorig.jpg?robots=noai"), "caption": "a"},
+            {"url": server.url("/files/test.webp"), "caption": "b"}, {"url": server.url("/files/testimgp.jpg")}]
+    out = tmp_path / "part"
+    result = image_worker.download_dataset(iter(rows), out, caption_col="caption", shard_size=2, first_shard=7,
+                                           binary=binary, disallowed_header_directives=[], max_pixel_size=40, format="jpeg")
+    assert (result.count, result.successes, result.exit_status) == (3, 3, 0)
+    assert sorted(p.name for p in out.iterdir()) == ["00007.parquet", "00007.tar", "00007_stats.json",
+                                                    "00008.parquet", "00008.tar", "00008_stats.json"]
+    with tarfile.open(out / "00008.tar") as tar:
+        assert tar.getnames() == ["000080.jpg", "000080.txt", "000080.json"]  # (no caption: an empty one)
+    hits = server.hits.get("/files/test.webp", 0)
+    again = image_worker.download_dataset(iter(rows), out, caption_col="caption", shard_size=2, first_shard=7,
+                                          binary=binary, disallowed_header_directives=[], resume=True)
+    assert again.count == 3 and server.hits.get("/files/test.webp", 0) == hits == 1
+    import pytest
+    with pytest.raises(TypeError, match="no_such_option"):
+        image_worker.download_dataset(iter(rows), out, binary=binary, no_such_option=1)
+    with pytest.raises(ValueError, match="output_format"):
+        image_worker.download_dataset(iter(rows), out, binary=binary, output_format="tfrecord")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._binary import find_binary
 from ._bulk import Failed, Outcome, Succeeded
+from ._dataset import DatasetResult, download_dataset
 from ._errors import (
     ERRORS_BY_CODE,
     BadImageData,
@@ -61,10 +62,10 @@ PROTOCOL_VERSION = "1"
 
 __all__ = [
     "AsyncDownloadHandle", "AsyncWorker", "BadImageData", "BinaryNotFound", "BlockedURL", "CacheNotModified",
-    "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DownloadError", "DownloadHandle", "DownloadOptions",
+    "CachePolicy", "Cancelled", "ChromaSubsampling", "Completed", "DatasetResult", "DownloadError", "DownloadHandle", "DownloadOptions",
     "ERRORS_BY_CODE", "EVENT_TYPES", "Event", "ExecutionOrder", "Failed", "Filtered", "Format", "Image", "ImageWorkerError",
     "ImageWorkerWarning", "InvalidDownloadOperation", "InvalidDownloadStatusCode", "InvalidURL", "LimitExceeded", "ManyOptions", "Metrics",
     "NetworkError", "OptedOut", "Outcome", "OutputFailed", "PROTOCOL_VERSION", "PartialImage", "Priority", "Progress",
     "RequestError", "Response", "Settings", "Started", "Succeeded", "Token", "UnsupportedFormat", "Worker",
-    "WorkerClosed", "WorkerExited", "download_many", "find_binary", "iter_downloads",
+    "WorkerClosed", "WorkerExited", "download_dataset", "download_many", "find_binary", "iter_downloads",
 ]

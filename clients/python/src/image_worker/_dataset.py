@@ -1,0 +1,189 @@
+"""Image datasets as img2dataset builds them: :func:`download_dataset` turns a table of URLs (and
+captions) into WebDataset or Parquet shards by running ``image-worker get`` (GUIDE.md, "Datasets").
+
+The worker reads TXT, CSV, TSV and JSONL tables itself, a line at a time; a Parquet table (through
+pyarrow, batch by batch) and rows given in Python are streamed into a temporary JSON Lines file
+first, so no table is ever held whole in memory."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import IO, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+
+from ._binary import find_binary
+from ._errors import ImageWorkerError
+from ._option_table import GET_FLAGS
+
+PathLike = Union[str, "os.PathLike[str]"]
+Rows = Iterable[Mapping[str, Any]]
+
+#: What ``input_format`` may say (by default, from the table file's extension).
+INPUT_FORMATS = ("txt", "csv", "tsv", "jsonl", "parquet")
+#: What ``output_format`` may say.
+OUTPUT_FORMATS = ("files", "webdataset", "parquet")
+
+
+@dataclass(frozen=True)
+class DatasetResult:
+    """What a dataset run left in ``output``, from its shards' ``_stats.json`` files (the shards a
+    resumed run kept included): every input row is counted once, in ``status`` by what became of
+    it (``success``, ``failed_to_download``, ``failed_to_resize``, ``failed_to_write``,
+    ``opted_out``, ``filtered``) and, when it failed, in ``errors`` by its error's name."""
+
+    output: str
+    #: The complete shards' files (``00000.tar`` for WebDataset, ``00000.parquet`` for Parquet).
+    shards: List[str]
+    count: int
+    successes: int
+    status: Dict[str, int] = field(default_factory=dict)
+    errors: Dict[str, int] = field(default_factory=dict)
+    #: ``image-worker get``'s exit status: 0 when every row succeeded, 1 when any failed.
+    exit_status: int = 0
+
+    @property
+    def failed(self) -> int:
+        return self.count - self.successes
+
+
+def _parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError as e:
+        raise ImportError("a Parquet table needs pyarrow: pip install 'image-worker[parquet]'") from e
+    table = pq.ParquetFile(path)
+    names = set(table.schema_arrow.names)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise ValueError(f"{path} has no column {', '.join(map(repr, missing))} (its columns: {', '.join(sorted(names))})")
+    for batch in table.iter_batches(columns=list(dict.fromkeys(columns)), batch_size=8192):
+        yield from batch.to_pylist()
+
+
+def _write_jsonl(rows: Iterable[Mapping[str, Any]], out: IO[str]) -> None:
+    for row in rows:
+        out.write(json.dumps(dict(row), ensure_ascii=False, default=str))
+        out.write("\n")
+
+
+def _flag_arguments(options: Mapping[str, Any]) -> List[str]:
+    arguments: List[str] = []
+    for name, value in options.items():
+        if name not in GET_FLAGS:
+            raise TypeError(f"download_dataset() got an unexpected keyword argument {name!r}")
+        flag, switch = GET_FLAGS[name]
+        if value is None or (switch and value is False):
+            continue
+        if switch:
+            if value is not True:
+                raise TypeError(f"{name} must be True or False, not {value!r}")
+            arguments.append(flag)
+        elif isinstance(value, (list, tuple)):
+            arguments += [flag, ",".join(str(v) for v in value)]
+        else:
+            arguments += [flag, str(value)]
+    return arguments
+
+
+def _result(output: str, layout: str, exit_status: int) -> DatasetResult:
+    shards: List[str] = []
+    count = successes = 0
+    status: Dict[str, int] = {}
+    errors: Dict[str, int] = {}
+    for path in sorted(glob.glob(os.path.join(glob.escape(output), "[0-9]" * 5 + "*_stats.json"))):
+        with open(path, encoding="utf-8") as f:
+            stats = json.load(f)
+        count += int(stats.get("count", 0))
+        successes += int(stats.get("successes", 0))
+        for key, n in stats.get("status_dict", {}).items():
+            status[key] = status.get(key, 0) + int(n)
+        for key, n in stats.get("errors", {}).items():
+            errors[key] = errors.get(key, 0) + int(n)
+        shards.append(path[: -len("_stats.json")] + (".tar" if layout == "webdataset" else ".parquet"))
+    return DatasetResult(output, shards, count, successes, status, errors, exit_status)
+
+
+def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_format: Optional[str] = None,
+                     url_col: str = "url", caption_col: Optional[str] = None, save_columns: Sequence[str] = (),
+                     verify_hash_col: Optional[str] = None, output_format: str = "webdataset",
+                     shard_size: int = 10_000, first_shard: int = 0, resume: bool = False,
+                     binary: Optional[PathLike] = None, progress: bool = False, **options: Any) -> DatasetResult:
+    """Downloads every row of ``table`` into shards in ``output`` (img2dataset's layout: ``00000.tar``
+    with ``KEY.jpg``, ``KEY.txt`` and ``KEY.json``, a ``00000.parquet`` of every row's metadata and
+    ``00000_stats.json`` beside each; ``output_format="parquet"``: the images' bytes in the shard's
+    Parquet table). Returns the counts of every shard in ``output``.
+
+    ``table``: a TXT/CSV/TSV/JSONL/Parquet file (``input_format`` by default from its extension) or
+    an iterable of row mappings; ``url_col``, ``caption_col``, ``save_columns`` (kept beside each
+    sample) and ``verify_hash_col`` (a SHA-256 the bytes must have) name its columns. ``resume``:
+    keep the complete shards of an earlier run and write the others again. ``first_shard``: the
+    number of the first shard (a distributed run gives each task its own). Every other keyword is
+    one of ``image-worker get``'s options in snake case (``width=256, height=256, fit="cover"``,
+    ``format="jpeg"``, ``concurrency``, ``disallowed_header_directives=[]`` to download what sites
+    opted out of, ``user_agent_token``, ``min_image_size``...). ``progress``: the worker's progress
+    on stderr. A Ctrl-C stops the run (complete shards are kept) and raises ``KeyboardInterrupt``.
+    """
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}, not {output_format!r}")
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, not {input_format!r}")
+    program, _ = find_binary(os.fspath(binary) if binary is not None else None)
+    out = os.fspath(output)
+    columns = [url_col] + ([caption_col] if caption_col else []) + list(save_columns) + ([verify_hash_col] if verify_hash_col else [])
+    arguments = [program, "get", "-o", out, "--output-format", output_format, "--shard-size", str(shard_size),
+                 "--url-col", url_col]
+    if first_shard:
+        arguments += ["--first-shard", str(first_shard)]
+    if caption_col:
+        arguments += ["--caption-col", caption_col]
+    if save_columns:
+        arguments += ["--save-columns", ",".join(save_columns)]
+    if verify_hash_col:
+        arguments += ["--verify-hash-col", verify_hash_col]
+    if resume:
+        arguments.append("--continue")
+    if not progress:
+        arguments.append("--no-progress")
+    arguments += _flag_arguments(options)
+    with tempfile.TemporaryDirectory(prefix="image-worker-dataset-") as scratch:
+        # A table the worker does not read itself becomes JSON Lines, streamed.
+        path: Optional[str] = None
+        if isinstance(table, (str, os.PathLike)):
+            path = os.fspath(table)
+            kind = input_format or ("parquet" if path.lower().endswith((".parquet", ".pq")) else None)
+            if kind == "parquet":
+                rows: Optional[Iterable[Mapping[str, Any]]] = _parquet_rows(path, columns)
+            else:
+                rows = None
+                if input_format:
+                    arguments += ["--input-format", input_format]
+        else:
+            rows = table
+        if rows is not None:
+            path = os.path.join(scratch, "rows.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                _write_jsonl(rows, f)
+            arguments += ["--input-format", "jsonl"]
+        arguments[2:2] = ["-i", path or "-"]
+        with open(os.path.join(scratch, "stderr"), "w+", encoding="utf-8", errors="replace") as errors:
+            process = subprocess.Popen(arguments, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=None if progress else errors)
+            try:
+                status = process.wait()
+            except KeyboardInterrupt:
+                # The worker ends as it does on its own Ctrl-C: complete shards kept, the rest dropped.
+                process.send_signal(signal.SIGINT)
+                process.wait()
+                raise
+            errors.seek(0)
+            said = errors.read()
+    if status not in (0, 1):
+        if status in (130, 143):
+            raise KeyboardInterrupt(f"image-worker get was interrupted (exit status {status})")
+        raise ImageWorkerError(f"image-worker get failed (exit status {status}): {said.strip()[-2000:]}")
+    return _result(out, output_format, status)
