@@ -632,6 +632,64 @@ export declare function downloadMany(
   urls: Iterable<BulkEntry> | AsyncIterable<BulkEntry>,
   options?: DownloadManyOptions & { binary?: string; args?: string[]; env?: Record<string, string | undefined> },
 ): AsyncGenerator<BulkOutcome, void, undefined>;
+/** Options of downloadDataset: the table's columns, the shards, and get's options in camel case. */
+export interface DatasetOptions extends Pick<DownloadOptions, 'priority' | 'progressive' | 'format' | 'quality' | 'lossless' | 'minImageSize' | 'maxImageArea' | 'maxAspectRatio' | 'maxPixelSize' | 'width' | 'height' | 'fit' | 'position' | 'background' | 'withoutEnlargement' | 'applyOrientation' | 'colorProfile' | 'frames' | 'partialMaxPixelSize' | 'deadlineMs' | 'cachePolicy' | 'retryDelayMs'> {
+  /** How the table file is read (default: from its extension); Parquet tables through the Python client. */
+  inputFormat?: 'txt' | 'csv' | 'tsv' | 'jsonl';
+  /** The column of the URLs (default `url`). */
+  urlCol?: string;
+  captionCol?: string;
+  /** Columns kept beside each sample (its KEY.json and the shard's Parquet row). */
+  saveColumns?: string[];
+  /** The column of each row's SHA-256 (hex): bytes that differ fail the row. */
+  verifyHashCol?: string;
+  /** `webdataset` (default: `.tar` + `.parquet` + `_stats.json` a shard), `parquet` (the images' bytes in the table) or `files`. */
+  outputFormat?: 'files' | 'webdataset' | 'parquet';
+  /** Rows a shard (default 10000). */
+  shardSize?: number;
+  /** The number of the first shard (a part of a table run apart). */
+  firstShard?: number;
+  /** Keep the complete shards of an earlier run; write the others again. */
+  resume?: boolean;
+  binary?: string;
+  /** The worker's progress on stderr. */
+  progress?: boolean;
+  /** Stops the run as a Ctrl-C would (complete shards kept); the promise rejects with its reason. */
+  signal?: AbortSignalLike;
+  concurrency?: number;
+  perHost?: number;
+  perHostRate?: number;
+  hostDownAfter?: number;
+  hostDownMs?: number;
+  userAgentToken?: string;
+  /** `X-Robots-Tag` directives that skip a row (default: img2dataset's; `[]` turns them off). */
+  disallowedHeaderDirectives?: string[];
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+/** What a dataset run left in its folder: every shard's stats summed (kept shards of a resumed run too). */
+export interface DatasetResult {
+  output: string;
+  /** The complete shards (`00000.tar`, or `00000.parquet` for Parquet output). */
+  shards: string[];
+  count: number;
+  successes: number;
+  failed: number;
+  /** Rows by status: success, failed_to_download, failed_to_resize, failed_to_write, opted_out, filtered. */
+  status: Record<string, number>;
+  /** Failed rows by error name. */
+  errors: Record<string, number>;
+  /** get's exit status: 0 when every row succeeded, 1 when any failed. */
+  exitStatus: 0 | 1;
+}
+
+/** Downloads every row of a table file (or of rows given) into img2dataset's shards (GUIDE.md, "Datasets"). */
+export declare function downloadDataset(
+  table: string | Iterable<Record<string, unknown>> | AsyncIterable<Record<string, unknown>>,
+  output: string,
+  options?: DatasetOptions,
+): Promise<DatasetResult>;
 /** @deprecated The worker fills `{index}` from the `index` option (downloadMany sends each entry's). */
 export declare function fillIndex(template: string, index: number): string;
 export declare function readManifest(path: string): ManifestRecord[];

@@ -10,3 +10,4 @@ export { DownloadHandle } from './lib/handle.js';
 export { Worker, spawnWorker } from './lib/worker.js';
 export { fillIndex, manifestRecord, readManifest } from './lib/manifest.js';
 export { downloadMany } from './lib/download-many.js';
+export { downloadDataset } from './lib/dataset.js';

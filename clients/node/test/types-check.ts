@@ -2,7 +2,7 @@
 // @types/node): the declarations must describe the way the README uses the client, and catch
 // the mistakes a typed client should.
 import {
-  Cancelled, DownloadError, downloadMany, fillIndex, readManifest, spawnWorker, type Configuration, type DownloadEvent,
+  Cancelled, DownloadError, downloadDataset, downloadMany, fillIndex, readManifest, spawnWorker, type Configuration, type DownloadEvent,
   type ImageResult, type ManifestRecord, type Settings,
 } from '../index.js';
 
@@ -69,6 +69,12 @@ async function main(): Promise<void> {
   console.log(records[0]?.outcome, fillIndex('{index}', 1));
   // @ts-expect-error: a typo in a bulk option
   worker.downloadMany([], { concurency: 4 });
+  const dataset = await downloadDataset('rows.csv', 'shards', {
+    captionCol: 'caption', saveColumns: ['license'], width: 256, height: 256, fit: 'cover', format: 'jpeg', disallowedHeaderDirectives: [],
+  });
+  console.log(dataset.successes, dataset.status['opted_out'], dataset.shards[0]);
+  // @ts-expect-error: Parquet tables are read by the Python client
+  await downloadDataset('rows.parquet', 'shards', { inputFormat: 'parquet' });
 
   // `await using worker = …` (TypeScript 5.2+) calls this at the end of the block.
   const disposable: { [Symbol.asyncDispose](): Promise<void> } = worker;
