@@ -190,7 +190,7 @@ public struct GetOptions: Sendable {
         if manifest != nil || outputLayout.sharded || entry.expectedSHA256 != nil { output["sha256"] = true }
         if outputLayout.sharded {
             // Into the shards' staging folder, named by the row (the shard takes it from there).
-            output["dir"] = .string(ShardWriter.staging(in: directory))
+            output["dir"] = .string(ShardWriter.staging(in: directory, naming: shardNaming))
             output["nameTemplate"] = "{index}.{ext}"
             output["index"] = JSONValue(entry.index)
             output["overwrite"] = true

@@ -49,9 +49,11 @@ public final class ShardWriter: Sendable {
     let complete: Set<Int>
     private let state = NIOLockedValueBox(State())
 
-    /// Where the worker writes each image before it goes into its shard (`GetOptions` asks it to).
-    public static func staging(in directory: String) -> String { directory + "/.staging" }
-    var staging: String { Self.staging(in: directory) }
+    /// Where the worker writes each image before it goes into its shard (`GetOptions` asks it
+    /// to): a folder of the run's own, named by its first shard, as runs of other parts of the
+    /// table (`--first-shard`) may share `directory`.
+    public static func staging(in directory: String, naming: Naming) -> String { directory + "/.staging-" + naming.name(0) }
+    var staging: String { Self.staging(in: directory, naming: naming) }
     var shardCount: Int { (rows + size - 1) / size }
 
     /// Scans `directory` for complete shards (with `resume`; else every shard is written again)
@@ -75,8 +77,8 @@ public final class ShardWriter: Sendable {
             }
         }
         self.complete = complete
-        try? FileManager.default.removeItem(atPath: Self.staging(in: directory))
-        try FileManager.default.createDirectory(atPath: Self.staging(in: directory), withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: staging)
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
     }
 
     /// How shards and samples are named: shards are numbered from `first` (a distributed run

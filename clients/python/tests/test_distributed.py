@@ -122,3 +122,43 @@ def test_url_sources(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
     pq.write_table(pa.table({"url": ["http://a/1.jpg", None, "http://a/3.jpg"]}), str(tmp_path / "u.parquet"))
     assert list(read_urls(str(tmp_path / "u.parquet"))) == ["http://a/1.jpg", "http://a/3.jpg"]
+
+
+def test_a_dataset_on_ray_has_the_layout_of_one_machine(cluster: None, binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """``download_dataset_distributed``: a CSV table cut into shards, a Ray task each, writing into
+    one folder; the shards, their Parquet tables and stats are the ones ``download_dataset`` writes
+    on one machine (byte for byte, apart from the stats' times); a resumed run runs nothing again."""
+    import csv
+    import tarfile
+
+    from image_worker import download_dataset
+    from image_worker.distributed import download_dataset_distributed
+    table = tmp_path / "rows.csv"
+    with table.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["url", "caption"])
+        for i in range(23):
+            name = "missing.jpg" if i % 7 == 3 else ("testorig.jpg" if i % 2 else "test.webp")
+            writer.writerow([server.url(f"/files/{name}?n={i}"), f"row {i}"])
+    options: Dict[str, Any] = dict(caption_col="caption", shard_size=5, binary=binary, width=24, height=24,
+                                   format="jpeg", max_retries=0)
+    spread = download_dataset_distributed(str(table), str(tmp_path / "ray"), tasks=3, **options)
+    alone = download_dataset(table, tmp_path / "alone", **options)
+    assert (spread.count, spread.successes) == (alone.count, alone.successes) == (23, 20)
+    assert spread.status == alone.status and spread.exit_status == 1
+    names = sorted(p.name for p in (tmp_path / "ray").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "alone").iterdir()) and len(names) == 15
+    for name in names:
+        a, b = (tmp_path / "ray" / name).read_bytes(), (tmp_path / "alone" / name).read_bytes()
+        if name.endswith("_stats.json"):
+            x, y = json.loads(a), json.loads(b)
+            for key in ("start_time", "end_time", "duration"):
+                x.pop(key), y.pop(key)
+            assert x == y, name
+        else:
+            assert a == b, name
+    with tarfile.open(tmp_path / "ray" / "00004.tar") as tar:
+        assert tar.getnames()[:3] == ["000040.jpg", "000040.txt", "000040.json"]
+    before = dict(server.hits)
+    again = download_dataset_distributed(str(table), str(tmp_path / "ray"), tasks=3, resume=True, **options)
+    assert again.count == 23 and server.hits == before

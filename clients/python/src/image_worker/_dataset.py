@@ -65,6 +65,48 @@ def _parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]
         yield from batch.to_pylist()
 
 
+def table_format(path: str, input_format: Optional[str]) -> str:
+    """How a table file is read: ``input_format``, else from its extension (``txt`` otherwise)."""
+    if input_format:
+        return input_format
+    lower = path.lower()
+    for ext, kind in ((".parquet", "parquet"), (".pq", "parquet"), (".csv", "csv"), (".tsv", "tsv"), (".jsonl", "jsonl"),
+                      (".ndjson", "jsonl")):
+        if lower.endswith(ext):
+            return kind
+    return "txt"
+
+
+def read_rows(table: Union[PathLike, Rows], columns: Sequence[str], input_format: Optional[str] = None) -> Iterator[Dict[str, Any]]:
+    """A table's rows as dicts of ``columns`` (the first is the URL's), streamed: Parquet through
+    pyarrow batch by batch, CSV/TSV with a header, JSON Lines objects, TXT a URL a line (blank and
+    ``#`` lines skipped); an iterable of mappings as it is."""
+    if not isinstance(table, (str, os.PathLike)):
+        for row in table:
+            yield {c: row.get(c) for c in columns if c in row}
+        return
+    path = os.fspath(table)
+    kind = table_format(path, input_format)
+    if kind == "parquet":
+        yield from _parquet_rows(path, columns)
+        return
+    import csv
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        if kind in ("csv", "tsv"):
+            for record in csv.DictReader(f, delimiter="," if kind == "csv" else "\t"):
+                yield {c: record.get(c) for c in columns if c in record}
+        elif kind == "jsonl":
+            for line in f:
+                if line.strip():
+                    record = json.loads(line)
+                    yield {c: record.get(c) for c in columns if c in record}
+        else:
+            for line in f:
+                url = line.strip()
+                if url and not url.startswith("#"):
+                    yield {columns[0]: url.split("\t", 1)[0]}
+
+
 def _write_jsonl(rows: Iterable[Mapping[str, Any]], out: IO[str]) -> None:
     for row in rows:
         out.write(json.dumps(dict(row), ensure_ascii=False, default=str))

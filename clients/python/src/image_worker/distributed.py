@@ -22,12 +22,15 @@ a ``failed`` record (``ShardFailed``).
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import time
 from collections import deque
-from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
+from ._dataset import DatasetResult, read_rows
+from ._dataset import _result as _dataset_result
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
 from ._manifest import ManifestFile, fill_placeholder, record
@@ -362,6 +365,58 @@ class _ShardFailed(ImageWorkerError):
     def __init__(self, shard: int, attempts: int, cause: BaseException) -> None:
         self.message = f"shard {shard} failed {attempts} times; last: {type(cause).__name__}: {cause}"
         super().__init__(self.message)
+
+
+def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]]], output: str, *,
+                                 tasks: int = 4, input_format: Optional[str] = None, url_col: str = "url",
+                                 caption_col: Optional[str] = None, save_columns: Sequence[str] = (),
+                                 verify_hash_col: Optional[str] = None, shard_size: int = 10_000, resume: bool = False,
+                                 output_format: str = "webdataset", binary: Optional[str] = None,
+                                 **options: Any) -> DatasetResult:
+    """:func:`image_worker.download_dataset` on a Ray cluster: the table is read on the driver
+    (streamed) and cut into shards of ``shard_size`` rows; each shard is one Ray task that runs
+    ``image-worker get --first-shard N`` over its rows into ``output`` (a folder every node sees),
+    so the layout is the one a single machine writes: ``00000.tar``, ``00001.tar``, … with their
+    ``.parquet`` and ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows).
+    ``resume``: shards complete in ``output`` are not run again. Returns every shard's stats summed."""
+    ray = _ray()
+    columns = [url_col] + ([caption_col] if caption_col else []) + list(save_columns) + ([verify_hash_col] if verify_hash_col else [])
+    settings = dict(options, url_col=url_col, caption_col=caption_col, save_columns=list(save_columns),
+                    verify_hash_col=verify_hash_col, shard_size=shard_size, output_format=output_format, binary=binary)
+    run = ray.remote(_dataset_shard)
+    os.makedirs(output, exist_ok=True)
+    suffixes = ("_stats.json", ".parquet") + ((".tar",) if output_format == "webdataset" else ())
+    pending: List[Any] = []
+    worst = 0
+
+    def settle(keep: int) -> None:
+        nonlocal pending, worst
+        while len(pending) > keep:
+            done, pending = ray.wait(pending, num_returns=1)
+            worst = max(worst, *ray.get(done))
+
+    shard = 0
+    rows: List[Dict[str, Any]] = []
+    for row in itertools.chain(read_rows(table, columns, input_format), [None]):
+        if row is not None:
+            rows.append(row)
+            if len(rows) < shard_size:
+                continue
+        if rows:
+            name = os.path.join(output, f"{shard:05d}")
+            if not (resume and all(os.path.exists(name + s) for s in suffixes)):
+                settle(max(1, tasks) - 1)
+                pending.append(run.remote(rows, output, shard, settings))
+            shard += 1
+            rows = []
+    settle(0)
+    return _dataset_result(output, output_format, worst)
+
+
+def _dataset_shard(rows: List[Dict[str, Any]], output: str, shard: int, settings: Dict[str, Any]) -> int:
+    """One shard of :func:`download_dataset_distributed`, in a Ray task: ``get``'s exit status."""
+    from ._dataset import download_dataset as run
+    return run(rows, output, first_shard=shard, **settings).exit_status
 
 
 def download_distributed(urls: Union[str, "os.PathLike[str]", Iterable[Entry]], **options: Any) -> List[Dict[str, Any]]:
