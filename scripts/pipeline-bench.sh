@@ -7,6 +7,8 @@
 # on 127.0.0.1:8081, and runs scripts/pipeline_bench.py (arguments pass through, e.g. --rounds 5
 # or --jobs decode,thumb-png).
 #   scripts/pipeline-bench.sh [--rounds N] [--scaling [--scaling-rounds N]] [--jobs LIST]
+#   scripts/pipeline-bench.sh --dataset [--rounds N]   (scripts/dataset_bench.py: get's shards
+#                                                       against img2dataset's)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench="$root/../shared/bench"
@@ -55,5 +57,11 @@ export STATE="$work/serve"
 "$bench/serve.sh" stop >/dev/null 2>&1 || true
 "$bench/serve.sh" start "$work/corpus" >&2
 trap '"$bench/serve.sh" stop >/dev/null 2>&1 || true' EXIT
+if [ "${1:-}" = --dataset ]; then
+    shift
+    "$work/venv/bin/python" "$root/scripts/dataset_bench.py" --corpus "$work/corpus" --base http://127.0.0.1:8081 \
+        --worker "$root/.build-dist/release/image-worker" --img2dataset "$work/i2d/bin/img2dataset" "$@"
+    exit
+fi
 "$work/venv/bin/python" "$root/scripts/pipeline_bench.py" --corpus "$work/corpus" --base http://127.0.0.1:8081 \
     --python "$work/venv/bin/python" --phases "$work/jpeg_phases" --img2dataset "$work/i2d/bin/img2dataset" "$@"

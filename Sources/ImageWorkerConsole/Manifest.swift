@@ -61,6 +61,7 @@ public enum Manifest {
         ]
         if let code = error?["code"] { summary["code"] = code }
         if let attempts = error?["data"]?["attempts"] { summary["attempts"] = attempts }
+        if let limit = error?["data"]?["limit"] { summary["limit"] = limit }
         return .object(summary)
     }
 

@@ -214,7 +214,7 @@ public final class ShardWriter: Sendable {
         case "OptedOut": return "opted_out"
         case "Filtered": return "filtered"
         case "BadImageData", "UnsupportedFormat": return "failed_to_resize"
-        case "LimitExceeded": return record["error"]?["message"]?.stringValue?.contains("body") == true ? "failed_to_download" : "failed_to_resize"
+        case "LimitExceeded": return record["error"]?["limit"] == "bodyBytes" ? "failed_to_download" : "failed_to_resize"
         case "OutputFailed": return "failed_to_write"
         default: return "failed_to_download"
         }

@@ -623,7 +623,7 @@ export interface ManifestRecord {
   sourceSha256?: string;
   sourceWidth?: number;
   sourceHeight?: number;
-  error?: { name: string; message: string; code?: number; attempts?: number };
+  error?: { name: string; message: string; code?: number; attempts?: number; limit?: string };
   ms?: number;
 }
 

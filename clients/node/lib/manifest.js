@@ -62,6 +62,7 @@ export function manifestRecord({ index, url, name, image, error, format, ms }) {
     if (error instanceof DownloadError) {
       summary.code = error.code;
       if (error.attempts != null) summary.attempts = error.attempts;
+      if (typeof error.data?.limit === 'string') summary.limit = error.data.limit;
     } else if (typeof error?.code === 'number') {
       summary.code = error.code;
     }

@@ -88,6 +88,8 @@ def record(index: int, url: str, name: Optional[str], image: Optional[Image], er
                 summary["code"] = error.code
                 if error.attempts is not None:
                     summary["attempts"] = error.attempts
+                if isinstance(error.data.get("limit"), str):
+                    summary["limit"] = error.data["limit"]
             elif isinstance(error, ImageWorkerError) and hasattr(error, "code"):
                 summary["code"] = getattr(error, "code")
             r["error"] = summary

@@ -55,4 +55,5 @@ ERROR_TYPES: Dict[str, str] = {
     "message": "str",
     "code": "int",
     "attempts": "int",
+    "limit": "str",
 }
