@@ -168,11 +168,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageWorkerConsoleTests",
-            dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol", "TestSupport"]
+            dependencies: ["ImageWorkerConsole", "ImageWorkerProtocol"]
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "TestSupport"]
+            dependencies: ["ImageWorkerProtocol", "ImageDecoding", "ImageWorkerConsole", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

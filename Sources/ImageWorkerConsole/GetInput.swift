@@ -43,12 +43,20 @@ public struct GetInput: Sendable {
                 index += 1
             case .text(let bytes):
                 var table = InputTable(format: format ?? .txt, columns: columns, source: "stdin")
+                if table.format == .parquet {
+                    guard try rows(of: .bytes(bytes), table) else { return }
+                    continue
+                }
                 guard try LineReader.lines(of: bytes[...], { line, _ in try take(line, &table) }) else { return }
             case .file(let path):
                 let fd = open(path, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
                 defer { close(fd) }
                 var table = InputTable(format: format ?? InputFormat.of(path: path), columns: columns, source: path)
+                if table.format == .parquet {
+                    guard try rows(of: .file(fd), table) else { return }
+                    continue
+                }
                 let going: Bool
                 do {
                     going = try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line, &table) }
@@ -56,6 +64,20 @@ public struct GetInput: Sendable {
                     throw GetInputError(message: "cannot read \(path): \(failure)")
                 }
                 guard going else { return }
+            }
+        }
+
+        /// A Parquet table's rows, each an entry for `body`.
+        func rows(of source: ParquetReader.Source, _ table: InputTable) throws -> Bool {
+            let wanted = table.wanted
+            do {
+                return try ParquetReader(source).forEachRow(wanted) { values in
+                    let entry = table.entry(index: index) { name in wanted.firstIndex(of: name).map { values[$0].json } }
+                    index += 1
+                    return try body(entry)
+                }
+            } catch let failure as ParquetReader.Failure {
+                throw GetInputError(message: "\(table.source): \(failure)")
             }
         }
 

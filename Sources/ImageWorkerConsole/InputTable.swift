@@ -3,13 +3,16 @@ import ImageWorkerProtocol
 /// An input list's format (img2dataset's `input_format`): `txt`, a URL a line (optionally a tab
 /// and a file name), or a table whose columns give each row's URL, caption and the columns to
 /// keep: `csv` and `tsv` (a header row first; RFC 4180 quoting, a quoted field may hold the
-/// delimiter, quotes doubled and line breaks) and `jsonl` (a JSON object a line).
+/// delimiter, quotes doubled and line breaks), `jsonl` (a JSON object a line) and `parquet`
+/// (`ParquetReader`, a row at a time).
 public enum InputFormat: String, Sendable, CaseIterable {
-    case txt, csv, tsv, jsonl
+    case txt, csv, tsv, jsonl, parquet
 
-    /// From a file's extension: `.csv`, `.tsv`, `.jsonl` or `.ndjson`; anything else is `txt`.
+    /// From a file's extension: `.csv`, `.tsv`, `.jsonl` or `.ndjson`, `.parquet` or `.pq`;
+    /// anything else is `txt`.
     public static func of(path: String) -> InputFormat {
         let lowered = path.lowercased()
+        if lowered.hasSuffix(".parquet") || lowered.hasSuffix(".pq") { return .parquet }
         if lowered.hasSuffix(".csv") { return .csv }
         if lowered.hasSuffix(".tsv") { return .tsv }
         if lowered.hasSuffix(".jsonl") || lowered.hasSuffix(".ndjson") { return .jsonl }
@@ -52,6 +55,8 @@ struct InputTable {
     /// record that goes on.
     mutating func take(_ line: ArraySlice<UInt8>, index: Int) throws -> GetEntry? {
         switch format {
+        case .parquet:
+            throw GetInputError(message: "\(source): a Parquet table is read by rows, not lines")
         case .txt:
             return GetEntry.parse(line: String(decoding: line, as: UTF8.self), index: index)
         case .jsonl:
@@ -90,11 +95,20 @@ struct InputTable {
         }
     }
 
+    /// The columns a row's entry is made of: the URL's, the caption's, the kept ones, the hash's.
+    var wanted: [String] {
+        var names = [columns.url]
+        for name in [columns.caption].compactMap({ $0 }) + columns.saved + [columns.hash].compactMap({ $0 }) where !names.contains(name) {
+            names.append(name)
+        }
+        return names
+    }
+
     /// A row's entry from its values by column name (nil: absent).
-    private func entry(index: Int, _ value: (String) -> JSONValue?) -> GetEntry {
+    func entry(index: Int, _ value: (String) -> JSONValue?) -> GetEntry {
         let url = value(columns.url)?.stringValue?.trimmingCharacters(in: .whitespaces) ?? ""
         var entry = GetEntry(url: url, index: index)
-        if let caption = columns.caption, let text = value(caption) {
+        if let caption = columns.caption, let text = value(caption), text != .null {
             // (A JSON caption that is not a string is kept as its JSON text.)
             entry.caption = text.stringValue ?? JSONWriter.encodeString(text)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import ImageWorkerConsole
 import ImageWorkerProtocol
 import Testing
 import TestSupport
@@ -92,14 +93,14 @@ import TestSupport
             #expect(stats[0]["failed_to_download"] == 1 && stats[0]["filtered"] == 1 && stats[0]["errors"]?["InvalidDownloadStatusCode"] == 1)
             #expect(stats[1]["opted_out"] == 1 && stats[1]["filtered"] == 1 && stats[1]["errors"]?["OptedOut"] == 1, "\(stats[1])")
             // A Parquet row for every input row, in order, with img2dataset's fields.
-            let tables = try (0..<3).map { try ParquetTableReader(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
+            let tables = try (0..<3).map { try ParquetReader.table(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
             #expect(tables[0].names.prefix(6) == ["url", "caption", "license", "key", "status", "error_message"], "\(tables[0].names)")
-            let statuses = tables.flatMap { $0.columns["status"] ?? [] }.map { $0?.text }
+            let statuses = tables.flatMap { $0.columns["status"] ?? [] }.map { $0.text }
             #expect(statuses == ["success", "failed_to_download", "filtered", "opted_out", "success", "filtered", "success"])
-            #expect(tables.flatMap { $0.columns["key"] ?? [] }.map { $0?.text } == ["000000", "000001", "000002", "000010", "000011", "000012", "000020"])
-            #expect(tables[0].columns["error_message"]?[1]?.text?.contains("404") == true)
+            #expect(tables.flatMap { $0.columns["key"] ?? [] }.map { $0.text } == ["000000", "000001", "000002", "000010", "000011", "000012", "000020"])
+            #expect(tables[0].columns["error_message"]?[1].text?.contains("404") == true)
             #expect(tables[0].columns["width"]?[0] == .int(48) && tables[0].columns["original_bytes"]?[0] == .int(Int64(photo.count)))
-            #expect(tables[0].columns["bytes"]?[0] == .int(Int64(image.count)) && tables[0].columns["caption"]?[2]?.text == "a tiny\ntile")
+            #expect(tables[0].columns["bytes"]?[0] == .int(Int64(image.count)) && tables[0].columns["caption"]?[2].text == "a tiny\ntile")
         }
     }
 
@@ -110,15 +111,15 @@ import TestSupport
             #expect(run.lines.contains { $0.contains("-> 00000.parquet:000000") }, "\(run.lines)")
             let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
             #expect(names == (0..<3).flatMap { n in [".parquet", "_stats.json"].map { String(format: "%05d", n) + $0 } }, "\(names)")
-            let tables = try (0..<3).map { try ParquetTableReader(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
+            let tables = try (0..<3).map { try ParquetReader.table(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
             #expect(tables[0].names.last == "jpg" && tables.map(\.rows) == [3, 3, 1])
             let images = tables.flatMap { $0.columns["jpg"] ?? [] }
             let present = images.map { image -> Bool in
-                guard case .bytes(let bytes)? = image else { return false }
+                guard case .bytes(let bytes) = image else { return false }
                 return bytes.prefix(3) == [0xFF, 0xD8, 0xFF]
         }
         #expect(present == [true, false, false, false, true, false, true])
-        #expect(tables[1].columns["status"]?.map { $0?.text } == ["opted_out", "success", "filtered"])
+        #expect(tables[1].columns["status"]?.map { $0.text } == ["opted_out", "success", "filtered"])
         }
     }
 

@@ -1,12 +1,12 @@
 import Foundation
 import Testing
-import TestSupport
 
 @testable import ImageWorkerConsole
 
 /// The shards' Parquet tables: Thrift's compact protocol byte for byte as its specification
-/// writes it, and whole files read back (nulls, text, numbers, bytes; several row groups; an
-/// empty table). pyarrow reads the same files in the clients' tests.
+/// writes it, and whole files read back by `ParquetReader` (nulls, text, numbers, bytes; several
+/// row groups; an empty table). pyarrow reads the same files in the clients' tests, and writes
+/// the tables `get` reads there.
 @Suite struct ParquetWriterTests {
     @Test func thriftCompactFieldsListsAndStructs() {
         var thrift = ThriftCompactWriter()
@@ -51,13 +51,13 @@ import TestSupport
             let image: ParquetWriter.Value? = n % 2 == 0 ? .bytes([0xFF, 0xD8, UInt8(n)]) : nil
             return [.string("k\(n)"), width, .int(Int64(n) << 40), image]
         }
-        let table = try ParquetTableReader(try write(rows, columns: Self.columns))
+        let table = try ParquetReader.table(.bytes(try write(rows, columns: Self.columns)))
         #expect(table.names == ["key", "width", "bytes", "jpg"])
         #expect(table.rows == 11 && table.rowGroups == 1)
-        #expect(table.columns["key"]?.map { $0?.text } == (0..<11).map { "k\($0)" })
-        let widths: [ParquetTableReader.Value?] = (0..<11).map { n in n % 3 == 0 ? nil : .int(Int64(n) - 5) }
-        let sizes: [ParquetTableReader.Value?] = (0..<11).map { .int(Int64($0) << 40) }
-        let images: [ParquetTableReader.Value?] = (0..<11).map { n in n % 2 == 0 ? .bytes([0xFF, 0xD8, UInt8(n)]) : nil }
+        #expect(table.columns["key"]?.map { $0.text } == (0..<11).map { "k\($0)" })
+        let widths: [ParquetReader.Value] = (0..<11).map { n in n % 3 == 0 ? .null : .int(Int64(n) - 5) }
+        let sizes: [ParquetReader.Value] = (0..<11).map { .int(Int64($0) << 40) }
+        let images: [ParquetReader.Value] = (0..<11).map { n in n % 2 == 0 ? .bytes([0xFF, 0xD8, UInt8(n)]) : .null }
         #expect(table.columns["width"] == widths)
         #expect(table.columns["bytes"] == sizes)
         #expect(table.columns["jpg"] == images)
@@ -70,17 +70,17 @@ import TestSupport
             [.string("k\(n)"), .int(Int64(n)), nil, .bytes(Array(repeating: UInt8(n), count: 100))]
         }
         let bytes = try write(rows, columns: Self.columns, rowGroupBytes: 1000)
-        let table = try ParquetTableReader(bytes)
+        let table = try ParquetReader.table(.bytes(bytes))
         #expect(table.rowGroups > 4 && table.rows == 50)
-        let widths: [ParquetTableReader.Value?] = (0..<50).map { .int(Int64($0)) }
+        let widths: [ParquetReader.Value] = (0..<50).map { .int(Int64($0)) }
         #expect(table.columns["width"] == widths)
-        #expect(table.columns["bytes"] == [ParquetTableReader.Value?](repeating: nil, count: 50))
+        #expect(table.columns["bytes"] == [ParquetReader.Value](repeating: .null, count: 50))
         #expect(table.columns["jpg"]?.last == .bytes(Array(repeating: 49, count: 100)))
         #expect(try write(rows, columns: Self.columns, rowGroupBytes: 1000) == bytes)
     }
 
     @Test func anEmptyTableHasItsSchema() throws {
-        let table = try ParquetTableReader(try write([], columns: Self.columns))
+        let table = try ParquetReader.table(.bytes(try write([], columns: Self.columns)))
         #expect(table.names == ["key", "width", "bytes", "jpg"] && table.rows == 0 && table.rowGroups == 0)
     }
 }

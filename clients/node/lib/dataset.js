@@ -1,7 +1,8 @@
 // Image datasets as img2dataset builds them: downloadDataset runs `image-worker get` over a table
 // of URLs (and captions) into WebDataset or Parquet shards (GUIDE.md, "Datasets"). The worker reads
-// TXT, CSV, TSV and JSONL tables itself, a line at a time; rows given from JavaScript (an array or
-// any iterable, sync or async) are streamed into a temporary JSON Lines file first.
+// TXT, CSV, TSV, JSONL and Parquet (uncompressed or Snappy) tables itself, a row at a time; rows
+// given from JavaScript (an array or any iterable, sync or async) are streamed into a temporary
+// JSON Lines file first.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { ImageWorkerError } from './errors.js';
 import { GET_FLAGS } from './option-table.js';
 
 export const OUTPUT_FORMATS = ['files', 'webdataset', 'parquet'];
-export const INPUT_FORMATS = ['txt', 'csv', 'tsv', 'jsonl'];
+export const INPUT_FORMATS = ['txt', 'csv', 'tsv', 'jsonl', 'parquet'];
 
 /** get's flags for the options given: each one of GET_FLAGS (camel case), checked. */
 function flagArguments(options) {
@@ -70,7 +71,7 @@ export async function downloadDataset(table, output, options = {}) {
   } = options;
   if (!OUTPUT_FORMATS.includes(outputFormat)) throw new TypeError(`downloadDataset: outputFormat must be one of ${OUTPUT_FORMATS.join(', ')}, not ${outputFormat}`);
   if (inputFormat != null && !INPUT_FORMATS.includes(inputFormat)) {
-    throw new TypeError(`downloadDataset: inputFormat must be one of ${INPUT_FORMATS.join(', ')} (a Parquet table: through the Python client), not ${inputFormat}`);
+    throw new TypeError(`downloadDataset: inputFormat must be one of ${INPUT_FORMATS.join(', ')}, not ${inputFormat}`);
   }
   const args = ['get', '-o', output, '--output-format', outputFormat, '--shard-size', String(shardSize), '--url-col', urlCol];
   if (firstShard) args.push('--first-shard', String(firstShard));

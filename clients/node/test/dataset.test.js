@@ -45,6 +45,13 @@ test('a CSV table becomes WebDataset shards with their Parquet tables and stats'
   assert.equal(meta.license, 'l0');
   assert.deepEqual([meta.width, meta.height, meta.original_width, meta.original_height], [40, 40, 227, 149]);
   assert.equal(readFileSync(join(out, '00000.parquet')).subarray(0, 4).toString(), 'PAR1');
+  // A shard's Parquet table is a table of URLs and captions too: read by the worker, row for row.
+  const again = await downloadDataset(join(out, '00001.parquet'), join(dir, 'again'), {
+    captionCol: 'caption', saveColumns: ['status'], shardSize: 5, binary, disallowedHeaderDirectives: [],
+  });
+  assert.deepEqual([again.count, again.successes, again.exitStatus], [2, 2, 0]);
+  const meta2 = JSON.parse(execFileSync('tar', ['-xOf', again.shards[0], '000001.json'], { encoding: 'utf8' }));
+  assert.deepEqual([meta2.caption, meta2.status], ['opted out', 'success']);
 }));
 
 test('rows from an async iterable, Parquet shards numbered from firstShard, opt-outs turned off', () => withSetup(async (server, dir) => {
@@ -68,7 +75,7 @@ test('options get does not have, and bad formats, are refused before anything ru
   try {
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, noSuchOption: 1 }), /unknown option noSuchOption/);
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, outputFormat: 'tfrecord' }), /outputFormat must be one of/);
-    await assert.rejects(downloadDataset('rows.parquet', join(dir, 'a'), { binary, inputFormat: 'parquet' }), /Python client/);
+    await assert.rejects(downloadDataset('rows.xlsx', join(dir, 'a'), { binary, inputFormat: 'xlsx' }), /inputFormat must be one of/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

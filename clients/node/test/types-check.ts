@@ -73,8 +73,9 @@ async function main(): Promise<void> {
     captionCol: 'caption', saveColumns: ['license'], width: 256, height: 256, fit: 'cover', format: 'jpeg', disallowedHeaderDirectives: [],
   });
   console.log(dataset.successes, dataset.status['opted_out'], dataset.shards[0]);
-  // @ts-expect-error: Parquet tables are read by the Python client
-  await downloadDataset('rows.parquet', 'shards', { inputFormat: 'parquet' });
+  await downloadDataset('rows.parquet', 'shards', { inputFormat: 'parquet', outputFormat: 'parquet' });
+  // @ts-expect-error: not an input format
+  await downloadDataset('rows.xlsx', 'shards', { inputFormat: 'xlsx' });
 
   // `await using worker = …` (TypeScript 5.2+) calls this at the end of the block.
   const disposable: { [Symbol.asyncDispose](): Promise<void> } = worker;

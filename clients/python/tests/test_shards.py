@@ -108,3 +108,47 @@ def test_download_dataset_from_rows_with_a_first_shard_and_resume(binary: str, s
         image_worker.download_dataset(iter(rows), out, binary=binary, no_such_option=1)
     with pytest.raises(ValueError, match="output_format"):
         image_worker.download_dataset(iter(rows), out, binary=binary, output_format="tfrecord")
+
+
+def test_get_reads_the_parquet_tables_pyarrow_writes(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """``get -i table.parquet`` reads pyarrow's files as pandas, DuckDB and Spark users make them:
+    Snappy with dictionaries (the default), v2 data pages in several row groups, uncompressed PLAIN
+    pages, with nulls and numbers, booleans and doubles in the kept columns; a codec it does not read
+    (ZSTD) and a nested column are refused by name, before anything is fetched."""
+    import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    n = 23
+    names = ["testorig.jpg", "missing.jpg", "test.webp"]
+    table = pa.table({"URL": [server.url(f"/files/{names[i % 3]}?i={i}") for i in range(n)],
+                      "TEXT": [None if i % 5 == 0 else f"légende {i}" for i in range(n)],
+                      "NSFW": ["UNLIKELY" if i % 2 else None for i in range(n)],
+                      "similarity": [0.25 * i for i in range(n)],
+                      "width": pa.array([i if i % 3 else None for i in range(n)], pa.int32()),
+                      "flag": [i % 2 == 0 for i in range(n)],
+                      "tags": [["a", "b"]] * n})
+    variants = {"snappy": {}, "v2": dict(data_page_version="2.0", row_group_size=5),
+                "plain": dict(compression="none", use_dictionary=False, row_group_size=4, data_page_size=64)}
+    records = {}
+    for name, options in variants.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table, path, **options)
+        manifest = tmp_path / f"{name}.jsonl"
+        run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--caption-col", "TEXT",
+                              "--save-columns", "NSFW,similarity,width,flag", "-o", str(tmp_path / name),
+                              "--manifest", str(manifest), "--no-progress"], capture_output=True, text=True)
+        assert run.returncode == 1, run.stderr  # the 404s
+        lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+        records[name] = sorted(({k: v for k, v in r.items() if k not in ("ms", "path")} for r in lines), key=lambda r: r["index"])
+    assert records["snappy"] == records["v2"] == records["plain"]
+    rows = records["snappy"]
+    assert len(rows) == n and [r["index"] for r in rows] == list(range(n))
+    assert "caption" not in rows[0] and rows[1]["caption"] == "légende 1"
+    assert rows[3]["columns"] == {"NSFW": "UNLIKELY", "similarity": 0.75, "width": None, "flag": False}
+    assert [r["outcome"] for r in rows[:3]] == ["ok", "failed", "ok"]
+    for refused, bad, message in (("zstd", dict(compression="zstd"), "ZSTD"), ("nested", {}, "nested")):
+        path = tmp_path / f"{refused}.parquet"
+        pq.write_table(table, path, **bad)
+        column = "tags" if refused == "nested" else "NSFW"
+        run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused)],
+                             capture_output=True, text=True)
+        assert run.returncode == 64 and message in run.stderr, run.stderr

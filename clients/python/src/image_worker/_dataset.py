@@ -1,9 +1,10 @@
 """Image datasets as img2dataset builds them: :func:`download_dataset` turns a table of URLs (and
 captions) into WebDataset or Parquet shards by running ``image-worker get`` (GUIDE.md, "Datasets").
 
-The worker reads TXT, CSV, TSV and JSONL tables itself, a line at a time; a Parquet table (through
-pyarrow, batch by batch) and rows given in Python are streamed into a temporary JSON Lines file
-first, so no table is ever held whole in memory."""
+The worker reads TXT, CSV, TSV, JSONL and Parquet tables itself, a row at a time (Parquet:
+uncompressed or Snappy, flat columns). With pyarrow installed, a Parquet table is read through it
+instead (any codec and encoding), batch by batch; it and rows given in Python are streamed into a
+temporary JSON Lines file first, so no table is ever held whole in memory."""
 
 from __future__ import annotations
 
@@ -49,6 +50,14 @@ class DatasetResult:
     @property
     def failed(self) -> int:
         return self.count - self.successes
+
+
+def _has_pyarrow() -> bool:
+    try:
+        import pyarrow.parquet  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]:
@@ -193,19 +202,17 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
         arguments.append("--no-progress")
     arguments += _flag_arguments(options)
     with tempfile.TemporaryDirectory(prefix="image-worker-dataset-") as scratch:
-        # A table the worker does not read itself becomes JSON Lines, streamed.
+        # Rows from Python, and a Parquet table pyarrow reads, become JSON Lines, streamed.
         path: Optional[str] = None
-        if isinstance(table, (str, os.PathLike)):
-            path = os.fspath(table)
-            kind = input_format or ("parquet" if path.lower().endswith((".parquet", ".pq")) else None)
-            if kind == "parquet":
-                rows: Optional[Iterable[Mapping[str, Any]]] = _parquet_rows(path, columns)
-            else:
-                rows = None
-                if input_format:
-                    arguments += ["--input-format", input_format]
-        else:
+        rows: Optional[Iterable[Mapping[str, Any]]] = None
+        if not isinstance(table, (str, os.PathLike)):
             rows = table
+        elif table_format(os.fspath(table), input_format) == "parquet" and _has_pyarrow():
+            rows = _parquet_rows(os.fspath(table), columns)
+        else:
+            path = os.fspath(table)
+            if input_format:
+                arguments += ["--input-format", input_format]
         if rows is not None:
             path = os.path.join(scratch, "rows.jsonl")
             with open(path, "w", encoding="utf-8") as f:

@@ -1,0 +1,224 @@
+import Foundation
+
+/// One column chunk of a Parquet row group, its values handed out one at a time: a page is read,
+/// decompressed and decoded when the last one's values are used up, so a column holds one page and
+/// its dictionary. Definition levels (optional columns) in the RLE/bit-packed hybrid; values PLAIN
+/// or dictionary-encoded (PLAIN_DICTIONARY, RLE_DICTIONARY), booleans RLE too.
+struct ParquetColumnCursor {
+    typealias Failure = ParquetReader.Failure
+
+    let source: ParquetReader.Source
+    let column: ParquetReader.Column
+    let codec: Int64
+    private var offset: Int
+    private let end: Int
+    private var dictionary: [ParquetReader.Value] = []
+    private var values: [ParquetReader.Value] = []
+    private var position = 0
+
+    init(source: ParquetReader.Source, column: ParquetReader.Column, meta: ThriftValue) throws(Failure) {
+        (self.source, self.column) = (source, column)
+        codec = meta[4]?.int ?? 0
+        let data = Int(meta[9]?.int ?? -1)
+        let dictionary = Int(meta[11]?.int ?? -1)
+        offset = dictionary > 0 && dictionary < data ? dictionary : data
+        end = offset + Int(meta[7]?.int ?? -1)
+        guard offset >= 4, end > offset, end <= source.size else { throw Failure(description: "column \"\(column.name)\": a chunk out of the file") }
+        guard codec == 0 || codec == 1 else {
+            let names = [2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"]
+            throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed and Snappy tables (the Python client reads any, through pyarrow)")
+        }
+    }
+
+    /// The next row's value (`.null` for a null).
+    mutating func next() throws(Failure) -> ParquetReader.Value {
+        while position == values.count { try readPage() }
+        defer { position += 1 }
+        return values[position]
+    }
+
+    private func fail(_ what: String) -> Failure { Failure(description: "column \"\(column.name)\": \(what)") }
+
+    private mutating func readPage() throws(Failure) {
+        guard offset < end else { throw fail("fewer values than rows") }
+        // The header: a few hundred bytes, more when it carries large statistics.
+        var window = 512
+        var header = ThriftValue.structure([:])
+        var headerLength = 0
+        while true {
+            let bytes = try source.read(offset, min(window, end - offset))
+            var at = 0
+            do {
+                header = try ThriftValue.structure(bytes, &at)
+                headerLength = at
+                break
+            } catch {
+                guard window < end - offset, window < 1 << 24 else { throw fail("a page header cannot be read: \(error.message)") }
+                window *= 8
+            }
+        }
+        let size = Int(header[3]?.int ?? -1)
+        let expanded = Int(header[2]?.int ?? -1)
+        guard size >= 0, size <= end - offset - headerLength, (0...(1 << 30)).contains(expanded) else { throw fail("a page out of its chunk") }
+        let body = try source.read(offset + headerLength, size)
+        offset += headerLength + size
+        switch header[1]?.int {
+        case 2:  // DICTIONARY_PAGE
+            let data = try decompress(body[...], expanded)
+            var at = data.startIndex
+            dictionary = try plain(data[...], &at, count: Int(header[7]?[1]?.int ?? 0))
+        case 0:  // DATA_PAGE
+            guard let page = header[5], let count = page[1]?.int else { throw fail("a data page without its header") }
+            let data = try decompress(body[...], expanded)
+            var at = data.startIndex
+            var defined: [Bool]?
+            if column.optional {
+                guard page[3]?.int == 3 else { throw fail("definition levels encoded as \(page[3]?.int ?? -1), not RLE") }
+                let length = try little(data[...], &at, 4)
+                guard length <= data.endIndex - at else { throw fail("definition levels past the page") }
+                defined = try Self.hybrid(data[at..<at + length], width: 1, count: Int(count)).map { $0 == 1 }
+                at += length
+            }
+            try take(data[at...], encoding: page[2]?.int ?? 0, count: Int(count), defined: defined)
+        case 3:  // DATA_PAGE_V2: levels first, never compressed
+            guard let page = header[8], let count = page[1]?.int else { throw fail("a data page without its header") }
+            let repetition = Int(page[6]?.int ?? 0)
+            let definition = Int(page[5]?.int ?? 0)
+            guard repetition >= 0, definition >= 0, repetition + definition <= body.count else { throw fail("levels past the page") }
+            let levels = body[repetition..<repetition + definition]
+            let defined = column.optional ? try Self.hybrid(levels, width: 1, count: Int(count)).map { $0 == 1 } : nil
+            let rest = body[(repetition + definition)...]
+            let data = page[7]?.int == 0 ? Array(rest) : try decompress(rest, expanded - repetition - definition)
+            try take(data[...], encoding: page[4]?.int ?? 0, count: Int(count), defined: defined)
+        default:
+            return  // an index page: nothing of the rows
+        }
+    }
+
+    /// A data page's values, nulls where `defined` says.
+    private mutating func take(_ data: ArraySlice<UInt8>, encoding: Int64, count: Int, defined: [Bool]?) throws(Failure) {
+        let present = defined?.reduce(0) { $0 + ($1 ? 1 : 0) } ?? count
+        var at = data.startIndex
+        let decoded: [ParquetReader.Value]
+        switch encoding {
+        case 0:
+            decoded = try plain(data, &at, count: present)
+        case 2, 8:
+            guard let width = data.first, width <= 32 else { throw fail("dictionary indices of no width") }
+            decoded = try Self.hybrid(data.dropFirst(), width: Int(width), count: present).map { index throws(Failure) in
+                guard index < dictionary.count else { throw fail("a dictionary index out of range") }
+                return dictionary[index]
+            }
+        case 3 where column.physical == 0:
+            let length = try little(data, &at, 4)
+            guard length <= data.endIndex - at else { throw fail("booleans past the page") }
+            decoded = try Self.hybrid(data[at..<at + length], width: 1, count: present).map { .bool($0 == 1) }
+        default:
+            let names: [Int64: String] = [5: "DELTA_BINARY_PACKED", 6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 9: "BYTE_STREAM_SPLIT"]
+            throw fail("values encoded as \(names[encoding] ?? "encoding \(encoding)"): get reads PLAIN and dictionary pages (the Python client reads any, through pyarrow)")
+        }
+        guard let defined else {
+            values = decoded
+            position = 0
+            return
+        }
+        var next = 0
+        values = defined.map { present in
+            guard present else { return .null }
+            defer { next += 1 }
+            return decoded[next]
+        }
+        position = 0
+    }
+
+    private func decompress(_ body: ArraySlice<UInt8>, _ expanded: Int) throws(Failure) -> [UInt8] {
+        guard codec == 1 else { return Array(body) }
+        do {
+            return try Snappy.decompress(body, limit: max(0, expanded))
+        } catch {
+            throw fail(error.message)
+        }
+    }
+
+    private func little(_ data: ArraySlice<UInt8>, _ at: inout Int, _ count: Int) throws(Failure) -> Int {
+        guard count <= data.endIndex - at else { throw fail("a value past the page") }
+        var value = 0
+        for i in 0..<count { value |= Int(data[at + i]) << (8 * i) }
+        at += count
+        return value
+    }
+
+    /// `count` PLAIN values of the column's type.
+    private func plain(_ data: ArraySlice<UInt8>, _ at: inout Int, count: Int) throws(Failure) -> [ParquetReader.Value] {
+        var out: [ParquetReader.Value] = []
+        out.reserveCapacity(count)
+        switch column.physical {
+        case 0:
+            guard (count + 7) / 8 <= data.endIndex - at else { throw fail("booleans past the page") }
+            for i in 0..<count { out.append(.bool(data[at + i / 8] >> (i % 8) & 1 == 1)) }
+        case 1:
+            for _ in 0..<count { out.append(.int(Int64(Int32(truncatingIfNeeded: try little(data, &at, 4))))) }
+        case 2:
+            for _ in 0..<count { out.append(.int(Int64(truncatingIfNeeded: try little(data, &at, 8)))) }
+        case 4:
+            for _ in 0..<count { out.append(.double(Double(Float(bitPattern: UInt32(truncatingIfNeeded: try little(data, &at, 4)))))) }
+        case 5:
+            for _ in 0..<count { out.append(.double(Double(bitPattern: UInt64(UInt(bitPattern: try little(data, &at, 8)))))) }
+        case 6:
+            for _ in 0..<count {
+                let length = try little(data, &at, 4)
+                guard length <= data.endIndex - at else { throw fail("a value past the page") }
+                out.append(.bytes(Array(data[at..<at + length])))
+                at += length
+            }
+        case 3, 7:
+            // INT96 (old timestamps) and fixed-length bytes: as hex.
+            let width = column.physical == 3 ? 12 : column.typeLength
+            guard width >= 0, width * count <= data.endIndex - at else { throw fail("a value past the page") }
+            for _ in 0..<count {
+                out.append(.bytes(Array(data[at..<at + width].map { String(format: "%02x", $0) }.joined().utf8)))
+                at += width
+            }
+        default:
+            throw fail("physical type \(column.physical)")
+        }
+        return out
+    }
+
+    /// The RLE/bit-packed hybrid: runs of one value, and groups of 8 values of `width` bits.
+    static func hybrid(_ data: ArraySlice<UInt8>, width: Int, count: Int) throws(Failure) -> [Int] {
+        var out: [Int] = []
+        out.reserveCapacity(count)
+        var at = data.startIndex
+        let bytes = (width + 7) / 8
+        while out.count < count {
+            var header = 0
+            var shift = 0
+            repeat {
+                guard at < data.endIndex, shift < 63 else { throw Failure(description: "levels or indices end early") }
+                header |= Int(data[at] & 0x7F) << shift
+                shift += 7
+                at += 1
+            } while data[at - 1] & 0x80 != 0
+            if header & 1 == 0 {
+                guard bytes <= data.endIndex - at else { throw Failure(description: "a run past the end") }
+                var value = 0
+                for i in 0..<bytes { value |= Int(data[at + i]) << (8 * i) }
+                at += bytes
+                out += repeatElement(value, count: min(header >> 1, count - out.count))
+            } else {
+                let groups = header >> 1
+                guard groups * width <= data.endIndex - at else { throw Failure(description: "bit-packed values past the end") }
+                var bit = 0
+                for _ in 0..<min(groups * 8, count - out.count) {
+                    var value = 0
+                    for b in 0..<width where data[at + (bit + b) / 8] >> ((bit + b) % 8) & 1 == 1 { value |= 1 << b }
+                    out.append(value)
+                    bit += width
+                }
+                at += groups * width
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import ImageWorkerConsole
+
+/// `get -i table.parquet`'s reader on what the format's specifications spell out (the hybrid
+/// levels' example, a Snappy stream by hand) and on damaged files: a table cut anywhere, or with
+/// bytes flipped, is an error, never a crash or a row made up. pyarrow's own files (Snappy,
+/// dictionaries, v2 pages, row groups) are read in the clients' tests.
+@Suite struct ParquetReaderTests {
+    @Test func hybridLevelsAsTheSpecificationShowsThem() throws {
+        // parquet-format Encodings.md: 0...7 bit-packed at width 3.
+        #expect(try ParquetColumnCursor.hybrid([0x03, 0x88, 0xC6, 0xFA], width: 3, count: 8) == Array(0..<8))
+        // A run of 5 ones, then 4 bit-packed values (a group of 8, cut at the count).
+        #expect(try ParquetColumnCursor.hybrid([0x0A, 0x01, 0x03, 0b0000_0101], width: 1, count: 9) == [1, 1, 1, 1, 1, 1, 0, 1, 0])
+        #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor.hybrid([0x0A, 0x01], width: 1, count: 6) }
+    }
+
+    @Test func snappyLiteralsAndOverlappingCopies() throws {
+        // 12 bytes: the literal "abc", then a copy of 9 from 3 back (it overlaps what it writes).
+        #expect(try Snappy.decompress([0x0C, 0x08, 0x61, 0x62, 0x63, 0x15, 0x03], limit: 12) == Array("abcabcabcabc".utf8))
+        #expect(throws: Snappy.Failure.self) { try Snappy.decompress([0x0C, 0x08, 0x61, 0x62, 0x63, 0x15, 0x04], limit: 12) }
+        #expect(throws: Snappy.Failure.self) { try Snappy.decompress([0x0C, 0x08, 0x61, 0x62, 0x63, 0x15, 0x03], limit: 11) }
+        #expect(throws: Snappy.Failure.self) { try Snappy.decompress([0x0D, 0x08, 0x61, 0x62, 0x63, 0x15, 0x03], limit: 13) }
+    }
+
+    func table() throws -> [UInt8] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("reader-\(UUID().uuidString)").path
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        var writer = ParquetWriter(
+            fd: fd, columns: [.init(name: "url", type: .string), .init(name: "n", type: .int64), .init(name: "caption", type: .string)],
+            rowGroupBytes: 200)
+        for n in 0..<40 {
+            let row: [ParquetWriter.Value?] = [.string("https://example.org/\(n).jpg"), .int(Int64(n)), n % 4 == 0 ? nil : .string("caption \(n)")]
+            _ = writer.append(row)
+        }
+        _ = writer.finish()
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    @Test func rowsOfTheAskedColumnsInOrder() throws {
+        let reader = try ParquetReader(.bytes(try table()))
+        #expect(reader.names == ["url", "n", "caption"] && reader.rowGroups.count > 3)
+        var rows: [[ParquetReader.Value]] = []
+        _ = try reader.forEachRow(["caption", "url"]) { row in
+            rows.append(row)
+            return rows.count < 30
+        }
+        #expect(rows.count == 30 && rows[0] == [.null, .bytes(Array("https://example.org/0.jpg".utf8))])
+        #expect(rows[29][0].text == "caption 29" && rows[29][1].json == "https://example.org/29.jpg")
+        #expect(throws: ParquetReader.Failure.self) { try reader.forEachRow(["license"]) { _ in true } }
+    }
+
+    @Test func damagedTablesAreErrors() throws {
+        let whole = try table()
+        for length in stride(from: 0, to: whole.count, by: 7) {
+            #expect(throws: (any Error).self, "cut at \(length)") { try ParquetReader.table(.bytes(Array(whole.prefix(length)))) }
+        }
+        // Bytes flipped anywhere: an error or no more rows than there are, never a crash.
+        for at in stride(from: 4, to: whole.count - 8, by: 5) {
+            var damaged = whole
+            damaged[at] ^= 0xA5
+            if let table = try? ParquetReader.table(.bytes(damaged)) { #expect(table.rows <= 40, "flipped at \(at)") }
+        }
+    }
+}
