@@ -23,6 +23,7 @@ extension GetSession {
     /// `timings (median of 5): queued 0.2 ms, connect 3.1 ms (2 new connections), ttfb 12.0 ms,
     /// transfer 40.2 ms, decode 5.1 ms, write 1.0 ms; 1 from the cache, 4 over HTTP/2`; nil
     /// when no download has metrics.
+    /// (Past `timingSample` downloads, the medians are a uniform sample's; the counts are exact.)
     public func timingSummary() -> String? {
         let all = timings
         guard !all.isEmpty else { return nil }
@@ -30,7 +31,7 @@ extension GetSession {
             let values = all.compactMap { $0.phase(phase).map(Double.init) }.sorted()
             guard !values.isEmpty else { return nil }
             let mid = values.count / 2
-            return (values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2, values.count)
+            return (values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2, timed.phases[phase])
         }
         var parts: [String] = []
         for (phase, (_, label)) in Timing.phases.enumerated() {
@@ -39,13 +40,10 @@ extension GetSession {
             parts.append("\(label) \(String(format: "%.1f", value)) ms\(extra)")
         }
         var tail: [String] = []
-        let cached = all.count { $0.fromCache }
-        if cached > 0 { tail.append("\(cached) from the cache") }
-        let h2 = all.count { $0.http2 }
-        if h2 > 0 { tail.append("\(h2) over HTTP/2") }
-        let retried = all.count { $0.attempts > 1 }
-        if retried > 0 { tail.append("\(retried) retried") }
-        return "timings (median of \(all.count)): " + parts.joined(separator: ", ") + (tail.isEmpty ? "" : "; " + tail.joined(separator: ", "))
+        if timed.cached > 0 { tail.append("\(timed.cached) from the cache") }
+        if timed.http2 > 0 { tail.append("\(timed.http2) over HTTP/2") }
+        if timed.retried > 0 { tail.append("\(timed.retried) retried") }
+        return "timings (median of \(timed.count)): " + parts.joined(separator: ", ") + (tail.isEmpty ? "" : "; " + tail.joined(separator: ", "))
     }
 
     /// `3 downloaded, 2 kept, 1 failed, 1 cancelled, 1.2 MB in 0.8 s`; interrupted:

@@ -68,6 +68,24 @@ public struct GetSession: Sendable {
         }
     }
 
+    /// What `timingSummary` counts of every timing, sampled or not.
+    struct TimingCounts: Sendable {
+        private(set) var count = 0
+        /// Downloads that went through each phase, in `Timing.phases` order.
+        private(set) var phases = [Int](repeating: 0, count: Timing.phases.count)
+        private(set) var cached = 0
+        private(set) var http2 = 0
+        private(set) var retried = 0
+
+        mutating func add(_ timing: Timing) {
+            count += 1
+            for i in phases.indices where timing.phase(i) != nil { phases[i] += 1 }
+            if timing.fromCache { cached += 1 }
+            if timing.http2 { http2 += 1 }
+            if timing.attempts > 1 { retried += 1 }
+        }
+    }
+
     /// What the caller should do after a message.
     public enum Output: Sendable, Equatable {
         /// One result line for a URL that ended (stdout, human mode).
@@ -101,7 +119,12 @@ public struct GetSession: Sendable {
     /// nil when each was decoded (`--verify full`, or a decoded format).
     public var originalCheck: GetOptions.Verification?
     private var endedBytes: Int64 = 0
+    /// The downloads' timings for the medians: the first `timingSample`, then a uniform sample of
+    /// that many (reservoir sampling), so a run of millions holds what one of 100,000 does;
+    /// `timed` counts every one.
     private(set) var timings: [Timing] = []
+    private(set) var timed = TimingCounts()
+    var timingSample = 100_000
     /// The `output.format` asked, when the caller keeps a manifest: each end gives a `.record`.
     public var recordFormat: String?
     /// `--output-format webdataset|parquet`: rows a shard and the layout (a result line names the
@@ -203,7 +226,12 @@ public struct GetSession: Sendable {
                 let timing = Timing(metrics)
                 // The downloads that reached the network or the cache (not those cancelled in the queue).
                 if timing.attempts > 0 || timing.fromCache {
-                    timings.append(timing)
+                    timed.add(timing)
+                    if timings.count < timingSample {
+                        timings.append(timing)
+                    } else if case let slot = Int.random(in: 0..<timed.count), slot < timingSample {
+                        timings[slot] = timing
+                    }
                     // A quiet download's first event: it did start.
                     if live[n]!.phase == .waiting { live[n]!.phase = .finishing }
                 }

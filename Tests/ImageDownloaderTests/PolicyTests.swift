@@ -66,6 +66,22 @@ import TestSupport
         #expect(list.blocking("http://x/a", now: 150) == nil)
         #expect(list.count == 0)
     }
+
+    /// A million dead URLs hold what the capacity does: the oldest go first, a URL recorded again
+    /// counts from its new record, a removed one is not counted; every record is as cheap as the
+    /// first (this runs in well under a second; the list was once purged whole past 10,000).
+    @Test func keepsTheNewestUpToItsCapacity() {
+        var list = FailedURLList(capacity: 100)
+        for n in 0..<1_000_000 { list.record("http://x/\(n)", reason: "404", now: 0, expiryNanos: 1_000) }
+        #expect(list.count == 100)
+        #expect(list.blocking("http://x/999899", now: 1) == nil && list.blocking("http://x/999900", now: 1) != nil)
+        list.record("http://x/999900", reason: "410", now: 1, expiryNanos: 1_000)  // again: now the newest
+        list.remove("http://x/999950")
+        for n in 0..<99 { list.record("http://y/\(n)", reason: "404", now: 2, expiryNanos: 1_000) }
+        #expect(list.count == 100)
+        #expect(list.blocking("http://x/999900", now: 3)?.reason == "410" && list.blocking("http://x/999999", now: 3) == nil)
+        #expect(list.blocking("http://y/0", now: 3) != nil && list.blocking("http://y/98", now: 3) != nil)
+    }
 }
 
 @Suite struct CookieJarTests {

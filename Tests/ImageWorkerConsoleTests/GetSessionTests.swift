@@ -1,7 +1,8 @@
 import Foundation
-import ImageWorkerConsole
 import ImageWorkerProtocol
 import Testing
+
+@testable import ImageWorkerConsole
 
 @Suite struct GetSessionTests {
     static func event(_ method: String, _ params: JSONObject) -> JSONValue {
@@ -98,6 +99,23 @@ import Testing
         }
         #expect(session.summary(seconds: 1).hasPrefix("1 downloaded, 4 cancelled (3 before they started),"), "\(session.summary(seconds: 1))")
         #expect(session.timingSummary()?.hasPrefix("timings (median of 2): queued 1.0 ms") == true, "\(session.timingSummary() ?? "")")
+    }
+
+    /// Past `timingSample` downloads the medians come from a sample of that many (a run of
+    /// millions holds no more), while the counts stay exact: every download, every new connection.
+    @Test func timingsAreSampledPastTheirBoundAndCountedExactly() {
+        var session = GetSession(urls: (0..<1000).map { "http://h/\($0).jpg" })
+        session.timingSample = 50
+        for n in 1...1000 {
+            var metrics: JSONObject = ["queuedMs": 2, "ttfbMs": 7, "attempts": n % 10 == 0 ? 2 : 1]
+            if n % 4 == 0 { metrics["connectMs"] = 3 }
+            _ = session.handle(Self.event("download/completed", [
+                "token": .string(String(n)), "outcome": "failed", "error": ["code": 1005, "message": "404"], "metrics": .object(metrics),
+            ]))
+        }
+        #expect(session.timings.count == 50)
+        #expect(session.timingSummary() == "timings (median of 1000): queued 2.0 ms, connect 3.0 ms (250 new connections), ttfb 7.0 ms; 100 retried",
+                "\(session.timingSummary() ?? "")")
     }
 
     /// A kept file (`skipExisting`) is a result of its own, and counts as done.
