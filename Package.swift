@@ -100,6 +100,7 @@ let package = Package(
                 "ImageWorkerProtocol", "ImageDownloader", "ImageDecoding", "InputValidation",
                 logging, nioLocks,
                 nioCore,  // A fetched body is a ByteBuffer.
+                crypto,  // SHA-256 of what is delivered (BoringSSL's, as the HTTP cache's).
             ]
         ),
         // `image-worker get`: the worker in process, driven for a person (progress bars, result lines).
