@@ -152,3 +152,60 @@ def test_get_reads_the_parquet_tables_pyarrow_writes(binary: str, server: Loopba
         run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused)],
                              capture_output=True, text=True)
         assert run.returncode == 64 and message in run.stderr, run.stderr
+
+
+def test_a_sigint_at_a_random_moment_then_continue_gives_the_same_shards(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """SIGINT at random moments (seeded, so a failure can be replayed): whatever is left under a
+    final name is a complete shard (its archive reads, its stats and table are there), and
+    ``--continue`` ends with the same files as an uninterrupted run, byte for byte apart from the
+    stats' times."""
+    import random
+    import signal
+    import time
+    names = ["testorig.jpg", "test.webp", "basn2c08.png", "testimgp.jpg"]
+    table = tmp_path / "rows.csv"
+    with table.open("w") as f:
+        f.write("url,caption\n")
+        for i in range(30):
+            f.write(f"{server.url(f'/files/{names[i % 4]}?i={i}&chunk=4096&delayMs={(i * 37) % 60}')},row {i}\n")
+
+    def arguments(out: Path) -> list:
+        return [binary, "get", "-i", str(table), "--caption-col", "caption", "--output-format", "webdataset",
+                "--shard-size", "4", "-o", str(out), "--width", "32", "--height", "32", "--format", "png", "-j", "3",
+                "--no-progress"]
+
+    def contents(out: Path) -> dict:
+        files = {}
+        for path in sorted(out.iterdir()):
+            data = path.read_bytes()
+            if path.name.endswith("_stats.json"):
+                stats = json.loads(data)
+                for key in ("start_time", "end_time", "duration"):
+                    stats.pop(key)
+                data = json.dumps(stats, sort_keys=True).encode()
+            files[path.name] = data
+        return files
+
+    whole = tmp_path / "whole"
+    assert subprocess.run(arguments(whole), capture_output=True).returncode == 0
+    expected = contents(whole)
+    assert len(expected) == 8 * 3
+    rng = random.Random(62)
+    interrupted = 0
+    for attempt in range(3):
+        out = tmp_path / f"cut{attempt}"
+        process = subprocess.Popen(arguments(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 0.6))
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=60)
+        assert status in (0, 130)
+        interrupted += status == 130
+        for stats in out.glob("*_stats.json"):
+            shard = stats.name[: -len("_stats.json")]
+            with tarfile.open(out / f"{shard}.tar") as tar:
+                assert len(tar.getnames()) == 4 * 3, shard
+            assert (out / f"{shard}.parquet").read_bytes()[:4] == b"PAR1"
+        assert not [p.name for p in out.iterdir() if p.name.endswith(".partial") or p.name.startswith(".staging")]
+        assert subprocess.run(arguments(out) + ["--continue"], capture_output=True).returncode == 0
+        assert contents(out) == expected, f"attempt {attempt}"
+    assert interrupted >= 2, "most runs were cut while under way"
