@@ -131,23 +131,26 @@ public final class ShardWriter: Sendable {
                 if let open = s.open.removeValue(forKey: shard) { drop(shard, open) }
                 return
             }
-            if s.open[shard] == nil {
+            // (Taken out of the table while it changes: a copy left there would make every append
+            // copy the shard's buffered rows.)
+            var shardState: Open
+            if let open = s.open.removeValue(forKey: shard) {
+                shardState = open
+            } else {
                 do throws(WriteProblem) {
-                    s.open[shard] = try start(shard)
+                    shardState = try start(shard)
                 } catch {
                     s.failure = s.failure ?? error.message
                     return
                 }
             }
-            guard var shardState = s.open[shard] else { return }
             shardState.waiting[index] = record
             while let next = shardState.waiting.removeValue(forKey: shardState.next) {
                 if let problem = write(next, into: &shardState) { s.failure = s.failure ?? problem }
                 shardState.next += 1
             }
             if shardState.next == shardState.end {
-                if let problem = finish(shard, shardState) { s.failure = s.failure ?? problem }
-                s.open[shard] = nil
+                if let problem = finish(shard, &shardState) { s.failure = s.failure ?? problem }
             } else {
                 s.open[shard] = shardState
             }
@@ -298,10 +301,9 @@ public final class ShardWriter: Sendable {
     }
 
     /// The shard's last row is in: its files end and take their names, and its stats are written.
-    private func finish(_ shard: Int, _ open: Open) -> String? {
+    private func finish(_ shard: Int, _ open: inout Open) -> String? {
         let name = directory + "/" + naming.name(shard)
-        var table = open.table
-        var ended = table.finish() && fsync(open.parquetFD) == 0
+        var ended = open.table.finish() && fsync(open.parquetFD) == 0
         Foundation.close(open.parquetFD)
         if let tar = open.tar {
             ended = ended && TarWriter(fd: tar).finish() && fsync(tar) == 0
