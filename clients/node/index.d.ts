@@ -643,8 +643,8 @@ export interface DatasetOptions extends Pick<DownloadOptions, 'priority' | 'prog
   saveColumns?: string[];
   /** The column of each row's SHA-256 (hex): bytes that differ fail the row. */
   verifyHashCol?: string;
-  /** `webdataset` (default: `.tar` + `.parquet` + `_stats.json` a shard), `parquet` (the images' bytes in the table) or `files`. */
-  outputFormat?: 'files' | 'webdataset' | 'parquet';
+  /** `webdataset` (default: `.tar` + `.parquet` + `_stats.json` a shard) or `parquet` (the images' bytes in the table); loose files: downloadMany. */
+  outputFormat?: 'webdataset' | 'parquet';
   /** Rows a shard (default 10000). */
   shardSize?: number;
   /** The number of the first shard (a part of a table run apart). */

@@ -12,7 +12,8 @@ import { findBinary } from './binary.js';
 import { ImageWorkerError } from './errors.js';
 import { GET_FLAGS } from './option-table.js';
 
-export const OUTPUT_FORMATS = ['files', 'webdataset', 'parquet'];
+/** What outputFormat may say (loose files with a manifest: downloadMany). */
+export const OUTPUT_FORMATS = ['webdataset', 'parquet'];
 export const INPUT_FORMATS = ['txt', 'csv', 'tsv', 'jsonl', 'parquet'];
 
 /** get's flags for the options given: each one of GET_FLAGS (camel case), checked. */

@@ -209,3 +209,35 @@ def test_a_sigint_at_a_random_moment_then_continue_gives_the_same_shards(binary:
         assert subprocess.run(arguments(out) + ["--continue"], capture_output=True).returncode == 0
         assert contents(out) == expected, f"attempt {attempt}"
     assert interrupted >= 2, "most runs were cut while under way"
+
+
+def test_ctrl_c_in_python_stops_the_worker_once_and_resume_finishes(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """A script's Ctrl-C (SIGINT to the Python process) mid-run: ``download_dataset`` passes one
+    SIGINT to its worker, which keeps the complete shards and drops the rest (no ``.partial``,
+    no staging folder), then raises ``KeyboardInterrupt``; ``resume=True`` finishes the set."""
+    import signal
+    import sys
+    import time
+    table = tmp_path / "rows.csv"
+    with table.open("w") as f:
+        f.write("url\n")
+        for i in range(24):
+            f.write(server.url(f"/files/testorig.jpg?i={i}&chunk=2048&delayMs={40 if i >= 8 else 0}") + "\n")
+    out = tmp_path / "shards"
+    script = (f"import image_worker\nimage_worker.download_dataset({str(table)!r}, {str(out)!r}, shard_size=4, "
+              f"binary={binary!r}, concurrency=2)\n")
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (out / "00001_stats.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert "KeyboardInterrupt" in stderr
+    left = sorted(p.name for p in out.iterdir())
+    assert left and all(name.endswith((".tar", ".parquet", "_stats.json")) for name in left), left
+    assert "00005_stats.json" not in left, "stopped before the end"
+    for stats in out.glob("*_stats.json"):
+        with tarfile.open(out / stats.name.replace("_stats.json", ".tar")) as tar:
+            assert len(tar.getnames()) == 4 * 2
+    result = image_worker.download_dataset(table, out, shard_size=4, binary=binary, resume=True)
+    assert (result.count, result.successes, len(result.shards)) == (24, 24, 6)

@@ -26,8 +26,8 @@ Rows = Iterable[Mapping[str, Any]]
 
 #: What ``input_format`` may say (by default, from the table file's extension).
 INPUT_FORMATS = ("txt", "csv", "tsv", "jsonl", "parquet")
-#: What ``output_format`` may say.
-OUTPUT_FORMATS = ("files", "webdataset", "parquet")
+#: What ``output_format`` may say (loose files with a manifest: :func:`download_many`).
+OUTPUT_FORMATS = ("webdataset", "parquet")
 
 
 @dataclass(frozen=True)
@@ -220,12 +220,14 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
             arguments += ["--input-format", "jsonl"]
         arguments[2:2] = ["-i", path or "-"]
         with open(os.path.join(scratch, "stderr"), "w+", encoding="utf-8", errors="replace") as errors:
+            # In a session of its own, so that a terminal's Ctrl-C reaches it once, from here (a
+            # second SIGINT ends the worker at once, without finishing what it was writing).
             process = subprocess.Popen(arguments, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=None if progress else errors)
+                                       stderr=None if progress else errors, start_new_session=True)
             try:
                 status = process.wait()
-            except KeyboardInterrupt:
-                # The worker ends as it does on its own Ctrl-C: complete shards kept, the rest dropped.
+            except BaseException:
+                # The worker ends as on its own Ctrl-C: complete shards kept, the rest dropped.
                 process.send_signal(signal.SIGINT)
                 process.wait()
                 raise
