@@ -184,7 +184,7 @@ final class ProxyFrontHandler: ChannelInboundHandler {
 
     /// Connects to the target (through `names` first), answers with `answer(ok)` (nothing when
     /// empty), then relays; a tunnel's `target` is recorded.
-    private func open(_ context: ChannelHandlerContext, target: String?, host: String, port: Int, answer: @escaping (Bool) -> String) {
+    private func open(_ context: ChannelHandlerContext, target: String?, host: String, port: Int, answer: @escaping @Sendable (Bool) -> String) {
         connecting = true
         let address = server.names[host.lowercased()] ?? host
         let front = context.channel
