@@ -15,6 +15,7 @@ struct ParquetColumnCursor {
     private var dictionary: [ParquetReader.Value] = []
     private var values: [ParquetReader.Value] = []
     private var position = 0
+    static let maxPageValues = 1 << 24
 
     init(source: ParquetReader.Source, column: ParquetReader.Column, meta: ThriftValue) throws(Failure) {
         (self.source, self.column) = (source, column)
@@ -62,13 +63,22 @@ struct ParquetColumnCursor {
         guard size >= 0, size <= end - offset - headerLength, (0...(1 << 30)).contains(expanded) else { throw fail("a page out of its chunk") }
         let body = try source.read(offset + headerLength, size)
         offset += headerLength + size
+        // A page's values, and a dictionary's, are made before they are used: bounded, whatever
+        // a header says (writers put tens of thousands in a page).
+        func values(_ count: Int64?) throws(Failure) -> Int {
+            guard let count, (0...Int64(Self.maxPageValues)).contains(count) else {
+                throw fail("a page of \(count ?? -1) values (get reads pages of up to \(Self.maxPageValues))")
+            }
+            return Int(count)
+        }
         switch header[1]?.int {
         case 2:  // DICTIONARY_PAGE
             let data = try decompress(body[...], expanded)
             var at = data.startIndex
-            dictionary = try plain(data[...], &at, count: Int(header[7]?[1]?.int ?? 0))
+            dictionary = try plain(data[...], &at, count: try values(header[7]?[1]?.int ?? 0))
         case 0:  // DATA_PAGE
-            guard let page = header[5], let count = page[1]?.int else { throw fail("a data page without its header") }
+            guard let page = header[5] else { throw fail("a data page without its header") }
+            let count = try values(page[1]?.int)
             let data = try decompress(body[...], expanded)
             var at = data.startIndex
             var defined: [Bool]?
@@ -76,20 +86,21 @@ struct ParquetColumnCursor {
                 guard page[3]?.int == 3 else { throw fail("definition levels encoded as \(page[3]?.int ?? -1), not RLE") }
                 let length = try little(data[...], &at, 4)
                 guard length <= data.endIndex - at else { throw fail("definition levels past the page") }
-                defined = try Self.hybrid(data[at..<at + length], width: 1, count: Int(count)).map { $0 == 1 }
+                defined = try Self.hybrid(data[at..<at + length], width: 1, count: count).map { $0 == 1 }
                 at += length
             }
-            try take(data[at...], encoding: page[2]?.int ?? 0, count: Int(count), defined: defined)
+            try take(data[at...], encoding: page[2]?.int ?? 0, count: count, defined: defined)
         case 3:  // DATA_PAGE_V2: levels first, never compressed
-            guard let page = header[8], let count = page[1]?.int else { throw fail("a data page without its header") }
+            guard let page = header[8] else { throw fail("a data page without its header") }
+            let count = try values(page[1]?.int)
             let repetition = Int(page[6]?.int ?? 0)
             let definition = Int(page[5]?.int ?? 0)
             guard repetition >= 0, definition >= 0, repetition + definition <= body.count else { throw fail("levels past the page") }
             let levels = body[repetition..<repetition + definition]
-            let defined = column.optional ? try Self.hybrid(levels, width: 1, count: Int(count)).map { $0 == 1 } : nil
+            let defined = column.optional ? try Self.hybrid(levels, width: 1, count: count).map { $0 == 1 } : nil
             let rest = body[(repetition + definition)...]
             let data = page[7]?.int == 0 ? Array(rest) : try decompress(rest, expanded - repetition - definition)
-            try take(data[...], encoding: page[4]?.int ?? 0, count: Int(count), defined: defined)
+            try take(data[...], encoding: page[4]?.int ?? 0, count: count, defined: defined)
         default:
             return  // an index page: nothing of the rows
         }

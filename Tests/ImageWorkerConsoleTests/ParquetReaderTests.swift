@@ -55,6 +55,29 @@ import Testing
         #expect(throws: ParquetReader.Failure.self) { try reader.forEachRow(["license"]) { _ in true } }
     }
 
+    /// A page header that claims more values than any writer puts in a page is refused before
+    /// anything is made for them.
+    @Test func aPageOfAbsurdlyManyValuesIsRefused() throws {
+        for claimed: Int32 in [1 << 30, -5] {
+            var header = ThriftCompactWriter()
+            header.i32(1, 0)
+            header.i32(2, 8)
+            header.i32(3, 8)
+            header.structure(5) { page in
+                page.i32(1, claimed)
+                page.i32(2, 0)
+                page.i32(3, 3)
+                page.i32(4, 3)
+            }
+            let chunk = header.finish() + [UInt8](repeating: 0, count: 8)
+            let bytes = Array("PAR1".utf8) + chunk + Array("PAR1".utf8)
+            let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
+            let column = ParquetReader.Column(name: "url", chunk: 0, physical: 6, typeLength: 0, optional: true)
+            var cursor = try ParquetColumnCursor(source: .bytes(bytes), column: column, meta: meta)
+            #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
+        }
+    }
+
     @Test func damagedTablesAreErrors() throws {
         let whole = try table()
         for length in stride(from: 0, to: whole.count, by: 7) {
