@@ -82,6 +82,7 @@ export async function downloadDataset(table, output, options = {}) {
   if (resume) args.push('--continue');
   if (!progress) args.push('--no-progress');
   args.push(...flagArguments(rest));
+  if (signal?.aborted) throw signal.reason ?? new ImageWorkerError('downloadDataset: aborted');
   const program = findBinary(binary).path;
   const scratch = mkdtempSync(join(tmpdir(), 'image-worker-dataset-'));
   try {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { downloadDataset } from '../index.js';
@@ -76,7 +76,27 @@ test('options get does not have, and bad formats, are refused before anything ru
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, noSuchOption: 1 }), /unknown option noSuchOption/);
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, outputFormat: 'tfrecord' }), /outputFormat must be one of/);
     await assert.rejects(downloadDataset('rows.xlsx', join(dir, 'a'), { binary, inputFormat: 'xlsx' }), /inputFormat must be one of/);
+    const aborted = AbortSignal.abort(new Error('stopped before it began'));
+    await assert.rejects(downloadDataset([{ url: 'http://127.0.0.1:9/a.jpg' }], join(dir, 'b'), { binary, signal: aborted }), /stopped before it began/);
+    assert.ok(!existsSync(join(dir, 'b')), 'nothing was run');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an AbortSignal stops the run as a Ctrl-C would: complete shards kept, the rest dropped', () => withSetup(async (server, dir) => {
+  const rows = Array.from({ length: 24 }, (_, i) => ({ url: server.url(`/files/testorig.jpg?i=${i}&chunk=2048&delayMs=${i >= 8 ? 40 : 0}`) }));
+  const out = join(dir, 'shards');
+  const controller = new AbortController();
+  const watch = setInterval(() => { if (existsSync(join(out, '00001_stats.json'))) controller.abort(new Error('enough')); }, 10);
+  try {
+    await assert.rejects(downloadDataset(rows, out, { shardSize: 4, binary, concurrency: 2, signal: controller.signal }), /enough/);
+  } finally {
+    clearInterval(watch);
+  }
+  const left = readdirSync(out).sort();
+  assert.ok(left.every((n) => /^\d{5}(\.tar|\.parquet|_stats\.json)$/.test(n)), left.join(' '));
+  assert.ok(!left.includes('00005_stats.json'), 'stopped before the end');
+  const result = await downloadDataset(rows, out, { shardSize: 4, binary, resume: true });
+  assert.deepEqual([result.count, result.successes, result.shards.length], [24, 24, 6]);
+}));
