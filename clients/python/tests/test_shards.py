@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import image_worker
+import pytest
 from loopback import REPO, LoopbackServer
 
 # Required, not skipped: clients/test.sh installs them.
@@ -54,15 +55,23 @@ def test_shards_read_back_with_tarfile_and_webdataset(binary: str, server: Loopb
     assert image_worker.OptedOut.name in stats[2]["errors"]
 
 
-def test_download_dataset_from_a_parquet_table_to_parquet_shards(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
-    """A Parquet table in (pyarrow, streamed), Parquet shards out: one row per input row, the
-    images' bytes in the ``jpg`` column, img2dataset's fields beside them, read back with pyarrow."""
+@pytest.mark.parametrize("compression", ["snappy", "zstd"])
+def test_download_dataset_from_a_parquet_table_to_parquet_shards(binary: str, server: LoopbackServer, tmp_path: Path,
+                                                                  compression: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Parquet table in (Snappy: read by the worker itself; ZSTD: through pyarrow, streamed),
+    Parquet shards out: one row per input row, the images' bytes in the ``jpg`` column,
+    img2dataset's fields beside them, read back with pyarrow."""
     import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     names = ["testorig.jpg", "missing.jpg", "test.webp", "testorig.jpg?robots=noai", "testimgp.jpg"]
     table = tmp_path / "rows.parquet"
     pq.write_table(pa.table({"link": [server.url(f"/files/{n}") for n in names], "text": [f"caption {i}" for i in range(5)],
-                             "license": ["cc-by", "cc0", None, "mit", "x"], "unused": list(range(5))}), table)
+                             "license": ["cc-by", "cc0", None, "mit", "x"], "unused": list(range(5))}), table,
+                   compression=compression)
+    if compression == "snappy":
+        def not_through_pyarrow(*_: object) -> None:
+            raise AssertionError("a table the worker reads is handed to it as it is")
+        monkeypatch.setattr(image_worker._dataset, "_parquet_rows", not_through_pyarrow)
     out = tmp_path / "shards"
     result = image_worker.download_dataset(table, out, url_col="link", caption_col="text", save_columns=["license"],
                                            output_format="parquet", shard_size=2, binary=binary,
@@ -103,7 +112,6 @@ def test_download_dataset_from_rows_with_a_first_shard_and_resume(binary: str, s
     again = image_worker.download_dataset(iter(rows), out, caption_col="caption", shard_size=2, first_shard=7,
                                           binary=binary, disallowed_header_directives=[], resume=True)
     assert again.count == 3 and server.hits.get("/files/test.webp", 0) == hits == 1
-    import pytest
     with pytest.raises(TypeError, match="no_such_option"):
         image_worker.download_dataset(iter(rows), out, binary=binary, no_such_option=1)
     with pytest.raises(ValueError, match="output_format"):

@@ -1,10 +1,11 @@
 """Image datasets as img2dataset builds them: :func:`download_dataset` turns a table of URLs (and
 captions) into WebDataset or Parquet shards by running ``image-worker get`` (GUIDE.md, "Datasets").
 
-The worker reads TXT, CSV, TSV, JSONL and Parquet tables itself, a row at a time (Parquet:
-uncompressed or Snappy, flat columns). With pyarrow installed, a Parquet table is read through it
-instead (any codec and encoding), batch by batch; it and rows given in Python are streamed into a
-temporary JSON Lines file first, so no table is ever held whole in memory."""
+The worker reads TXT, CSV, TSV, JSONL and Parquet tables itself, a row at a time (Parquet: flat
+columns, uncompressed or Snappy, PLAIN or dictionary values). A Parquet table it cannot read (ZSTD,
+GZIP, DELTA encodings...) is read through pyarrow when it is installed, batch by batch; such a
+table and rows given in Python are streamed into a temporary JSON Lines file first, so no table is
+ever held whole in memory."""
 
 from __future__ import annotations
 
@@ -57,6 +58,31 @@ def _has_pyarrow() -> bool:
         import pyarrow.parquet  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
     except ImportError:
         return False
+    return True
+
+
+#: What ``get`` reads of a Parquet table itself (pyarrow's names for them).
+_WORKER_CODECS = ("UNCOMPRESSED", "SNAPPY")
+_WORKER_ENCODINGS = ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED")
+
+
+def _worker_reads(path: str, columns: Sequence[str]) -> bool:
+    """Whether ``get`` reads the Parquet table at ``path`` itself (its footer, through pyarrow):
+    then it is handed over as it is, not copied into JSON Lines."""
+    import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception:
+        return True  # (get says what is wrong with it)
+    leaves = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    for name in set(columns):
+        if name not in leaves:
+            return True  # nested, or not there: get refuses it by name
+        i = leaves[name]
+        for g in range(meta.num_row_groups):
+            chunk = meta.row_group(g).column(i)
+            if chunk.compression not in _WORKER_CODECS or any(e not in _WORKER_ENCODINGS for e in chunk.encodings):
+                return False
     return True
 
 
@@ -207,7 +233,8 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
         rows: Optional[Iterable[Mapping[str, Any]]] = None
         if not isinstance(table, (str, os.PathLike)):
             rows = table
-        elif table_format(os.fspath(table), input_format) == "parquet" and _has_pyarrow():
+        elif (table_format(os.fspath(table), input_format) == "parquet" and _has_pyarrow()
+              and not _worker_reads(os.fspath(table), columns)):
             rows = _parquet_rows(os.fspath(table), columns)
         else:
             path = os.fspath(table)
