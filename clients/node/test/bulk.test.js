@@ -1,11 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, lstatSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cancelled, InvalidDownloadStatusCode, UnsupportedFormat, downloadMany, fillIndex, readManifest as readRecords, spawnWorker } from '../index.js';
-import { binaryPath, startServer } from './loopback.js';
+import { binaryPath, withSetup as withSetupIn } from './loopback.js';
 import { Schemas } from './schema.js';
 
 const schemas = new Schemas();
@@ -19,16 +18,7 @@ function readManifest(path) {
 
 const binary = binaryPath();
 
-async function withSetup(body) {
-  const server = await startServer();
-  const dir = mkdtempSync(join(tmpdir(), 'iw-node-bulk-'));
-  try {
-    await body(server, dir);
-  } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withSetup = (body) => withSetupIn(body, 'iw-node-bulk-');
 
 async function collect(iterator) {
   const all = [];

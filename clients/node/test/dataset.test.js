@@ -8,20 +8,11 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { downloadDataset } from '../index.js';
-import { binaryPath, startServer } from './loopback.js';
+import { binaryPath, withSetup as withSetupIn } from './loopback.js';
 
 const binary = binaryPath();
 
-async function withSetup(body) {
-  const server = await startServer();
-  const dir = mkdtempSync(join(tmpdir(), 'iw-node-dataset-'));
-  try {
-    await body(server, dir);
-  } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const withSetup = (body) => withSetupIn(body, 'iw-node-dataset-');
 
 test('a CSV table becomes WebDataset shards with their Parquet tables and stats', () => withSetup(async (server, dir) => {
   const rows = [['testorig.jpg', 'a boat, at sea'], ['missing.jpg', 'gone'], ['test.webp', 'a webp'], ['testorig.jpg?robots=noai', 'opted out']];

@@ -5,7 +5,8 @@
 // /files/NAME), /hang, /truncate/NAME, /text.
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -132,6 +133,19 @@ export async function startServer() {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** Runs `body(server, dir)` with a loopback server and a fresh folder (named from `prefix`), both
+ * gone afterwards, whatever `body` did. */
+export async function withSetup(body, prefix = 'iw-node-') {
+  const server = await startServer();
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  try {
+    await body(server, dir);
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**

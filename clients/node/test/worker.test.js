@@ -1,28 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import {
   BadImageData, Cancelled, Filtered, OptedOut, InvalidDownloadStatusCode, InvalidURL, NetworkError, PROTOCOL_VERSION, RequestError,
   UnsupportedFormat, WorkerClosed, WorkerExited, readImageBytes, spawnWorker,
 } from '../index.js';
-import { REPO, SAMPLES, binaryPath, startConnectProxy, startServer } from './loopback.js';
+import { REPO, SAMPLES, binaryPath, startConnectProxy, withSetup } from './loopback.js';
 
 const binary = binaryPath();
-
-async function withSetup(body) {
-  const server = await startServer();
-  const dir = mkdtempSync(join(tmpdir(), 'iw-node-'));
-  try {
-    await body(server, dir);
-  } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 test('a download: async iterator of typed events, emitter, then the image', () => withSetup(async (server, dir) => {
   const worker = await spawnWorker({ binary });
