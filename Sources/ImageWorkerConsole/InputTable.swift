@@ -42,13 +42,28 @@ struct InputTable {
     let columns: InputColumns
     /// Where the input came from, for errors.
     let source: String
-    /// The header's positions of the URL, caption, saved and hash columns (csv, tsv), once read.
-    private var positions: (url: Int, caption: Int?, saved: [Int], hash: Int?)?
+    /// The columns a row's entry is made of, each once: the URL's, the caption's, the kept ones,
+    /// the hash's; and the flag that named each (for a header without it).
+    let wanted: [String]
+    private let flags: [String]
+    /// The header's position of each `wanted` column (csv, tsv), once read.
+    private var positions: [Int]?
     /// A csv or tsv record whose quoted field goes on to the next line.
     private var pending: [UInt8] = []
 
     init(format: InputFormat, columns: InputColumns, source: String) {
         (self.format, self.columns, self.source) = (format, columns, source)
+        var named: [(name: String, flag: String)] = [(columns.url, "--url-col")]
+        named += [columns.caption].compactMap { $0 }.map { ($0, "--caption-col") }
+        named += columns.saved.map { ($0, "--save-columns") }
+        named += [columns.hash].compactMap { $0 }.map { ($0, "--verify-hash-col") }
+        var wanted: [String] = []
+        var flags: [String] = []
+        for (name, flag) in named where !wanted.contains(name) {
+            wanted.append(name)
+            flags.append(flag)
+        }
+        (self.wanted, self.flags) = (wanted, flags)
     }
 
     /// The entry the line completes (numbered `index`), or nil: the header, a blank line, or a
@@ -80,28 +95,9 @@ struct InputTable {
                 return nil
             }
             return entry(index: index) { name in
-                let at: Int?
-                if name == columns.url {
-                    at = positions.url
-                } else if name == columns.caption {
-                    at = positions.caption
-                } else if name == columns.hash {
-                    at = positions.hash
-                } else {
-                    at = columns.saved.firstIndex(of: name).map { positions.saved[$0] }
-                }
-                return at.flatMap { $0 < fields.count ? .string(fields[$0]) : nil }
+                wanted.firstIndex(of: name).flatMap { positions[$0] < fields.count ? .string(fields[positions[$0]]) : nil }
             }
         }
-    }
-
-    /// The columns a row's entry is made of: the URL's, the caption's, the kept ones, the hash's.
-    var wanted: [String] {
-        var names = [columns.url]
-        for name in [columns.caption].compactMap({ $0 }) + columns.saved + [columns.hash].compactMap({ $0 }) where !names.contains(name) {
-            names.append(name)
-        }
-        return names
     }
 
     /// A row's entry from its values by column name (nil: absent).
@@ -119,20 +115,16 @@ struct InputTable {
         return entry
     }
 
-    private func headerPositions(_ fields: [String]) throws -> (url: Int, caption: Int?, saved: [Int], hash: Int?) {
+    private func headerPositions(_ fields: [String]) throws -> [Int] {
         // (A spreadsheet's UTF-8 byte order mark before the first name is not part of it.)
         var header = fields
         if let first = header.first, first.hasPrefix("\u{FEFF}") { header[0] = String(first.dropFirst()) }
-        func position(_ name: String, _ flag: String) throws -> Int {
+        return try zip(wanted, flags).map { name, flag in
             guard let at = header.firstIndex(of: name) else {
                 throw GetInputError(message: "\(source): no column \"\(name)\" (\(flag)) in the header: \(header.joined(separator: ", "))")
             }
             return at
         }
-        return (
-            try position(columns.url, "--url-col"), try columns.caption.map { try position($0, "--caption-col") },
-            try columns.saved.map { try position($0, "--save-columns") }, try columns.hash.map { try position($0, "--verify-hash-col") }
-        )
     }
 
     /// A csv or tsv record's fields, and whether it ends inside a quoted field (it goes on past a
