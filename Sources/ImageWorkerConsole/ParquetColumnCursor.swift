@@ -203,25 +203,25 @@ struct ParquetColumnCursor {
         var at = data.startIndex
         let bytes = (width + 7) / 8
         while out.count < count {
-            var header = 0
-            var shift = 0
-            repeat {
-                guard at < data.endIndex, shift < 63 else { throw Failure(description: "levels or indices end early") }
-                header |= Int(data[at] & 0x7F) << shift
-                shift += 7
-                at += 1
-            } while data[at - 1] & 0x80 != 0
+            let header: UInt64
+            do {
+                header = try ThriftValue.varint(data, &at)
+            } catch {
+                throw Failure(description: "levels or indices end early")
+            }
+            // (A length as large as a varint holds is clamped, never multiplied past Int.)
+            let length = Int(clamping: header >> 1)
             if header & 1 == 0 {
                 guard bytes <= data.endIndex - at else { throw Failure(description: "a run past the end") }
                 var value = 0
                 for i in 0..<bytes { value |= Int(data[at + i]) << (8 * i) }
                 at += bytes
-                out += repeatElement(value, count: min(header >> 1, count - out.count))
+                out += repeatElement(value, count: min(length, count - out.count))
             } else {
-                let groups = header >> 1
-                guard groups * width <= data.endIndex - at else { throw Failure(description: "bit-packed values past the end") }
+                let groups = length
+                guard width == 0 || groups <= (data.endIndex - at) / width else { throw Failure(description: "bit-packed values past the end") }
                 var bit = 0
-                for _ in 0..<min(groups * 8, count - out.count) {
+                for _ in 0..<min(min(groups, (count - out.count + 7) / 8) * 8, count - out.count) {
                     var value = 0
                     for b in 0..<width where data[at + (bit + b) / 8] >> ((bit + b) % 8) & 1 == 1 { value |= 1 << b }
                     out.append(value)

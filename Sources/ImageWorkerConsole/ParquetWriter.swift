@@ -110,12 +110,7 @@ struct ParquetWriter {
         var packed = [UInt8](repeating: 0, count: (rows + 7) / 8)
         for (row, defined) in chunk.defined.enumerated() where defined { packed[row / 8] |= 1 << (row % 8) }
         var run: [UInt8] = []
-        var header = UInt64(packed.count) << 1 | 1
-        while header >= 0x80 {
-            run.append(UInt8(header & 0x7F) | 0x80)
-            header >>= 7
-        }
-        run.append(UInt8(header))
+        ThriftCompactWriter.varint(UInt64(packed.count) << 1 | 1, into: &run)
         run += packed
         var levels: [UInt8] = []
         little(UInt64(run.count), bytes: 4, into: &levels)

@@ -83,13 +83,17 @@ enum ThriftValue: Sendable {
         }
     }
 
-    private static func byte(_ bytes: [UInt8], _ at: inout Int) throws(Failure) -> UInt8 {
-        guard at < bytes.count else { throw Failure(message: "a struct past the end") }
+    private static func byte<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ at: inout Int) throws(Failure) -> UInt8
+    where Bytes.Index == Int {
+        guard at >= bytes.startIndex, at < bytes.endIndex else { throw Failure(message: "a struct past the end") }
         defer { at += 1 }
         return bytes[at]
     }
 
-    static func varint(_ bytes: [UInt8], _ at: inout Int) throws(Failure) -> UInt64 {
+    /// An unsigned LEB128 varint at `at` (moved past it): Thrift's integers before their zigzag,
+    /// and Parquet's RLE/bit-packed run headers.
+    static func varint<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, _ at: inout Int) throws(Failure) -> UInt64
+    where Bytes.Index == Int {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while shift < 64 {

@@ -77,13 +77,17 @@ struct ThriftCompactWriter {
         lastField[lastField.count - 1] = id
     }
 
-    private mutating func varint(_ value: UInt64) {
+    private mutating func varint(_ value: UInt64) { Self.varint(value, into: &bytes) }
+
+    /// An unsigned LEB128 varint: Thrift's integers after their zigzag, and Parquet's RLE/bit-packed
+    /// run headers.
+    static func varint(_ value: UInt64, into out: inout [UInt8]) {
         var rest = value
         while rest >= 0x80 {
-            bytes.append(UInt8(rest & 0x7F) | 0x80)
+            out.append(UInt8(rest & 0x7F) | 0x80)
             rest >>= 7
         }
-        bytes.append(UInt8(rest))
+        out.append(UInt8(rest))
     }
 
     static func zigzag(_ value: Int64) -> UInt64 { UInt64(bitPattern: (value << 1) ^ (value >> 63)) }

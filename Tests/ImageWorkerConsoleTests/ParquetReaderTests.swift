@@ -14,6 +14,12 @@ import Testing
         // A run of 5 ones, then 4 bit-packed values (a group of 8, cut at the count).
         #expect(try ParquetColumnCursor.hybrid([0x0A, 0x01, 0x03, 0b0000_0101], width: 1, count: 9) == [1, 1, 1, 1, 1, 1, 0, 1, 0])
         #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor.hybrid([0x0A, 0x01], width: 1, count: 6) }
+        // Run lengths as large as a varint holds (63 bits): a run is cut at the count, bit-packed
+        // groups past the data are refused (at width 0 they take none); none overflows.
+        let huge: [UInt8] = Array(repeating: 0xFF, count: 8) + [0x7F]
+        #expect(try ParquetColumnCursor.hybrid([0xFE] + huge.dropFirst() + [0x01], width: 1, count: 5) == [1, 1, 1, 1, 1])
+        #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor.hybrid(huge[...] + [0xFF], width: 3, count: 5) }
+        #expect(try ParquetColumnCursor.hybrid(huge[...] + [0xFF], width: 0, count: 5) == [0, 0, 0, 0, 0], "width 0 takes no bytes")
     }
 
     @Test func snappyLiteralsAndOverlappingCopies() throws {
