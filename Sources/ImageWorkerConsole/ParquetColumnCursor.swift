@@ -23,8 +23,11 @@ struct ParquetColumnCursor {
         let data = Int(meta[9]?.int ?? -1)
         let dictionary = Int(meta[11]?.int ?? -1)
         offset = dictionary > 0 && dictionary < data ? dictionary : data
-        end = offset + Int(meta[7]?.int ?? -1)
-        guard offset >= 4, end > offset, end <= source.size else { throw Failure(description: "column \"\(column.name)\": a chunk out of the file") }
+        let length = Int(meta[7]?.int ?? -1)
+        guard offset >= 4, offset < source.size, length > 0, length <= source.size - offset else {
+            throw Failure(description: "column \"\(column.name)\": a chunk out of the file")
+        }
+        end = offset + length
         guard codec == 0 || codec == 1 else {
             let names = [2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"]
             throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed and Snappy tables (the Python client reads any, through pyarrow)")
@@ -95,7 +98,9 @@ struct ParquetColumnCursor {
             let count = try values(page[1]?.int)
             let repetition = Int(page[6]?.int ?? 0)
             let definition = Int(page[5]?.int ?? 0)
-            guard repetition >= 0, definition >= 0, repetition + definition <= body.count else { throw fail("levels past the page") }
+            guard repetition >= 0, definition >= 0, repetition <= body.count, definition <= body.count - repetition else {
+                throw fail("levels past the page")
+            }
             let levels = body[repetition..<repetition + definition]
             let defined = column.optional ? try Self.hybrid(levels, width: 1, count: count).map { $0 == 1 } : nil
             let rest = body[(repetition + definition)...]

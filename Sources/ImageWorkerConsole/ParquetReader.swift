@@ -178,6 +178,7 @@ public struct ParquetReader {
         }
         for group in rowGroups {
             let rows = group[3]?.int ?? 0
+            guard rows >= 0 else { throw Failure(description: "a row group of \(rows) rows") }
             let chunks = group[1]?.list ?? []
             var cursors = try asked.map { column throws(Failure) -> ParquetColumnCursor in
                 guard column.chunk < chunks.count, let meta = chunks[column.chunk][3] else {

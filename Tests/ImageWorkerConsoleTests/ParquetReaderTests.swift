@@ -84,6 +84,55 @@ import Testing
         }
     }
 
+    /// Sizes and counts a damaged footer or page header may hold, up to a varint's largest, are
+    /// refused by comparison, never added or ranged past what Int holds.
+    @Test func absurdSizesInFootersAndPagesAreRefused() throws {
+        let column = ParquetReader.Column(name: "url", chunk: 0, physical: 6, typeLength: 0, optional: true)
+        let file = Array("PAR1".utf8) + [UInt8](repeating: 0, count: 64) + Array("PAR1".utf8)
+        let chunkOfAllMemory = ThriftValue.structure([4: .int(0), 7: .int(Int64.max), 9: .int(4)])
+        #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor(source: .bytes(file), column: column, meta: chunkOfAllMemory) }
+        // A v2 page whose levels claim more than Int holds, together.
+        var header = ThriftCompactWriter()
+        header.i32(1, 3)
+        header.i32(2, 8)
+        header.i32(3, 8)
+        header.structure(8) { page in
+            page.i32(1, 2)
+            page.i32(2, 0)
+            page.i32(3, 2)
+            page.i32(4, 0)
+            page.i64(5, Int64.max - 4)
+            page.i64(6, 8)
+        }
+        let chunk = header.finish() + [UInt8](repeating: 0, count: 8)
+        let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
+        var cursor = try ParquetColumnCursor(source: .bytes(Array("PAR1".utf8) + chunk + Array("PAR1".utf8)), column: column, meta: meta)
+        #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
+        // A row group of a negative number of rows.
+        var footer = ThriftCompactWriter()
+        footer.i32(1, 1)
+        footer.list(2, of: .structure, count: 2)
+        footer.element { root in
+            root.string(4, "schema")
+            root.i32(5, 1)
+        }
+        footer.element { leaf in
+            leaf.i32(1, 6)
+            leaf.i32(3, 1)
+            leaf.string(4, "url")
+        }
+        footer.i64(3, -5)
+        footer.list(4, of: .structure, count: 1)
+        footer.element { group in
+            group.list(1, of: .structure, count: 0)
+            group.i64(2, 0)
+            group.i64(3, -5)
+        }
+        let tail = footer.finish()
+        let table = Array("PAR1".utf8) + tail + [UInt8(tail.count), 0, 0, 0] + Array("PAR1".utf8)
+        #expect(throws: ParquetReader.Failure.self) { try ParquetReader(.bytes(table)).forEachRow(["url"]) { _ in true } }
+    }
+
     @Test func damagedTablesAreErrors() throws {
         let whole = try table()
         for length in stride(from: 0, to: whole.count, by: 7) {
