@@ -56,20 +56,20 @@ enum ThriftValue: Sendable {
             at += 8
             return .int(0)
         case 8:
-            let length = Int(try varint(bytes, &at))
+            let length = Int(clamping: try varint(bytes, &at))
             guard length <= bytes.count - at else { throw Failure(message: "a binary of \(length) bytes past the end") }
             defer { at += length }
             return .binary(Array(bytes[at..<at + length]))
         case 9, 10:
             let header = try byte(bytes, &at)
             var count = Int(header >> 4)
-            if count == 15 { count = Int(try varint(bytes, &at)) }
+            if count == 15 { count = Int(clamping: try varint(bytes, &at)) }
             guard count <= bytes.count - at else { throw Failure(message: "a list of \(count) past the end") }
             var values: [ThriftValue] = []
             for _ in 0..<count { values.append(try value(bytes, &at, type: header & 0x0F, inStruct: false)) }
             return .list(values)
         case 11:
-            let count = Int(try varint(bytes, &at))
+            let count = Int(clamping: try varint(bytes, &at))
             guard count > 0 else { return .list([]) }
             let types = try byte(bytes, &at)
             guard count <= bytes.count - at else { throw Failure(message: "a map of \(count) past the end") }

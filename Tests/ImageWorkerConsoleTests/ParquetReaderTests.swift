@@ -108,6 +108,12 @@ import Testing
         let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
         var cursor = try ParquetColumnCursor(source: .bytes(Array("PAR1".utf8) + chunk + Array("PAR1".utf8)), column: column, meta: meta)
         #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
+        // A string, a list and a map of more than Int holds (a 64-bit varint past Int.max).
+        let past: [UInt8] = Array(repeating: 0xFF, count: 9) + [0x01]
+        for bytes in [[0x18] + past, [0x19, 0xF8] + past, [0x1B] + past + [0x55]] {
+            var at = 0
+            #expect(throws: ThriftValue.Failure.self) { try ThriftValue.structure(bytes, &at) }
+        }
         // A row group of a negative number of rows.
         var footer = ThriftCompactWriter()
         footer.i32(1, 1)
