@@ -190,7 +190,7 @@ struct ParquetColumnCursor {
         case 3, 7:
             // INT96 (old timestamps) and fixed-length bytes: as hex.
             let width = column.physical == 3 ? 12 : column.typeLength
-            guard width >= 0, width * count <= data.endIndex - at else { throw fail("a value past the page") }
+            guard width >= 0, count == 0 || width <= (data.endIndex - at) / count else { throw fail("a value past the page") }
             for _ in 0..<count {
                 out.append(.bytes(Array(data[at..<at + width].map { String(format: "%02x", $0) }.joined().utf8)))
                 at += width

@@ -108,6 +108,23 @@ import Testing
         let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
         var cursor = try ParquetColumnCursor(source: .bytes(Array("PAR1".utf8) + chunk + Array("PAR1".utf8)), column: column, meta: meta)
         #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
+        // Fixed-length values as wide as the schema may claim.
+        var plain = ThriftCompactWriter()
+        plain.i32(1, 0)
+        plain.i32(2, 8)
+        plain.i32(3, 8)
+        plain.structure(5) { page in
+            page.i32(1, 8)
+            page.i32(2, 0)
+            page.i32(3, 3)
+            page.i32(4, 3)
+        }
+        let fixedChunk = plain.finish() + [UInt8](repeating: 0, count: 8)
+        let fixed = ParquetReader.Column(name: "h", chunk: 0, physical: 7, typeLength: 1 << 62, optional: false)
+        var wide = try ParquetColumnCursor(
+            source: .bytes(Array("PAR1".utf8) + fixedChunk + Array("PAR1".utf8)), column: fixed,
+            meta: .structure([4: .int(0), 7: .int(Int64(fixedChunk.count)), 9: .int(4)]))
+        #expect(throws: ParquetReader.Failure.self) { try wide.next() }
         // A string, a list and a map of more than Int holds (a 64-bit varint past Int.max).
         let past: [UInt8] = Array(repeating: 0xFF, count: 9) + [0x01]
         for bytes in [[0x18] + past, [0x19, 0xF8] + past, [0x1B] + past + [0x55]] {
