@@ -71,7 +71,7 @@ def test_download_dataset_from_a_parquet_table_to_parquet_shards(binary: str, se
     if compression == "snappy":
         def not_through_pyarrow(*_: object) -> None:
             raise AssertionError("a table the worker reads is handed to it as it is")
-        monkeypatch.setattr(image_worker._dataset, "_parquet_rows", not_through_pyarrow)
+        monkeypatch.setattr(image_worker._dataset, "parquet_rows", not_through_pyarrow)
     out = tmp_path / "shards"
     result = image_worker.download_dataset(table, out, url_col="link", caption_col="text", save_columns=["license"],
                                            output_format="parquet", shard_size=2, binary=binary,

@@ -86,7 +86,7 @@ def _worker_reads(path: str, columns: Sequence[str]) -> bool:
     return True
 
 
-def _parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]:
+def parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]:
     try:
         import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError as e:
@@ -98,6 +98,12 @@ def _parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]
         raise ValueError(f"{path} has no column {', '.join(map(repr, missing))} (its columns: {', '.join(sorted(names))})")
     for batch in table.iter_batches(columns=list(dict.fromkeys(columns)), batch_size=8192):
         yield from batch.to_pylist()
+
+
+def table_columns(url_col: str, caption_col: Optional[str], save_columns: Sequence[str],
+                  verify_hash_col: Optional[str]) -> List[str]:
+    """The columns a dataset reads of its table: the URL's, the caption's, the kept ones, the hash's."""
+    return [url_col] + ([caption_col] if caption_col else []) + list(save_columns) + ([verify_hash_col] if verify_hash_col else [])
 
 
 def table_format(path: str, input_format: Optional[str]) -> str:
@@ -123,7 +129,7 @@ def read_rows(table: Union[PathLike, Rows], columns: Sequence[str], input_format
     path = os.fspath(table)
     kind = table_format(path, input_format)
     if kind == "parquet":
-        yield from _parquet_rows(path, columns)
+        yield from parquet_rows(path, columns)
         return
     import csv
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -211,7 +217,7 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
         raise ValueError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, not {input_format!r}")
     program, _ = find_binary(os.fspath(binary) if binary is not None else None)
     out = os.fspath(output)
-    columns = [url_col] + ([caption_col] if caption_col else []) + list(save_columns) + ([verify_hash_col] if verify_hash_col else [])
+    columns = table_columns(url_col, caption_col, save_columns, verify_hash_col)
     arguments = [program, "get", "-o", out, "--output-format", output_format, "--shard-size", str(shard_size),
                  "--url-col", url_col]
     if first_shard:
@@ -235,7 +241,7 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
             rows = table
         elif (table_format(os.fspath(table), input_format) == "parquet" and _has_pyarrow()
               and not _worker_reads(os.fspath(table), columns)):
-            rows = _parquet_rows(os.fspath(table), columns)
+            rows = parquet_rows(os.fspath(table), columns)
         else:
             path = os.fspath(table)
             if input_format:

@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
-from ._dataset import DatasetResult, read_rows
+from ._dataset import DatasetResult, parquet_rows, read_rows, table_columns
 from ._dataset import _result as _dataset_result
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
@@ -62,17 +62,11 @@ def read_urls(source: Union[str, "os.PathLike[str]", Iterable[Entry]], column: O
     path = os.fspath(source)
     lower = path.lower()
     if lower.endswith((".parquet", ".pq")):
-        try:
-            import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        except ImportError as e:
-            raise ImportError("a Parquet URL list needs pyarrow: pip install pyarrow") from e
-        columns = [column or "url"] + ([name_column] if name_column else [])
-        for batch in pq.ParquetFile(path).iter_batches(columns=columns, batch_size=8192):
-            rows = batch.to_pydict()
-            for i, url in enumerate(rows[columns[0]]):
-                if url:
-                    name = rows[name_column][i] if name_column else None
-                    yield (str(url), str(name)) if name else str(url)
+        for row in parquet_rows(path, [column or "url"] + ([name_column] if name_column else [])):
+            url = row[column or "url"]
+            if url:
+                name = row[name_column] if name_column else None
+                yield (str(url), str(name)) if name else str(url)
         return
     with open(path, newline="", encoding="utf-8") as f:
         if lower.endswith(".csv"):
@@ -380,7 +374,7 @@ def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[
     ``.parquet`` and ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows).
     ``resume``: shards complete in ``output`` are not run again. Returns every shard's stats summed."""
     ray = _ray()
-    columns = [url_col] + ([caption_col] if caption_col else []) + list(save_columns) + ([verify_hash_col] if verify_hash_col else [])
+    columns = table_columns(url_col, caption_col, save_columns, verify_hash_col)
     settings = dict(options, url_col=url_col, caption_col=caption_col, save_columns=list(save_columns),
                     verify_hash_col=verify_hash_col, shard_size=shard_size, output_format=output_format, binary=binary)
     run = ray.remote(_dataset_shard)
