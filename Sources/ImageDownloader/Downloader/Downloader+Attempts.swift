@@ -100,10 +100,9 @@ extension Downloader {
             retryAfterSeconds: head.header("Retry-After").flatMap { RetryPolicy.parseRetryAfter($0) },
             validator: ResumePoint.validator(headers: head.headers),
             // (Read only when some directive refuses: nothing is done per response otherwise.)
-            robotsTags: configuration.disallowedHeaderDirectives.isEmpty
+            robotsTags: robotsPolicy.disallowed.isEmpty
                 ? [] : head.headers.filter { $0.0.caseInsensitiveCompare("X-Robots-Tag") == .orderedSame }.map(\.1))
-        let robots = configuration.disallowedHeaderDirectives.isEmpty ? RobotsTagPolicy() : configuration.robotsTagPolicy
-        switch fetch.machine.headReceived(number, taken, maxBodyBytes: configuration.maxBodyBytes, robots: robots, now: now) {
+        switch fetch.machine.headReceived(number, taken, maxBodyBytes: configuration.maxBodyBytes, robots: robotsPolicy, now: now) {
         case .stale:
             throw CancellationError()
         case .refuse(let failure):

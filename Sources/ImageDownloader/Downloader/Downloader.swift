@@ -38,8 +38,14 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
 
     /// (set by `configure` and `resumeToDrain`, in Downloader+Control.swift)
     public internal(set) var configuration: DownloaderConfiguration {
-        didSet { defaultHeaders = nil }  // made again from the new configuration when next needed
+        didSet {
+            defaultHeaders = nil  // made again from the new configuration when next needed
+            robotsPolicy = configuration.robotsTagPolicy
+        }
     }
+    /// What refuses a response from its `X-Robots-Tag`: made once a configuration, not per
+    /// response (empty, and nothing read, while no directive is disallowed).
+    private(set) var robotsPolicy: RobotsTagPolicy
     /// The default headers merged, and in their key form: shared by every request without
     /// headers of its own, not copied per queued download.
     private var defaultHeaders: (merged: [(String, String)], keyForm: [String])?
@@ -90,6 +96,7 @@ public actor Downloader<Delivered: Sendable, Failure: Error & Sendable> {
         self.followers = followers
         self.discarded = discarded
         self.configuration = configuration
+        robotsPolicy = configuration.robotsTagPolicy
         self.httpLoader = httpLoader
         self.fileLoader = FileLoader(policy: fileURLPolicy)
         self.logger = logger

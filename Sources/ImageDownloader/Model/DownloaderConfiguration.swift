@@ -75,9 +75,10 @@ extension DownloaderConfiguration {
     public var sentUserAgent: String { userAgentToken.map { "\(userAgent) (compatible; \($0))" } ?? userAgent }
 
     /// What refuses a fetch from its response's `X-Robots-Tag`: the directives, for every
-    /// crawler or addressed to the User-Agent's product or the token.
+    /// crawler or addressed to the User-Agent's product or the token (none: an empty policy).
     var robotsTagPolicy: RobotsTagPolicy {
-        RobotsTagPolicy(
+        guard !disallowedHeaderDirectives.isEmpty else { return RobotsTagPolicy() }
+        return RobotsTagPolicy(
             disallowed: disallowedHeaderDirectives, agents: [RobotsTagPolicy.product(of: userAgent)] + (userAgentToken.map { [$0] } ?? []))
     }
 }
