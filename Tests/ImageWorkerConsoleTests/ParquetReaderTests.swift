@@ -65,21 +65,7 @@ import Testing
     /// anything is made for them.
     @Test func aPageOfAbsurdlyManyValuesIsRefused() throws {
         for claimed: Int32 in [1 << 30, -5] {
-            var header = ThriftCompactWriter()
-            header.i32(1, 0)
-            header.i32(2, 8)
-            header.i32(3, 8)
-            header.structure(5) { page in
-                page.i32(1, claimed)
-                page.i32(2, 0)
-                page.i32(3, 3)
-                page.i32(4, 3)
-            }
-            let chunk = header.finish() + [UInt8](repeating: 0, count: 8)
-            let bytes = Array("PAR1".utf8) + chunk + Array("PAR1".utf8)
-            let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
-            let column = ParquetReader.Column(name: "url", chunk: 0, physical: 6, typeLength: 0, optional: true)
-            var cursor = try ParquetColumnCursor(source: .bytes(bytes), column: column, meta: meta)
+            var cursor = try Self.onePage(.plain(values: claimed), of: Self.urls)
             #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
         }
     }
@@ -87,43 +73,15 @@ import Testing
     /// Sizes and counts a damaged footer or page header may hold, up to a varint's largest, are
     /// refused by comparison, never added or ranged past what Int holds.
     @Test func absurdSizesInFootersAndPagesAreRefused() throws {
-        let column = ParquetReader.Column(name: "url", chunk: 0, physical: 6, typeLength: 0, optional: true)
         let file = Array("PAR1".utf8) + [UInt8](repeating: 0, count: 64) + Array("PAR1".utf8)
         let chunkOfAllMemory = ThriftValue.structure([4: .int(0), 7: .int(Int64.max), 9: .int(4)])
-        #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor(source: .bytes(file), column: column, meta: chunkOfAllMemory) }
+        #expect(throws: ParquetReader.Failure.self) { try ParquetColumnCursor(source: .bytes(file), column: Self.urls, meta: chunkOfAllMemory) }
         // A v2 page whose levels claim more than Int holds, together.
-        var header = ThriftCompactWriter()
-        header.i32(1, 3)
-        header.i32(2, 8)
-        header.i32(3, 8)
-        header.structure(8) { page in
-            page.i32(1, 2)
-            page.i32(2, 0)
-            page.i32(3, 2)
-            page.i32(4, 0)
-            page.i64(5, Int64.max - 4)
-            page.i64(6, 8)
-        }
-        let chunk = header.finish() + [UInt8](repeating: 0, count: 8)
-        let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
-        var cursor = try ParquetColumnCursor(source: .bytes(Array("PAR1".utf8) + chunk + Array("PAR1".utf8)), column: column, meta: meta)
+        var cursor = try Self.onePage(.v2(levelBytes: (Int64.max - 4, 8)), of: Self.urls)
         #expect(throws: ParquetReader.Failure.self) { try cursor.next() }
         // Fixed-length values as wide as the schema may claim.
-        var plain = ThriftCompactWriter()
-        plain.i32(1, 0)
-        plain.i32(2, 8)
-        plain.i32(3, 8)
-        plain.structure(5) { page in
-            page.i32(1, 8)
-            page.i32(2, 0)
-            page.i32(3, 3)
-            page.i32(4, 3)
-        }
-        let fixedChunk = plain.finish() + [UInt8](repeating: 0, count: 8)
         let fixed = ParquetReader.Column(name: "h", chunk: 0, physical: 7, typeLength: 1 << 62, optional: false)
-        var wide = try ParquetColumnCursor(
-            source: .bytes(Array("PAR1".utf8) + fixedChunk + Array("PAR1".utf8)), column: fixed,
-            meta: .structure([4: .int(0), 7: .int(Int64(fixedChunk.count)), 9: .int(4)]))
+        var wide = try Self.onePage(.plain(values: 8), of: fixed)
         #expect(throws: ParquetReader.Failure.self) { try wide.next() }
         // A string, a list and a map of more than Int holds (a 64-bit varint past Int.max).
         let past: [UInt8] = Array(repeating: 0xFF, count: 9) + [0x01]
@@ -167,5 +125,42 @@ import Testing
             damaged[at] ^= 0xA5
             if let table = try? ParquetReader.table(.bytes(damaged)) { #expect(table.rows <= 40, "flipped at \(at)") }
         }
+    }
+
+    static let urls = ParquetReader.Column(name: "url", chunk: 0, physical: 6, typeLength: 0, optional: true)
+
+    enum PageHeader {
+        /// A v1 data page of PLAIN values, its header claiming `values`.
+        case plain(values: Int32)
+        /// A v2 data page of two values, its level sections claiming these lengths.
+        case v2(levelBytes: (definition: Int64, repetition: Int64))
+    }
+
+    /// A cursor over a chunk of one page: the header as given, then 8 zero bytes said to be its
+    /// body, in a file's magic.
+    static func onePage(_ kind: PageHeader, of column: ParquetReader.Column) throws -> ParquetColumnCursor {
+        var header = ThriftCompactWriter()
+        switch kind {
+        case .plain(let values):
+            header.i32(1, 0)
+            header.i32(2, 8)
+            header.i32(3, 8)
+            header.structure(5) { page in
+                page.i32(1, values)
+                for (field, value): (Int16, Int32) in [(2, 0), (3, 3), (4, 3)] { page.i32(field, value) }
+            }
+        case .v2(let levels):
+            header.i32(1, 3)
+            header.i32(2, 8)
+            header.i32(3, 8)
+            header.structure(8) { page in
+                for (field, value): (Int16, Int32) in [(1, 2), (2, 0), (3, 2), (4, 0)] { page.i32(field, value) }
+                page.i64(5, levels.definition)
+                page.i64(6, levels.repetition)
+            }
+        }
+        let chunk = header.finish() + [UInt8](repeating: 0, count: 8)
+        let meta = ThriftValue.structure([4: .int(0), 7: .int(Int64(chunk.count)), 9: .int(4)])
+        return try ParquetColumnCursor(source: .bytes(Array("PAR1".utf8) + chunk + Array("PAR1".utf8)), column: column, meta: meta)
     }
 }
