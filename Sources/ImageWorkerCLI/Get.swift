@@ -44,14 +44,14 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Tables: the column of each row's SHA-256 (hex) of the original bytes; bytes that differ fail the row with HashMismatch, and nothing of them is kept (img2dataset's verify_hash).")
     var verifyHashCol: String?
 
-    @Option(help: "How the images are laid out in --output: files (each its own file, the default), webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, each image as KEY.EXT with KEY.json, its metadata, and KEY.txt, its caption; 00000.parquet beside each, a row of metadata per input row) or parquet (00000.parquet, ... with the images' bytes in a column named for the format). 00000_stats.json beside each shard counts its rows by status; with --continue, complete shards are kept and the others written again. Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
+    @Option(help: "How the images are laid out in --output: files (each its own file, the default; with --shard-size or --first-shard, img2dataset's files: a folder a shard, 00000/KEY.EXT with KEY.txt, its caption, and KEY.json, its metadata), webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, holding the same three files a sample) or parquet (00000.parquet, ... with the images' bytes in a column named for the format). Each shard has 00000.parquet beside it (a row of metadata per input row) and 00000_stats.json (its rows counted by status); with --continue, complete shards are kept and the others written again. Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
     var outputFormat: String?
 
-    @Option(help: "With --output-format webdataset or parquet: rows a shard.")
-    var shardSize: Int = 10_000
+    @Option(help: "Rows a shard (default 10000; with files, asks for shard folders).")
+    var shardSize: Int?
 
-    @Option(help: "With --output-format webdataset or parquet: the number of the first shard (its name and its samples' keys), so that the parts of a table run apart (one a machine or a task) make one dataset.")
-    var firstShard: Int = 0
+    @Option(help: "The number of the first shard (default 0; its name and its samples' keys), so that the parts of a table run apart (one a machine or a task) make one dataset; with files, asks for shard folders.")
+    var firstShard: Int?
 
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
     var manifest: String?
@@ -83,26 +83,30 @@ struct Get: AsyncParsableCommand {
 
     @OptionGroup var threads: ThreadOptions
 
+    /// The layout asked: `files` (the default) with a shard size or first shard is img2dataset's.
+    var layout: GetOptions.OutputLayout? {
+        GetOptions.OutputLayout(flag: outputFormat ?? "files", sharded: shardSize != nil || firstShard != nil)
+    }
+
     func validate() throws {
         guard !urls.isEmpty || input != nil else { throw ValidationError("give at least one URL, or -i FILE") }
         if urls.contains("-") && input != nil { throw ValidationError("read stdin with - or -i -, not both") }
         if urls.filter({ $0 == "-" }).count > 1 { throw ValidationError("- may be given once") }
         guard progressInterval > 0 && progressInterval <= 3600 else { throw ValidationError("--progress-interval must be between 0 and 3600 seconds") }
-        if let outputFormat, GetOptions.OutputLayout(rawValue: outputFormat) == nil {
-            throw ValidationError("--output-format must be files, webdataset or parquet, not \(outputFormat)")
+        guard let layout else {
+            throw ValidationError("--output-format must be files, webdataset or parquet, not \(outputFormat ?? "")")
         }
-        guard (1...1_000_000).contains(shardSize) else { throw ValidationError("--shard-size must be between 1 and 1000000") }
-        guard (0...9_999_999).contains(firstShard) else { throw ValidationError("--first-shard must be between 0 and 9999999") }
-        let sharded = outputFormat.flatMap(GetOptions.OutputLayout.init(rawValue:))?.sharded == true
-        if firstShard != 0 && !sharded { throw ValidationError("--first-shard names shards: with --output-format webdataset or parquet") }
-        if continueRun && manifest == nil && !sharded {
-            throw ValidationError("--continue needs --manifest FILE (or --output-format webdataset or parquet)")
+        guard (1...1_000_000).contains(shardSize ?? 1) else { throw ValidationError("--shard-size must be between 1 and 1000000") }
+        guard (0...9_999_999).contains(firstShard ?? 0) else { throw ValidationError("--first-shard must be between 0 and 9999999") }
+        if continueRun && manifest == nil && !layout.sharded {
+            throw ValidationError("--continue needs --manifest FILE (or shards: --shard-size, --output-format webdataset or parquet)")
         }
-        if continueRun && manifest != nil && sharded {
-            throw ValidationError("--continue with --output-format \(outputFormat ?? "") resumes by shard: not with --manifest")
+        let shards = outputFormat.map { "--output-format \($0)" } ?? "--shard-size"
+        if continueRun && manifest != nil && layout.sharded {
+            throw ValidationError("--continue with \(shards) resumes by shard: not with --manifest")
         }
-        if sharded && (flags.nameTemplate != nil || flags.skipExisting || flags.overwrite) {
-            throw ValidationError("--output-format \(outputFormat ?? "") names its samples by row: not with --name-template, --skip-existing or --overwrite")
+        if layout.sharded && (flags.nameTemplate != nil || flags.skipExisting || flags.overwrite) {
+            throw ValidationError("\(shards) names its samples by row: not with --name-template, --skip-existing or --overwrite")
         }
         if let inputFormat, InputFormat(rawValue: inputFormat) == nil {
             throw ValidationError("--input-format must be one of \(InputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(inputFormat)")
@@ -183,9 +187,9 @@ struct Get: AsyncParsableCommand {
         options.cacheDirectory = worker.cacheDir
         options.manifest = manifest
         options.resume = continueRun
-        options.outputLayout = outputFormat.flatMap(GetOptions.OutputLayout.init(rawValue:)) ?? .files
-        options.shardSize = shardSize
-        options.firstShard = firstShard
+        options.outputLayout = layout ?? .files
+        options.shardSize = shardSize ?? options.shardSize
+        options.firstShard = firstShard ?? 0
         options.skipExisting = options.outputLayout == .files && (flags.skipExisting || continueRun)
         // A dataset honours sites' opt-outs unless told otherwise (img2dataset's list).
         if options.outputLayout.sharded, options.disallowedHeaderDirectives == nil {

@@ -49,7 +49,9 @@ final class EventReader: Sendable {
                             // The image goes from the staging folder into its shard: the record
                             // names the shard.
                             shards.take(record)
-                            if record["path"] != nil, let index = record["index"]?.integerValue { record["path"] = .string(shards.shardPath(Int(index))) }
+                            if let staged = record["path"]?.stringValue, let index = record["index"]?.integerValue {
+                                record["path"] = .string(shards.shardPath(Int(index), staged: staged))
+                            }
                         }
                         manifest?.append(record)
                         continue

@@ -137,12 +137,28 @@ public struct GetOptions: Sendable {
 
     public var verify = Verification.header
     /// How the images are laid out: loose files in `directory` (the default), or shards of
-    /// `shardSize` rows there (`ShardWriter`): WebDataset archives, or Parquet tables holding
-    /// the images' bytes.
-    public enum OutputLayout: String, Sendable, CaseIterable {
-        case files, webdataset, parquet
+    /// `shardSize` rows there (`ShardWriter`): folders of files, WebDataset archives, or Parquet
+    /// tables holding the images' bytes.
+    public enum OutputLayout: Sendable, CaseIterable {
+        /// Each image its own file, named from its URL (or as asked), with an optional manifest.
+        case files
+        /// img2dataset's `files`: a folder a shard, `00000/KEY.EXT` with `KEY.txt` and `KEY.json`.
+        case folders
+        case webdataset, parquet
 
         public var sharded: Bool { self != .files }
+
+        /// `--output-format NAME`: `files` names two layouts, as img2dataset's users know it when
+        /// they ask for shards (`sharded`: a shard size or first shard is given) and as `get`'s
+        /// loose files otherwise.
+        public init?(flag: String, sharded: Bool) {
+            switch flag {
+            case "files": self = sharded ? .folders : .files
+            case "webdataset": self = .webdataset
+            case "parquet": self = .parquet
+            default: return nil
+            }
+        }
     }
 
     public var outputLayout = OutputLayout.files

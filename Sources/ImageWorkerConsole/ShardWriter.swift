@@ -2,12 +2,13 @@ import Foundation
 import ImageWorkerProtocol
 import NIOConcurrencyHelpers
 
-/// `get --output-format webdataset|parquet`: img2dataset's shards. The rows are cut into shards
-/// of `size`; each image was written by the worker into a staging folder and goes into its
-/// shard in row order, whatever order downloads end in; the key is the shard's number and the
-/// row's place in it. `webdataset`: `00000.tar` holds `KEY.EXT`, `KEY.txt` (its caption, when
-/// the table has one) and `KEY.json` (its metadata, in img2dataset's field names), and
-/// `00000.parquet` beside it holds every row's metadata, a failed row's too; `parquet`: the
+/// `get --output-format webdataset|parquet|files --shard-size N`: img2dataset's shards. The rows
+/// are cut into shards of `size`; each image was written by the worker into a staging folder and
+/// goes into its shard in row order, whatever order downloads end in; the key is the shard's
+/// number and the row's place in it. `webdataset`: `00000.tar` holds `KEY.EXT`, `KEY.txt` (its
+/// caption, when the table has one) and `KEY.json` (its metadata, in img2dataset's field names),
+/// and `00000.parquet` beside it holds every row's metadata, a failed row's too; `folders`
+/// (img2dataset's `files`): the same three files a sample in the folder `00000/`; `parquet`: the
 /// image's bytes are a column of `00000.parquet`. Every row is counted in `00000_stats.json`.
 /// A shard's files are written under temporary names and renamed when its last row is in, its
 /// stats last: a shard with its stats is complete, and `--continue` skips it; anything else is
@@ -16,6 +17,8 @@ public final class ShardWriter: Sendable {
     private struct Open {
         /// The archive (`webdataset`).
         var tar: Int32?
+        /// The folder, under its temporary name (`folders`).
+        var folder: String?
         var parquetFD: Int32
         var table: ParquetWriter
         var next: Int
@@ -70,7 +73,7 @@ public final class ShardWriter: Sendable {
         parquetColumns = Self.parquetColumns(captioned: captioned, saved: saved, imageColumn: imageColumn)
         var complete = Set<Int>()
         if resume {
-            let files = layout == .webdataset ? [".tar", ".parquet", "_stats.json"] : [".parquet", "_stats.json"]
+            let files = [layout.shardFile, ".parquet", "_stats.json"].compactMap { $0 }
             for shard in 0..<((rows + size - 1) / size)
             where files.allSatisfy({ FileManager.default.fileExists(atPath: directory + "/" + naming.name(shard) + $0) }) {
                 complete.insert(shard)
@@ -100,11 +103,15 @@ public final class ShardWriter: Sendable {
             return name(index / size) + String(repeating: "0", count: digits - place.count) + place
         }
 
-        /// Where the row's image goes: `00000.tar:000000.jpg` (`webdataset`), `00000.parquet:000000`.
+        /// Where the row's image goes: `00000.tar:000000.jpg` (`webdataset`), `00000/000000.jpg`
+        /// (`folders`), `00000.parquet:000000`.
         public func place(index: Int, ext: String, layout: GetOptions.OutputLayout) -> String {
-            layout == .parquet
-                ? "\(name(index / size)).parquet:\(key(index))"
-                : "\(name(index / size)).tar:\(key(index)).\(ext.isEmpty ? "bin" : ext)"
+            let file = "\(key(index)).\(ext.isEmpty ? "bin" : ext)"
+            switch layout {
+            case .parquet: return "\(name(index / size)).parquet:\(key(index))"
+            case .folders: return "\(name(index / size))/\(file)"
+            default: return "\(name(index / size)).tar:\(file)"
+            }
         }
     }
 
@@ -113,8 +120,12 @@ public final class ShardWriter: Sendable {
 
     public func skips(index: Int) -> Bool { complete.contains(index / size) }
 
-    /// The shard file the row at `index` goes into.
-    public func shardPath(_ index: Int) -> String { directory + "/" + naming.name(index / size) + (layout == .parquet ? ".parquet" : ".tar") }
+    /// Where the row at `index`, staged at `staged`, is kept: its shard's file (its own in `folders`).
+    public func shardPath(_ index: Int, staged: String) -> String {
+        layout == .folders
+            ? directory + "/" + naming.place(index: index, ext: (staged as NSString).pathExtension, layout: layout)
+            : directory + "/" + naming.name(index / size) + (layout.shardFile ?? ".parquet")
+    }
 
     /// A row ended: its record goes into its shard once every row before it in the shard has.
     public func take(_ record: JSONObject) {
@@ -181,17 +192,22 @@ public final class ShardWriter: Sendable {
         }
         let parquetFD = try create(partial(shard, ".parquet"))
         var tar: Int32?
-        if layout == .webdataset {
-            do throws(WriteProblem) {
-                tar = try create(partial(shard, ".tar"))
-            } catch {
-                Foundation.close(parquetFD)
-                throw error
+        var folder: String?
+        do throws(WriteProblem) {
+            if layout == .webdataset { tar = try create(partial(shard, ".tar")) }
+            if layout == .folders {
+                // (A killed run may have left one.)
+                folder = partial(shard, "")
+                try? FileManager.default.removeItem(atPath: folder!)
+                guard mkdir(folder!, 0o755) == 0 else { throw WriteProblem(message: "cannot make \(folder!): \(String(cString: strerror(errno)))") }
             }
+        } catch {
+            Foundation.close(parquetFD)
+            throw error
         }
         return Open(
-            tar: tar, parquetFD: parquetFD, table: ParquetWriter(fd: parquetFD, columns: parquetColumns), next: shard * size,
-            end: min(rows, (shard + 1) * size), started: Date())
+            tar: tar, folder: folder, parquetFD: parquetFD, table: ParquetWriter(fd: parquetFD, columns: parquetColumns),
+            next: shard * size, end: min(rows, (shard + 1) * size), started: Date())
     }
 
     /// A shard not finished in this run: its temporary files go.
@@ -202,102 +218,56 @@ public final class ShardWriter: Sendable {
             Foundation.close(tar)
             unlink(partial(shard, ".tar"))
         }
+        if let folder = open.folder { try? FileManager.default.removeItem(atPath: folder) }
     }
 
     private func partial(_ shard: Int, _ ext: String) -> String { directory + "/" + naming.name(shard) + ext + ".partial" }
-
-    /// A row's status, as img2dataset's `status` (and what the stats count).
-    static func status(_ record: JSONObject) -> String {
-        switch record["outcome"]?.stringValue {
-        case "ok", "skipped": return "success"
-        case "cancelled": return "cancelled"
-        default: break
-        }
-        switch record["error"]?["name"]?.stringValue {
-        case "OptedOut": return "opted_out"
-        case "Filtered": return "filtered"
-        case "BadImageData", "UnsupportedFormat": return "failed_to_resize"
-        case "LimitExceeded": return record["error"]?["limit"] == "bodyBytes" ? "failed_to_download" : "failed_to_resize"
-        case "OutputFailed": return "failed_to_write"
-        default: return "failed_to_download"
-        }
-    }
 
     private func write(_ record: JSONObject, into shard: inout Open) -> String? {
         let status = Self.status(record)
         shard.counts[status, default: 0] += 1
         if let name = record["error"]?["name"]?.stringValue { shard.errors[name, default: 0] += 1 }
         let key = naming.key(shard.next)
-        var image: (bytes: [UInt8], ext: String)?
+        var image: (bytes: [UInt8], ext: String, size: Int)?
         if status == "success", let path = record["path"]?.stringValue {
-            defer { unlink(path) }
-            guard let bytes = FileManager.default.contents(atPath: path) else { return "cannot read \(path)" }
-            let ext = (path as NSString).pathExtension
-            image = (Array(bytes), ext.isEmpty ? "bin" : ext)
+            let ext = (path as NSString).pathExtension.isEmpty ? "bin" : (path as NSString).pathExtension
+            if let folder = shard.folder {
+                // The staged file is the sample's: it takes its name in the shard's folder.
+                var info = stat()
+                guard stat(path, &info) == 0, rename(path, "\(folder)/\(key).\(ext)") == 0 else {
+                    unlink(path)
+                    return "cannot move \(path) into \(folder): \(String(cString: strerror(errno)))"
+                }
+                image = ([], ext, Int(info.st_size))
+            } else {
+                defer { unlink(path) }
+                guard let bytes = FileManager.default.contents(atPath: path) else { return "cannot read \(path)" }
+                image = (Array(bytes), ext, bytes.count)
+            }
         }
-        let meta = Self.metadata(record, key: key, status: status, imageBytes: image?.bytes.count)
-        if let tar = shard.tar, let image {
-            let writer = TarWriter(fd: tar)
-            var ok = writer.add("\(key).\(image.ext)", image.bytes)
-            if captioned { ok = ok && writer.add("\(key).txt", Array((record["caption"]?.stringValue ?? "").utf8)) }
-            ok = ok && writer.add("\(key).json", JSONWriter.encode(.object(meta)))
-            guard ok else { return "cannot write shard \(key): \(String(cString: strerror(errno)))" }
-        }
+        let meta = Self.metadata(record, key: key, status: status, imageBytes: image?.size)
+        if let image, let problem = addSample(key, image, caption: record["caption"]?.stringValue, meta: meta, to: shard) { return problem }
         var row = parquetColumns.map { column in Self.parquetValue(meta[column.name], as: column.type) }
         if imageColumn != nil { row[row.count - 1] = image.map { .bytes($0.bytes) } }
         return shard.table.append(row) ? nil : "cannot write \(naming.name(shard.next / size)).parquet: \(String(cString: strerror(errno)))"
     }
 
-    /// The shard's Parquet columns: the table's (url, caption, kept columns), img2dataset's
-    /// per-sample fields, then the image (`parquet`).
-    static func parquetColumns(captioned: Bool, saved: [String], imageColumn: String?) -> [ParquetWriter.Column] {
-        var columns = [ParquetWriter.Column(name: "url", type: .string)]
-        if captioned { columns.append(.init(name: "caption", type: .string)) }
-        let taken = Set(["url", "caption"] + Self.fields.map(\.name))
-        columns += saved.filter { !taken.contains($0) }.map { .init(name: $0, type: .string) }
-        columns += Self.fields.map { .init(name: $0.name, type: $0.type) }
-        if let imageColumn { columns.append(.init(name: imageColumn, type: .binary)) }
-        return columns
-    }
-
-    /// img2dataset's per-sample fields and this one's (`orientation`, the image's `format` and
-    /// `bytes`, the original's `original_bytes`), as `metadata` fills them.
-    static let fields: [(name: String, type: ParquetWriter.ColumnType)] = [
-        ("key", .string), ("status", .string), ("error_message", .string), ("width", .int32), ("height", .int32),
-        ("original_width", .int32), ("original_height", .int32), ("orientation", .int32), ("sha256", .string),
-        ("format", .string), ("bytes", .int64), ("original_bytes", .int64),
-    ]
-
-    /// A metadata value in its Parquet column: a number in a number's, text as it is in a text
-    /// column and other JSON as its text (a kept column of a JSON Lines table may hold anything).
-    static func parquetValue(_ value: JSONValue?, as type: ParquetWriter.ColumnType) -> ParquetWriter.Value? {
-        guard let value, value != .null else { return nil }
-        switch (type, value) {
-        case (.int32, _), (.int64, _): return value.integerValue.map { .int($0) }
-        case (_, .string(let text)): return .string(text)
-        default: return .bytes(JSONWriter.encode(value))
+    /// A sample's image (`webdataset`; in `folders` it is there already), caption and metadata.
+    private func addSample(_ key: String, _ image: (bytes: [UInt8], ext: String, size: Int), caption: String?, meta: JSONObject, to shard: Open) -> String? {
+        var files = [(name: String, bytes: [UInt8])]()
+        if shard.tar != nil { files.append(("\(key).\(image.ext)", image.bytes)) }
+        if captioned { files.append(("\(key).txt", Array((caption ?? "").utf8))) }
+        files.append(("\(key).json", JSONWriter.encode(.object(meta))))
+        let written: Bool
+        if let tar = shard.tar {
+            let writer = TarWriter(fd: tar)
+            written = files.allSatisfy { writer.add($0.name, $0.bytes) }
+        } else if let folder = shard.folder {
+            written = files.allSatisfy { FileManager.default.createFile(atPath: "\(folder)/\($0.name)", contents: Data($0.bytes)) }
+        } else {
+            return nil
         }
-    }
-
-    /// A sample's metadata in img2dataset's field names (its readers keep working), then the
-    /// table's kept columns.
-    static func metadata(_ record: JSONObject, key: String, status: String, imageBytes: Int?) -> JSONObject {
-        var meta: JSONObject = [
-            "url": record["url"] ?? .null, "key": .string(key), "status": .string(status),
-            "error_message": record["error"]?["message"] ?? .null,
-        ]
-        if let caption = record["caption"] { meta["caption"] = caption }
-        meta["width"] = record["width"] ?? .null
-        meta["height"] = record["height"] ?? .null
-        meta["original_width"] = record["sourceWidth"] ?? record["width"] ?? .null
-        meta["original_height"] = record["sourceHeight"] ?? record["height"] ?? .null
-        meta["orientation"] = record["orientation"] ?? .null
-        meta["sha256"] = record["sourceSha256"] ?? record["sha256"] ?? .null
-        meta["format"] = record["format"] ?? .null
-        meta["bytes"] = imageBytes.map { JSONValue($0) } ?? .null
-        meta["original_bytes"] = record["bytes"] ?? .null
-        for (name, value) in record["columns"]?.objectValue ?? [:] where meta[name] == nil { meta[name] = value }
-        return meta
+        return written ? nil : "cannot write shard \(key): \(String(cString: strerror(errno)))"
     }
 
     /// The shard's last row is in: its files end and take their names, and its stats are written.
@@ -309,7 +279,11 @@ public final class ShardWriter: Sendable {
             ended = ended && TarWriter(fd: tar).finish() && fsync(tar) == 0
             Foundation.close(tar)
         }
-        for ext in open.tar == nil ? [".parquet"] : [".parquet", ".tar"] where ended {
+        if open.folder != nil {
+            // (A folder of this name from an earlier run, complete but without its stats, goes.)
+            try? FileManager.default.removeItem(atPath: name)
+        }
+        for ext in [".parquet", layout.shardFile].compactMap({ $0 }) where ended {
             ended = rename(partial(shard, ext), name + ext) == 0
         }
         guard ended else { return "cannot finish shard \(name): \(String(cString: strerror(errno)))" }
@@ -330,5 +304,17 @@ public final class ShardWriter: Sendable {
             rename(temporary, name + "_stats.json") == 0
         else { return "cannot write \(name)_stats.json" }
         return nil
+    }
+}
+
+extension GetOptions.OutputLayout {
+    /// What a shard has beside its Parquet table and stats: an archive, a folder (named as the
+    /// shard), or nothing.
+    var shardFile: String? {
+        switch self {
+        case .webdataset: return ".tar"
+        case .folders: return ""
+        case .files, .parquet: return nil
+        }
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
+import ImageDecoding
 import ImageWorkerConsole
 import ImageWorkerProtocol
 import Testing
 import TestSupport
 
-/// `get --output-format webdataset|parquet`: img2dataset's shards from a table, read back with
-/// `tar` and a Parquet reader; every row counted in its shard's stats and given a row of its
+/// `get --output-format webdataset|parquet|files --shard-size N`: img2dataset's shards from a
+/// table, read back with `tar`, the file system and a Parquet reader; every row counted in its shard's stats and given a row of its
 /// Parquet table (failed, filtered and opted-out rows too); the same bytes from a rerun, and from
 /// a run interrupted by SIGINT then `--continue`d.
 @Suite struct GetShardTests {
@@ -55,15 +56,17 @@ import TestSupport
          "-o", out.path, "--width", "48", "--height", "48", "--format", "jpeg", "--min-image-size", "33"]
     }
 
-    /// `get` over the table into `shards` in a folder of its own, which `body` looks at.
-    func shards(layout: String, _ body: (_ server: TestHTTPServer, _ run: GetCommandTests.Run, _ out: URL) throws -> Void) async throws {
+    /// `get` over the table into `shards` in a folder of its own, which `body` looks at (with
+    /// `manifest`, `shards.jsonl` beside it).
+    func shards(layout: String, manifest: Bool = false, _ body: (_ server: TestHTTPServer, _ run: GetCommandTests.Run, _ out: URL) throws -> Void) async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
         let dir = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("shards")
-        let run = try await GetCommandTests.run(arguments(try table(server, dir), out, layout: layout))
+        let run = try await GetCommandTests.run(
+            arguments(try table(server, dir), out, layout: layout) + (manifest ? ["--manifest", out.appendingPathExtension("jsonl").path] : []))
         #expect(run.status == 1, "\(run)")
         try body(server, run, out)
     }
@@ -104,6 +107,31 @@ import TestSupport
         }
     }
 
+    /// `--output-format files` with a shard size: img2dataset's `files`, a folder a shard holding
+    /// what the archive would (the image, its caption and metadata a sample, in row order's keys),
+    /// with the same Parquet table and stats beside it; the manifest names each sample's file.
+    @Test func folderShardsHoldTheSamplesFiles() async throws {
+        try await shards(layout: "files", manifest: true) { _, run, out in
+            #expect(run.lines.contains { $0.contains("-> 00000/000000.jpg") }, "\(run)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: out.path).sorted()
+            #expect(names == (0..<3).flatMap { n in ["", ".parquet", "_stats.json"].map { String(format: "%05d", n) + $0 } }, "\(names)")
+            let samples = try (0..<3).map { try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent(String(format: "%05d", $0)).path).sorted() }
+            #expect(samples == [["000000.jpg", "000000.json", "000000.txt"], ["000011.jpg", "000011.json", "000011.txt"], ["000020.jpg", "000020.json", "000020.txt"]])
+            let sample = out.appendingPathComponent("00000/000000")
+            #expect(try String(contentsOf: sample.appendingPathExtension("txt"), encoding: .utf8) == "a boat, at sea")
+            let meta = try Self.json(sample.appendingPathExtension("json"))
+            let image = try Data(contentsOf: sample.appendingPathExtension("jpg"))
+            #expect(meta["key"] == "000000" && meta["status"] == "success" && meta["license"] == "cc-by" && meta["bytes"] == .int(Int64(image.count)))
+            #expect(try ImageDecoders.decode(Array(image)).width == 48)
+            let tables = try (0..<3).map { try ParquetReader.table(path: out.appendingPathComponent(String(format: "%05d.parquet", $0)).path) }
+            #expect(tables.flatMap { $0.columns["status"] ?? [] }.map { $0.text } == ["success", "failed_to_download", "filtered", "opted_out", "success", "filtered", "success"])
+            #expect(try Self.json(out.appendingPathComponent("00001_stats.json"))["opted_out"] == 1)
+            let records = try String(contentsOf: out.appendingPathExtension("jsonl"), encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(Array($0.utf8)) }
+            #expect(records.first { $0["index"] == 0 }?["path"] == .string(sample.appendingPathExtension("jpg").path), "\(records)")
+            #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent(".staging-00000").path))
+        }
+    }
+
     /// `--output-format parquet`: the images' bytes in the `jpg` column of each shard's table,
     /// beside the same metadata; no archives.
     @Test func parquetShardsHoldTheImages() async throws {
@@ -126,7 +154,7 @@ import TestSupport
     /// Interrupted while a row of the last shard hangs: the shards complete are kept whole, the
     /// last is not left under its name; `--continue` writes only it, and every shard is the same,
     /// byte for byte, as an uninterrupted run's.
-    @Test(arguments: ["webdataset", "parquet"]) func anInterruptedRunContinuesToTheSameShards(layout: String) async throws {
+    @Test(arguments: ["webdataset", "parquet", "files"]) func anInterruptedRunContinuesToTheSameShards(layout: String) async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
         server.setFile("basi6a08.png", Array(try Data(contentsOf: E2E.samples.appendingPathComponent("basi6a08.png"))))
@@ -140,7 +168,7 @@ import TestSupport
         })
         #expect(interrupted.status == 130, "\(interrupted)")
         let left = try FileManager.default.contentsOfDirectory(atPath: cut.path).sorted()
-        let files = layout == "parquet" ? [".parquet", "_stats.json"] : [".parquet", ".tar", "_stats.json"]
+        let files = ["parquet": [".parquet", "_stats.json"], "files": ["", ".parquet", "_stats.json"]][layout] ?? [".parquet", ".tar", "_stats.json"]
         #expect(left == (0..<2).flatMap { n in files.map { String(format: "%05d", n) + $0 } }, "\(left)")
         server.openGate("last")
         let continued = try await GetCommandTests.run(arguments(table, cut, layout: layout) + ["--continue"])
@@ -148,7 +176,13 @@ import TestSupport
         #expect(server.hits("/files/test.webp") == 1, "a complete shard's rows are not fetched again")
         _ = try await GetCommandTests.run(arguments(table, whole, layout: layout))
         for shard in (0..<3).flatMap({ n in files.dropLast().map { String(format: "%05d", n) + $0 } }) {
-            #expect(try Data(contentsOf: cut.appendingPathComponent(shard)) == Data(contentsOf: whole.appendingPathComponent(shard)), "\(shard)")
+            // (A shard folder's files, one by one.)
+            let kept = (try? FileManager.default.contentsOfDirectory(atPath: whole.appendingPathComponent(shard).path).sorted()).map { $0.map { shard + "/" + $0 } }
+            #expect(kept.map { $0.count } != 0, "\(shard)")
+            for file in kept ?? [shard] {
+                #expect(try Data(contentsOf: cut.appendingPathComponent(file)) == Data(contentsOf: whole.appendingPathComponent(file)), "\(file)")
+            }
+            if let kept { #expect(try FileManager.default.contentsOfDirectory(atPath: cut.appendingPathComponent(shard).path).count == kept.count) }
         }
         // (Apart from its times, the same stats.)
         var a = try Self.json(cut.appendingPathComponent("00002_stats.json")).objectValue!
@@ -169,5 +203,11 @@ import TestSupport
         #expect(named.status == 64 && named.stderr.contains("names its samples by row"), "\(named)")
         let both = try await GetCommandTests.run(base + ["--continue", "--manifest", dir.appendingPathComponent("m.jsonl").path])
         #expect(both.status == 64 && both.stderr.contains("resumes by shard"), "\(both)")
+        // `files` with a shard size is img2dataset's shard folders, with the same rules.
+        let folders = ["get", "-o", dir.path, "--shard-size", "5", "http://127.0.0.1:9/a.jpg"]
+        let folderNamed = try await GetCommandTests.run(folders + ["--skip-existing"])
+        #expect(folderNamed.status == 64 && folderNamed.stderr.contains("--shard-size names its samples by row"), "\(folderNamed)")
+        let firstAlone = try await GetCommandTests.run(["get", "-o", dir.path, "--output-format", "files", "--first-shard=-1", "http://127.0.0.1:9/a.jpg"])
+        #expect(firstAlone.status == 64 && firstAlone.stderr.contains("--first-shard must be between"), "\(firstAlone)")
     }
 }

@@ -643,8 +643,8 @@ export interface DatasetOptions extends Pick<DownloadOptions, 'priority' | 'prog
   saveColumns?: string[];
   /** The column of each row's SHA-256 (hex): bytes that differ fail the row. */
   verifyHashCol?: string;
-  /** `webdataset` (default: `.tar` + `.parquet` + `_stats.json` a shard) or `parquet` (the images' bytes in the table); loose files: downloadMany. */
-  outputFormat?: 'webdataset' | 'parquet';
+  /** `webdataset` (default: `.tar` + `.parquet` + `_stats.json` a shard), `files` (img2dataset's: a folder a shard, `00000/KEY.jpg` with `KEY.txt` and `KEY.json`) or `parquet` (the images' bytes in the table); loose files: downloadMany. */
+  outputFormat?: 'webdataset' | 'parquet' | 'files';
   /** Rows a shard (default 10000). */
   shardSize?: number;
   /** The number of the first shard (a part of a table run apart). */
@@ -671,7 +671,7 @@ export interface DatasetOptions extends Pick<DownloadOptions, 'priority' | 'prog
 /** What a dataset run left in its folder: every shard's stats summed (kept shards of a resumed run too). */
 export interface DatasetResult {
   output: string;
-  /** The complete shards (`00000.tar`, or `00000.parquet` for Parquet output). */
+  /** The complete shards (`00000.tar`; the folder `00000` for `files`; `00000.parquet` for Parquet output). */
   shards: string[];
   count: number;
   successes: number;

@@ -13,7 +13,9 @@ import { ImageWorkerError } from './errors.js';
 import { GET_FLAGS } from './option-table.js';
 
 /** What outputFormat may say (loose files with a manifest: downloadMany). */
-export const OUTPUT_FORMATS = ['webdataset', 'parquet'];
+export const OUTPUT_FORMATS = ['webdataset', 'parquet', 'files'];
+/** A shard's name in each layout (what it has beside its _stats.json): an archive, a folder named as the shard, or its Parquet table. */
+const SHARD_FILES = { webdataset: '.tar', files: '', parquet: '.parquet' };
 export const INPUT_FORMATS = ['txt', 'csv', 'tsv', 'jsonl', 'parquet'];
 
 /** get's flags for the options given: each one of GET_FLAGS (camel case), checked. */
@@ -51,7 +53,7 @@ export function datasetResult(output, outputFormat, exitStatus) {
     result.successes += stats.successes ?? 0;
     for (const [key, n] of Object.entries(stats.status_dict ?? {})) result.status[key] = (result.status[key] ?? 0) + n;
     for (const [key, n] of Object.entries(stats.errors ?? {})) result.errors[key] = (result.errors[key] ?? 0) + n;
-    result.shards.push(join(output, name.slice(0, -'_stats.json'.length) + (outputFormat === 'webdataset' ? '.tar' : '.parquet')));
+    result.shards.push(join(output, name.slice(0, -'_stats.json'.length) + SHARD_FILES[outputFormat]));
   }
   result.failed = result.count - result.successes;
   return result;

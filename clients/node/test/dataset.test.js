@@ -1,6 +1,7 @@
 // downloadDataset against the built worker and the loopback server: a CSV table and rows from an
-// async iterable into WebDataset and Parquet shards, read back with `tar`; the stats summed; opt-outs
-// honoured by default and turned off; bad options refused before anything runs.
+// async iterable into WebDataset, Parquet and folder shards, read back with `tar` and the file
+// system; the stats summed; opt-outs honoured by default and turned off; bad options refused
+// before anything runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -59,6 +60,18 @@ test('rows from an async iterable, Parquet shards numbered from firstShard, opt-
   const parquet = readFileSync(join(out, '00003.parquet'));
   assert.ok(parquet.includes(Buffer.from([0x89, 0x50, 0x4e, 0x47])), 'the PNGs are in the table');
   assert.ok(parquet.includes(Buffer.from('000030')) && parquet.includes(Buffer.from('000031')));
+}));
+
+test("outputFormat 'files' is img2dataset's default layout: a folder a shard, three files a sample", () => withSetup(async (server, dir) => {
+  const rows = [{ url: server.url('/files/test.webp'), caption: 'a webp' }, { url: server.url('/files/missing.jpg'), caption: 'gone' }];
+  const out = join(dir, 'files');
+  const result = await downloadDataset(rows, out, { captionCol: 'caption', outputFormat: 'files', shardSize: 1, binary, width: 24, height: 24, format: 'png' });
+  assert.deepEqual([result.count, result.successes, result.exitStatus], [2, 1, 1]);
+  assert.deepEqual(result.shards, [join(out, '00000'), join(out, '00001')]);
+  assert.deepEqual(readdirSync(join(out, '00000')).sort(), ['000000.json', '000000.png', '000000.txt']);
+  assert.deepEqual(readdirSync(join(out, '00001')), [], 'a failed row has no files, only its Parquet row and its count');
+  assert.equal(readFileSync(join(out, '00000', '000000.txt'), 'utf8'), 'a webp');
+  assert.deepEqual(JSON.parse(readFileSync(join(out, '00000', '000000.json'), 'utf8')).width, 24);
 }));
 
 test('options get does not have, and bad formats, are refused before anything runs', async () => {

@@ -1,5 +1,6 @@
 """``image-worker get --output-format webdataset`` read back as its users read it: Python's
-``tarfile`` and the ``webdataset`` package (PyPI) iterate the samples; the images decode, captions
+``tarfile`` and the ``webdataset`` package (PyPI) iterate the samples (and img2dataset's ``files``
+layout, a folder a shard); the images decode, captions
 and metadata are there, and the stats count every row of the table."""
 
 from __future__ import annotations
@@ -53,6 +54,31 @@ def test_shards_read_back_with_tarfile_and_webdataset(binary: str, server: Loopb
     assert [s["successes"] for s in stats] == [1, 2, 0]
     assert stats[0]["failed_to_download"] == 1 and stats[2]["opted_out"] == 1
     assert image_worker.OptedOut.name in stats[2]["errors"]
+
+
+def test_download_dataset_to_img2datasets_files_layout(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """``output_format="files"``: img2dataset's default layout, a folder a shard with each sample's
+    image, caption and metadata, read back as its users do (a glob of the images and the files
+    beside them); the result names the folders, and a resumed run keeps them."""
+    rows = [{"url": server.url("/files/testorig.jpg"), "caption": "a boat"}, {"url": server.url("/files/missing.jpg"), "caption": "gone"},
+            {"url": server.url("/files/test.webp"), "caption": "a webp"}]
+    out = tmp_path / "files"
+    result = image_worker.download_dataset(iter(rows), out, caption_col="caption", shard_size=2, output_format="files",
+                                           binary=binary, width=32, height=32, format="jpeg")
+    assert (result.count, result.successes, result.exit_status) == (3, 2, 1)
+    assert result.shards == [str(out / "00000"), str(out / "00001")]
+    assert sorted(p.name for p in out.iterdir()) == ["00000", "00000.parquet", "00000_stats.json",
+                                                    "00001", "00001.parquet", "00001_stats.json"]
+    samples = {}
+    for image in sorted(out.glob("*/*.jpg")):
+        meta = json.loads(image.with_suffix(".json").read_text())
+        samples[meta["key"]] = (image.with_suffix(".txt").read_text(), meta["status"], Image.open(image).size)
+    assert samples == {"000000": ("a boat", "success", (32, 32)), "000010": ("a webp", "success", (32, 32))}
+    assert result.status == {"success": 2, "failed_to_download": 1}
+    hits = server.hits.get("/files/test.webp", 0)
+    again = image_worker.download_dataset(iter(rows), out, caption_col="caption", shard_size=2, output_format="files",
+                                          binary=binary, width=32, height=32, format="jpeg", resume=True)
+    assert again.shards == result.shards and server.hits.get("/files/test.webp", 0) == hits
 
 
 @pytest.mark.parametrize("compression", ["snappy", "zstd"])

@@ -28,7 +28,10 @@ Rows = Iterable[Mapping[str, Any]]
 #: What ``input_format`` may say (by default, from the table file's extension).
 INPUT_FORMATS = ("txt", "csv", "tsv", "jsonl", "parquet")
 #: What ``output_format`` may say (loose files with a manifest: :func:`download_many`).
-OUTPUT_FORMATS = ("webdataset", "parquet")
+OUTPUT_FORMATS = ("webdataset", "parquet", "files")
+#: A shard's name in each layout (what it has beside its ``_stats.json``): an archive, a folder
+#: named as the shard (``files``), or its Parquet table (``parquet``).
+SHARD_FILES = {"webdataset": ".tar", "files": "", "parquet": ".parquet"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ class DatasetResult:
     ``opted_out``, ``filtered``) and, when it failed, in ``errors`` by its error's name."""
 
     output: str
-    #: The complete shards' files (``00000.tar`` for WebDataset, ``00000.parquet`` for Parquet).
+    #: The complete shards' files (``00000.tar`` for WebDataset, the folder ``00000`` for
+    #: ``files``, ``00000.parquet`` for Parquet).
     shards: List[str]
     count: int
     successes: int
@@ -187,7 +191,7 @@ def _result(output: str, layout: str, exit_status: int) -> DatasetResult:
             status[key] = status.get(key, 0) + int(n)
         for key, n in stats.get("errors", {}).items():
             errors[key] = errors.get(key, 0) + int(n)
-        shards.append(path[: -len("_stats.json")] + (".tar" if layout == "webdataset" else ".parquet"))
+        shards.append(path[: -len("_stats.json")] + SHARD_FILES[layout])
     return DatasetResult(output, shards, count, successes, status, errors, exit_status)
 
 
@@ -198,8 +202,9 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
                      binary: Optional[PathLike] = None, progress: bool = False, **options: Any) -> DatasetResult:
     """Downloads every row of ``table`` into shards in ``output`` (img2dataset's layout: ``00000.tar``
     with ``KEY.jpg``, ``KEY.txt`` and ``KEY.json``, a ``00000.parquet`` of every row's metadata and
-    ``00000_stats.json`` beside each; ``output_format="parquet"``: the images' bytes in the shard's
-    Parquet table). Returns the counts of every shard in ``output``.
+    ``00000_stats.json`` beside each; ``output_format="files"``: the same three files a sample in
+    the folder ``00000``; ``"parquet"``: the images' bytes in the shard's Parquet table). Returns
+    the counts of every shard in ``output``.
 
     ``table``: a TXT/CSV/TSV/JSONL/Parquet file (``input_format`` by default from its extension) or
     an iterable of row mappings; ``url_col``, ``caption_col``, ``save_columns`` (kept beside each

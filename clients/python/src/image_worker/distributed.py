@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
-from ._dataset import DatasetResult, parquet_rows, read_rows, table_columns
+from ._dataset import SHARD_FILES, DatasetResult, parquet_rows, read_rows, table_columns
 from ._dataset import _result as _dataset_result
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
@@ -370,8 +370,8 @@ def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[
     """:func:`image_worker.download_dataset` on a Ray cluster: the table is read on the driver
     (streamed) and cut into shards of ``shard_size`` rows; each shard is one Ray task that runs
     ``image-worker get --first-shard N`` over its rows into ``output`` (a folder every node sees),
-    so the layout is the one a single machine writes: ``00000.tar``, ``00001.tar``, … with their
-    ``.parquet`` and ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows).
+    so the layout is the one a single machine writes: ``00000.tar``, ``00001.tar``, … (or the
+    folders ``00000``, … with ``output_format="files"``) with their ``.parquet`` and ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows).
     ``resume``: shards complete in ``output`` are not run again. Returns every shard's stats summed."""
     ray = _ray()
     columns = table_columns(url_col, caption_col, save_columns, verify_hash_col)
@@ -379,7 +379,7 @@ def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[
                     verify_hash_col=verify_hash_col, shard_size=shard_size, output_format=output_format, binary=binary)
     run = ray.remote(_dataset_shard)
     os.makedirs(output, exist_ok=True)
-    suffixes = ("_stats.json", ".parquet") + ((".tar",) if output_format == "webdataset" else ())
+    suffixes = ("_stats.json", ".parquet", SHARD_FILES.get(output_format, ".parquet"))
     pending: List[Any] = []
     worst = 0
 
