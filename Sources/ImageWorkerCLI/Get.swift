@@ -56,7 +56,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Write one JSON line per URL to FILE as each ends: url, index, outcome, path, bytes, format, width, height, sha256, error, ms (and a table's caption and columns).")
     var manifest: String?
 
-    @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing); with --output-format webdataset or parquet: keep the complete shards, write the others again.")
+    @Flag(name: .customLong("continue"), help: "With --manifest: fetch only what the manifest does not show as done (implies --skip-existing); with shards (--shard-size, --output-format webdataset or parquet): keep the complete shards, write the others again.")
     var continueRun = false
 
     @Option(help: "Originals: header (the default: refuse what is not an image), full (decode every pixel too, without writing them: refuse a truncated or corrupt image) or none.")
