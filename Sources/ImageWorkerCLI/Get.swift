@@ -134,7 +134,8 @@ struct Get: AsyncParsableCommand {
         let networkThreads = threads.apply(logger: Logger(label: "image-worker"))
         BitmapMemory.retainFreedMemory()
         // The URLs are read as they are fed, never all held: a list file is walked (here, to check
-        // its names, then when counted and fed), stdin's list kept as its bytes.
+        // its names and count them, then when fed), stdin's list kept as its bytes; a Parquet
+        // table's footer is checked and counts its rows.
         var sources: [GetInput.Source] = []
         for url in urls {
             if url == "-" {
@@ -159,7 +160,7 @@ struct Get: AsyncParsableCommand {
             hash: verifyHashCol)
         var problem: String?
         do {
-            try list.forEach { entry in
+            try list.check { entry in
                 if let name = entry.name, let reason = OutputSpec.nameProblem(name, fixed: true) {
                     problem = "\(entry.url): the name \"\(name)\": \(reason.replacingOccurrences(of: "output.name ", with: ""))"
                     return false

@@ -37,67 +37,116 @@ public struct GetInput: Sendable {
     public func forEach(_ body: (GetEntry) throws -> Bool) throws {
         var index = 0
         for source in sources {
-            switch source {
-            case .url(let url):
-                guard try body(GetEntry(url: url, index: index, name: names[index])) else { return }
-                index += 1
-            case .text(let bytes):
-                var table = InputTable(format: format ?? .txt, columns: columns, source: "stdin")
-                if table.format == .parquet {
-                    guard try rows(of: .bytes(bytes), table) else { return }
-                    continue
-                }
-                guard try LineReader.lines(of: bytes[...], { line, _ in try take(line, &table) }) else { return }
-            case .file(let path):
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
-                defer { close(fd) }
-                var table = InputTable(format: format ?? InputFormat.of(path: path), columns: columns, source: path)
-                if table.format == .parquet {
-                    guard try rows(of: .file(fd), table) else { return }
-                    continue
-                }
-                let going: Bool
-                do {
-                    going = try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line, &table) }
-                } catch let failure as LineReader.Failure {
-                    throw GetInputError(message: "cannot read \(path): \(failure)")
-                }
-                guard going else { return }
-            }
-        }
-
-        /// A Parquet table's rows, each an entry for `body`.
-        func rows(of source: ParquetReader.Source, _ table: InputTable) throws -> Bool {
-            let wanted = table.wanted
-            do {
-                return try ParquetReader(source).forEachRow(wanted) { values in
-                    let entry = table.entry(index: index) { name in wanted.firstIndex(of: name).map { values[$0].json } }
-                    index += 1
-                    return try body(entry)
-                }
-            } catch let failure as ParquetReader.Failure {
-                throw GetInputError(message: "\(table.source): \(failure)")
-            }
-        }
-
-        /// A list line: an entry for `body`, or nothing (a blank or `#` line of a list, a table's
-        /// header, a record that goes on).
-        func take(_ line: ArraySlice<UInt8>, _ table: inout InputTable) throws -> Bool {
-            guard let entry = try table.take(line, index: index) else { return true }
-            index += 1
-            return try body(entry)
+            guard try forEach(in: source, from: &index, body) else { return }
         }
     }
 
-    /// How many entries there are (a walk through them).
+    /// Walks the entries as `forEach` does, but for a Parquet table's rows, which are not read:
+    /// its footer is checked (`ParquetReader.check`) and counts them. Entries of tables carry no
+    /// names, so what `body` checks of a list's entries is all checked. When `body` has seen
+    /// them all, `count()` answers from this walk.
+    public mutating func check(_ body: (GetEntry) throws -> Bool) throws {
+        var index = 0
+        for source in sources {
+            if let rows = try parquetRows(source) {
+                index += rows
+                continue
+            }
+            guard try forEach(in: source, from: &index, body) else { return }
+        }
+        counted = index
+    }
+
+    /// What `check` counted.
+    private var counted: Int?
+
+    /// How many entries there are: what `check` counted, or a walk through the lists (a Parquet
+    /// table's rows counted by its footer).
     public func count() throws -> Int {
+        if let counted { return counted }
         var n = 0
-        try forEach { _ in
-            n += 1
-            return true
+        for source in sources {
+            if let rows = try parquetRows(source) {
+                n += rows
+                continue
+            }
+            _ = try forEach(in: source, from: &n) { _ in true }
         }
         return n
+    }
+
+    /// The entries of one source, numbered from `index` on (left past them), until `body` says
+    /// to stop (false).
+    private func forEach(in source: Source, from index: inout Int, _ body: (GetEntry) throws -> Bool) throws -> Bool {
+        switch source {
+        case .url(let url):
+            defer { index += 1 }
+            return try body(GetEntry(url: url, index: index, name: names[index]))
+        case .text(let bytes):
+            var table = InputTable(format: format ?? .txt, columns: columns, source: "stdin")
+            if table.format == .parquet { return try rows(of: .bytes(bytes), table, from: &index, body) }
+            return try LineReader.lines(of: bytes[...], { line, _ in try take(line, &table, &index, body) })
+        case .file(let path):
+            let fd = try open(path)
+            defer { close(fd) }
+            var table = InputTable(format: format ?? InputFormat.of(path: path), columns: columns, source: path)
+            if table.format == .parquet { return try rows(of: .file(fd), table, from: &index, body) }
+            do {
+                return try LineReader.lines(of: fd, pieceBytes: 1 << 16) { line, _ in try take(line, &table, &index, body) }
+            } catch let failure as LineReader.Failure {
+                throw GetInputError(message: "cannot read \(path): \(failure)")
+            }
+        }
+    }
+
+    private func open(_ path: String) throws -> Int32 {
+        let fd = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw GetInputError(message: "cannot read \(path): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+
+    /// A Parquet source's row count, from its footer, checked; nil for other sources.
+    private func parquetRows(_ source: Source) throws -> Int? {
+        let wanted = InputTable(format: .parquet, columns: columns, source: "").wanted
+        do {
+            switch source {
+            case .text(let bytes) where format == .parquet:
+                return try ParquetReader(.bytes(bytes)).check(wanted)
+            case .file(let path) where (format ?? InputFormat.of(path: path)) == .parquet:
+                let fd = try open(path)
+                defer { close(fd) }
+                return try ParquetReader(.file(fd)).check(wanted)
+            default:
+                return nil
+            }
+        } catch let failure as ParquetReader.Failure {
+            guard case .file(let path) = source else { throw GetInputError(message: "stdin: \(failure)") }
+            throw GetInputError(message: "\(path): \(failure)")
+        }
+    }
+
+    /// A Parquet table's rows, each an entry for `body`.
+    private func rows(of source: ParquetReader.Source, _ table: InputTable, from index: inout Int, _ body: (GetEntry) throws -> Bool) throws -> Bool {
+        let wanted = table.wanted
+        var next = index
+        defer { index = next }
+        do {
+            return try ParquetReader(source).forEachRow(wanted) { values in
+                let entry = table.entry(index: next) { name in wanted.firstIndex(of: name).map { values[$0].json } }
+                next += 1
+                return try body(entry)
+            }
+        } catch let failure as ParquetReader.Failure {
+            throw GetInputError(message: "\(table.source): \(failure)")
+        }
+    }
+
+    /// A list line: an entry for `body`, or nothing (a blank or `#` line of a list, a table's
+    /// header, a record that goes on).
+    private func take(_ line: ArraySlice<UInt8>, _ table: inout InputTable, _ index: inout Int, _ body: (GetEntry) throws -> Bool) throws -> Bool {
+        guard let entry = try table.take(line, index: index) else { return true }
+        index += 1
+        return try body(entry)
     }
 }
 

@@ -157,8 +157,18 @@ public enum GetRunner {
         let carried = done
         let sharded = shards
         let messageLimit = workerOptions.maxMessageBytes
+        // Where the list could not be read past (a table damaged after its start, a file cut).
+        let unreadable = NIOLockedValueBox<String?>(nil)
         let feeder = Thread {
-            try? input.forEach { entry in
+            do {
+                try feed()
+            } catch {
+                unreadable.withLockedValue { $0 = "\(error)" }
+            }
+            close(inputWrite)  // stdin's end: the worker finishes what it has, then returns
+        }
+        @Sendable func feed() throws {
+            try input.forEach { entry in
                 if fed.interrupted { return false }
                 if let carried, carried.contains(url: entry.url, name: entry.name, index: entry.index) { return true }
                 if let sharded, sharded.skips(index: entry.index) { return true }
@@ -177,7 +187,6 @@ public enum GetRunner {
                 line.append(UInt8(ascii: "\n"))
                 return FileDescriptorOutput.writeAll(inputWrite, line)
             }
-            close(inputWrite)  // stdin's end: the worker finishes what it has, then returns
         }
         feeder.name = "image-worker get: requests"
         feeder.start()
@@ -206,6 +215,11 @@ public enum GetRunner {
             }
             // (With --json the events carry each download's metrics; stderr stays quiet.)
             if let timings = session.timingSummary() { TerminalDisplay.write(STDERR_FILENO, timings + "\n") }
+        }
+        if let problem = unreadable.withLockedValue({ $0 }) {
+            // What was fed ended as usual (in the manifest, complete shards kept); the rest was not read.
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: input: \(problem); the rows after it were not read\n")
+            return 2
         }
         if let number = interruptedBy.withLockedValue({ $0 }) { return 128 + number }
         if outputClosed.withLockedValue({ $0 }) { return 128 + SIGPIPE }

@@ -32,6 +32,17 @@ struct ParquetColumnCursor {
             let names = [2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"]
             throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed and Snappy tables (the Python client reads any, through pyarrow)")
         }
+        // (The chunk's list of its pages' encodings: one it lacks is refused here, before a page.)
+        if let other = (meta[2]?.list ?? []).compactMap(\.int).first(where: { Self.otherEncodings[$0] != nil }) {
+            throw Self.unread(column, encoding: other)
+        }
+    }
+
+    /// Value encodings this reader does not decode.
+    static let otherEncodings: [Int64: String] = [5: "DELTA_BINARY_PACKED", 6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 9: "BYTE_STREAM_SPLIT"]
+
+    static func unread(_ column: ParquetReader.Column, encoding: Int64) -> Failure {
+        Failure(description: "column \"\(column.name)\": values encoded as \(otherEncodings[encoding] ?? "encoding \(encoding)"): get reads PLAIN and dictionary pages (the Python client reads any, through pyarrow)")
     }
 
     /// The next row's value (`.null` for a null).
@@ -130,8 +141,7 @@ struct ParquetColumnCursor {
             guard length <= data.endIndex - at else { throw fail("booleans past the page") }
             decoded = try Self.hybrid(data[at..<at + length], width: 1, count: present).map { .bool($0 == 1) }
         default:
-            let names: [Int64: String] = [5: "DELTA_BINARY_PACKED", 6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 9: "BYTE_STREAM_SPLIT"]
-            throw fail("values encoded as \(names[encoding] ?? "encoding \(encoding)"): get reads PLAIN and dictionary pages (the Python client reads any, through pyarrow)")
+            throw Self.unread(column, encoding: encoding)
         }
         guard let defined else {
             values = decoded

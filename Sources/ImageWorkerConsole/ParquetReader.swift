@@ -141,6 +141,22 @@ public struct ParquetReader {
         (self.columns, self.nested, self.names, rowGroups) = (columns, nested, names, footer[4]?.list ?? [])
     }
 
+    /// Checks from the footer alone that the columns `wanted` can be read (there, flat, and in
+    /// every row group a chunk within the file, of a codec and encodings this reader has), and
+    /// counts the rows (up to 2^40: a footer that says more is damaged, or a table no run gets
+    /// through). What is checked is what `forEachRow` would find before it reads a page.
+    public func check(_ wanted: [String]) throws(Failure) -> Int {
+        let asked = try columns(wanted)
+        var total: Int64 = 0
+        for group in rowGroups {
+            let rows = try rowCount(group)
+            guard rows <= (1 << 40) - total else { throw Failure(description: "more than 2^40 rows") }
+            total += rows
+            _ = try cursors(asked, group)
+        }
+        return Int(total)
+    }
+
     /// A small table read whole (tests and tools): its columns' names, its row groups, and every
     /// flat column's values.
     public struct Table {
@@ -171,21 +187,10 @@ public struct ParquetReader {
     /// Calls `body` with each row's values of the columns `wanted` (by name, in that order) until
     /// it returns false; false then.
     public func forEachRow(_ wanted: [String], _ body: ([Value]) throws -> Bool) throws -> Bool {
-        let asked = try wanted.map { name throws(Failure) -> Column in
-            if let column = columns[name] { return column }
-            if nested.contains(name) { throw Failure(description: "column \"\(name)\" is nested (a list or a group): not read") }
-            throw Failure(description: "no column \"\(name)\" (its columns: \(names.joined(separator: ", ")))")
-        }
+        let asked = try columns(wanted)
         for group in rowGroups {
-            let rows = group[3]?.int ?? 0
-            guard rows >= 0 else { throw Failure(description: "a row group of \(rows) rows") }
-            let chunks = group[1]?.list ?? []
-            var cursors = try asked.map { column throws(Failure) -> ParquetColumnCursor in
-                guard column.chunk < chunks.count, let meta = chunks[column.chunk][3] else {
-                    throw Failure(description: "column \"\(column.name)\" has no chunk in a row group")
-                }
-                return try ParquetColumnCursor(source: source, column: column, meta: meta)
-            }
+            let rows = try rowCount(group)
+            var cursors = try cursors(asked, group)
             for _ in 0..<rows {
                 var row: [Value] = []
                 row.reserveCapacity(cursors.count)
@@ -194,5 +199,30 @@ public struct ParquetReader {
             }
         }
         return true
+    }
+
+    private func columns(_ wanted: [String]) throws(Failure) -> [Column] {
+        try wanted.map { name throws(Failure) -> Column in
+            if let column = columns[name] { return column }
+            if nested.contains(name) { throw Failure(description: "column \"\(name)\" is nested (a list or a group): not read") }
+            throw Failure(description: "no column \"\(name)\" (its columns: \(names.joined(separator: ", ")))")
+        }
+    }
+
+    private func rowCount(_ group: ThriftValue) throws(Failure) -> Int64 {
+        let rows = group[3]?.int ?? 0
+        guard rows >= 0 else { throw Failure(description: "a row group of \(rows) rows") }
+        return rows
+    }
+
+    /// A cursor for each column `asked` over its chunk in `group`.
+    private func cursors(_ asked: [Column], _ group: ThriftValue) throws(Failure) -> [ParquetColumnCursor] {
+        let chunks = group[1]?.list ?? []
+        return try asked.map { column throws(Failure) -> ParquetColumnCursor in
+            guard column.chunk < chunks.count, let meta = chunks[column.chunk][3] else {
+                throw Failure(description: "column \"\(column.name)\" has no chunk in a row group")
+            }
+            return try ParquetColumnCursor(source: source, column: column, meta: meta)
+        }
     }
 }

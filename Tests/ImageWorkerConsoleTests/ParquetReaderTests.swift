@@ -61,6 +61,26 @@ import Testing
         #expect(throws: ParquetReader.Failure.self) { try reader.forEachRow(["license"]) { _ in true } }
     }
 
+    /// `get` counts a Parquet table's rows from its footer (a walk through a million rows took
+    /// seconds before the first request), and the count is the walk's: every row one entry, the
+    /// entries numbered on across the sources.
+    @Test func aTablesCountIsItsFootersAndItsWalks() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("count-\(UUID().uuidString).parquet").path
+        try Data(try table()).write(to: URL(fileURLWithPath: path))
+        defer { unlink(path) }
+        #expect(try ParquetReader(.bytes(try table())).check(["url", "caption"]) == 40)
+        var input = GetInput([.url("http://h/first.jpg"), .file(path), .text(Array("http://h/last.jpg\n".utf8))])
+        input.columns = InputColumns(caption: "caption")
+        var seen: [GetEntry] = []
+        try input.forEach { seen.append($0); return true }
+        #expect(try input.count() == 42 && seen.count == 42 && seen.map(\.index) == Array(0..<42))
+        #expect(seen[1].url == "https://example.org/0.jpg" && seen[41].url == "http://h/last.jpg")
+        var piped = GetInput([.text(try table())])
+        piped.format = .parquet
+        #expect(try piped.count() == 40)
+        #expect(throws: GetInputError.self) { try GetInput([.file(path + ".missing.parquet")]).count() }
+    }
+
     /// A page header that claims more values than any writer puts in a page is refused before
     /// anything is made for them.
     @Test func aPageOfAbsurdlyManyValuesIsRefused() throws {
@@ -112,6 +132,7 @@ import Testing
         let tail = footer.finish()
         let table = Array("PAR1".utf8) + tail + [UInt8(tail.count), 0, 0, 0] + Array("PAR1".utf8)
         #expect(throws: ParquetReader.Failure.self) { try ParquetReader(.bytes(table)).forEachRow(["url"]) { _ in true } }
+        #expect(throws: ParquetReader.Failure.self) { try ParquetReader(.bytes(table)).check(["url"]) }
     }
 
     @Test func damagedTablesAreErrors() throws {

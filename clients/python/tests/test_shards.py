@@ -179,13 +179,41 @@ def test_get_reads_the_parquet_tables_pyarrow_writes(binary: str, server: Loopba
     assert "caption" not in rows[0] and rows[1]["caption"] == "légende 1"
     assert rows[3]["columns"] == {"NSFW": "UNLIKELY", "similarity": 0.75, "width": None, "flag": False}
     assert [r["outcome"] for r in rows[:3]] == ["ok", "failed", "ok"]
-    for refused, bad, message in (("zstd", dict(compression="zstd"), "ZSTD"), ("nested", {}, "nested")):
+    delta = dict(use_dictionary=False, column_encoding={"NSFW": "DELTA_BYTE_ARRAY"}, row_group_size=20)
+    before = dict(server.hits)
+    for refused, bad, message in (("zstd", dict(compression="zstd"), "ZSTD"), ("nested", {}, "nested"),
+                                  ("delta", delta, "DELTA_BYTE_ARRAY")):
         path = tmp_path / f"{refused}.parquet"
         pq.write_table(table, path, **bad)
         column = "tags" if refused == "nested" else "NSFW"
         run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused)],
                              capture_output=True, text=True)
         assert run.returncode == 64 and message in run.stderr, run.stderr
+        assert server.hits == before, refused  # refused before anything is fetched
+
+
+def test_a_table_damaged_past_its_start_ends_the_run_with_what_was_read(binary: str, server: LoopbackServer,
+                                                                          tmp_path: Path) -> None:
+    """``get`` counts a Parquet table from its footer and checks it there; a page damaged in a later
+    row group is met only when it is read: the rows before it are fetched and kept (the first
+    shard), the run says where the input broke and exits 2 (Python's ``download_dataset`` raises)."""
+    import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"url": [server.url(f"/files/test.webp?d={i}") for i in range(30)]}), path,
+                   row_group_size=10, compression="none", use_dictionary=False)
+    offset = pq.ParquetFile(path).metadata.row_group(1).column(0).data_page_offset
+    data = bytearray(path.read_bytes())
+    data[offset:offset + 6] = b"\xff" * 6
+    path.write_bytes(bytes(data))
+    out = tmp_path / "shards"
+    run = subprocess.run([binary, "get", "-i", str(path), "--output-format", "webdataset", "--shard-size", "10", "-o", str(out),
+                          "--no-progress"], capture_output=True, text=True)
+    assert run.returncode == 2 and "input: " in run.stderr and "a page header cannot be read" in run.stderr, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["00000.parquet", "00000.tar", "00000_stats.json"]
+    assert server.hits.get("/files/test.webp") == 10
+    with pytest.raises(image_worker.ImageWorkerError, match="page header"):
+        image_worker.download_dataset(path, tmp_path / "py", shard_size=10, binary=binary)
 
 
 def test_a_sigint_at_a_random_moment_then_continue_gives_the_same_shards(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
