@@ -168,13 +168,20 @@ struct Get: AsyncParsableCommand {
                 return true
             }
         } catch {
-            throw ValidationError("\(error)")
+            throw Self.refused("\(error)")
         }
-        if let problem { throw ValidationError(problem) }
+        if let problem { throw Self.refused(problem) }
         var options = options(input: list)
         options.networkThreads = networkThreads
         let code = await GetRunner.run(options, logger: Logger(label: "image-worker"))
         if code != 0 { throw ExitCode(code) }
+    }
+
+    /// The input itself is refused (a table without the columns asked, a name a list may not
+    /// give): said as the run's other problems are, without the flags' usage lines; exit 64.
+    static func refused(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("image-worker get: \(message)\n".utf8))
+        return ExitCode(64)
     }
 
     /// What the flags ask of every download, the URLs read from `input`.
