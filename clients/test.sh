@@ -13,8 +13,9 @@ trap 'rm -rf "$(dirname "$venv")"' EXIT
 python3 -m venv --system-site-packages "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/clients/python"
 # (Pillow: the reference the geometry and colour tests are held to, imported as PIL; pyvips, with
-# libvips in pyvips-binary: the smart crops'; webdataset: the reader get's shards are held to.)
-for module in pytest jsonschema mypy pyarrow numpy PIL pyvips webdataset; do
+# libvips in pyvips-binary: the smart crops'; webdataset: the reader get's shards are held to;
+# pandas: the DataFrames download_dataset takes.)
+for module in pytest jsonschema mypy pyarrow numpy PIL pyvips webdataset pandas; do
     packages=$module
     [ "$module" = PIL ] && packages=Pillow
     [ "$module" = pyvips ] && packages="pyvips pyvips-binary"

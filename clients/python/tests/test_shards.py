@@ -81,6 +81,30 @@ def test_download_dataset_to_img2datasets_files_layout(binary: str, server: Loop
     assert again.shards == result.shards and server.hits.get("/files/test.webp", 0) == hits
 
 
+def test_download_dataset_takes_dataframes_and_arrow_tables(binary: str, server: LoopbackServer, tmp_path: Path) -> None:
+    """A pandas DataFrame or a pyarrow Table, as img2dataset's users hold their tables, read a batch
+    at a time (iterating one gives column names, not rows): numpy's numbers are numbers, missing
+    values null; a column the table lacks and rows that are not mappings are the caller's errors."""
+    import pandas  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import pyarrow as pa  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    frame = pandas.DataFrame({"url": [server.url("/files/test.webp"), server.url("/files/testorig.jpg")],
+                              "caption": ["a webp", None], "score": [0.5, float("nan")], "n": [3, 4]})
+    for name, table in (("pandas", frame), ("arrow", pa.Table.from_pandas(frame))):
+        out = tmp_path / name
+        result = image_worker.download_dataset(table, out, caption_col="caption", save_columns=["score", "n"], shard_size=5,
+                                               binary=binary, max_pixel_size=20, format="png")
+        assert (result.count, result.successes) == (2, 2), name
+        with tarfile.open(out / "00000.tar") as tar:
+            first = json.loads(tar.extractfile("000000.json").read())  # type: ignore[union-attr]
+            second = json.loads(tar.extractfile("000001.json").read())  # type: ignore[union-attr]
+        assert (first["caption"], first["score"], first["n"]) == ("a webp", 0.5, 3), (name, first)
+        assert second.get("caption") is None and second["score"] is None and second["n"] == 4, (name, second)
+        with pytest.raises(ValueError, match="no column 'link'"):
+            image_worker.download_dataset(table, out, url_col="link", binary=binary)
+    with pytest.raises(TypeError, match="mappings"):
+        image_worker.download_dataset([server.url("/files/test.webp")], tmp_path / "strings", binary=binary)
+
+
 @pytest.mark.parametrize("compression", ["snappy", "zstd"])
 def test_download_dataset_from_a_parquet_table_to_parquet_shards(binary: str, server: LoopbackServer, tmp_path: Path,
                                                                   compression: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import signal
 import subprocess
@@ -24,6 +25,9 @@ from ._option_table import GET_FLAGS
 
 PathLike = Union[str, "os.PathLike[str]"]
 Rows = Iterable[Mapping[str, Any]]
+#: A table given whole: a pandas DataFrame, a pyarrow Table or RecordBatch (read a batch at a time;
+#: neither package is needed otherwise).
+Frame = Any
 
 #: What ``input_format`` may say (by default, from the table file's extension).
 INPUT_FORMATS = ("txt", "csv", "tsv", "jsonl", "parquet")
@@ -122,12 +126,42 @@ def table_format(path: str, input_format: Optional[str]) -> str:
     return "txt"
 
 
-def read_rows(table: Union[PathLike, Rows], columns: Sequence[str], input_format: Optional[str] = None) -> Iterator[Dict[str, Any]]:
+def _frame_rows(table: Any, columns: Sequence[str]) -> Optional[Iterator[Dict[str, Any]]]:
+    """The rows of a pandas DataFrame or a pyarrow Table or RecordBatch (iterating one gives its
+    column names or columns, not rows), a batch at a time; None for anything else."""
+    if hasattr(table, "to_pylist") and hasattr(table, "schema"):
+        names, kind = list(table.schema.names), "pyarrow"
+    elif hasattr(table, "iloc") and hasattr(table, "columns"):
+        names, kind = [str(c) for c in table.columns], "pandas"
+    else:
+        return None
+    wanted = list(dict.fromkeys(columns))
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise ValueError(f"the table has no column {', '.join(map(repr, missing))} (its columns: {', '.join(names)})")
+
+    def rows() -> Iterator[Dict[str, Any]]:
+        for start in range(0, len(table), 8192):
+            if kind == "pyarrow":
+                yield from table.slice(start, 8192).select(wanted).to_pylist()
+            else:
+                yield from table.iloc[start:start + 8192][wanted].to_dict("records")
+    return rows()
+
+
+def read_rows(table: Union[PathLike, Rows, Frame], columns: Sequence[str], input_format: Optional[str] = None) -> Iterator[Dict[str, Any]]:
     """A table's rows as dicts of ``columns`` (the first is the URL's), streamed: Parquet through
     pyarrow batch by batch, CSV/TSV with a header, JSON Lines objects, TXT a URL a line (blank and
-    ``#`` lines skipped); an iterable of mappings as it is."""
+    ``#`` lines skipped); a pandas DataFrame or pyarrow Table a batch at a time; an iterable of
+    mappings as it is."""
     if not isinstance(table, (str, os.PathLike)):
+        frame = _frame_rows(table, columns)
+        if frame is not None:
+            yield from frame
+            return
         for row in table:
+            if not isinstance(row, Mapping):
+                raise TypeError(f"a table's rows are mappings of column to value, not {type(row).__name__}: {row!r:.80}")
             yield {c: row.get(c) for c in columns if c in row}
         return
     path = os.fspath(table)
@@ -152,9 +186,27 @@ def read_rows(table: Union[PathLike, Rows], columns: Sequence[str], input_format
                     yield {columns[0]: url.split("\t", 1)[0]}
 
 
+def _plain(value: Any) -> Any:
+    """A value as JSON has it: numpy's and pandas' scalars as Python's, a missing number (NaN,
+    which JSON has not) as null; anything else JSON has no type for, as its text."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if value is None or isinstance(value, (str, bool, int, list, dict)):
+        return value
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values
+        return None
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (bytes, bytearray)):
+        try:
+            return _plain(item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
 def _write_jsonl(rows: Iterable[Mapping[str, Any]], out: IO[str]) -> None:
     for row in rows:
-        out.write(json.dumps(dict(row), ensure_ascii=False, default=str))
+        out.write(json.dumps({k: _plain(v) for k, v in row.items()}, ensure_ascii=False, default=str))
         out.write("\n")
 
 
@@ -195,7 +247,7 @@ def _result(output: str, layout: str, exit_status: int) -> DatasetResult:
     return DatasetResult(output, shards, count, successes, status, errors, exit_status)
 
 
-def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_format: Optional[str] = None,
+def download_dataset(table: Union[PathLike, Rows, Frame], output: PathLike, *, input_format: Optional[str] = None,
                      url_col: str = "url", caption_col: Optional[str] = None, save_columns: Sequence[str] = (),
                      verify_hash_col: Optional[str] = None, output_format: str = "webdataset",
                      shard_size: int = 10_000, first_shard: int = 0, resume: bool = False,
@@ -206,8 +258,8 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
     the folder ``00000``; ``"parquet"``: the images' bytes in the shard's Parquet table). Returns
     the counts of every shard in ``output``.
 
-    ``table``: a TXT/CSV/TSV/JSONL/Parquet file (``input_format`` by default from its extension) or
-    an iterable of row mappings; ``url_col``, ``caption_col``, ``save_columns`` (kept beside each
+    ``table``: a TXT/CSV/TSV/JSONL/Parquet file (``input_format`` by default from its extension),
+    a pandas DataFrame or pyarrow Table, or an iterable of row mappings; ``url_col``, ``caption_col``, ``save_columns`` (kept beside each
     sample) and ``verify_hash_col`` (a SHA-256 the bytes must have) name its columns. ``resume``:
     keep the complete shards of an earlier run and write the others again. ``first_shard``: the
     number of the first shard (a distributed run gives each task its own). Every other keyword is
@@ -243,7 +295,7 @@ def download_dataset(table: Union[PathLike, Rows], output: PathLike, *, input_fo
         path: Optional[str] = None
         rows: Optional[Iterable[Mapping[str, Any]]] = None
         if not isinstance(table, (str, os.PathLike)):
-            rows = table
+            rows = read_rows(table, columns)
         elif (table_format(os.fspath(table), input_format) == "parquet" and _has_pyarrow()
               and not _worker_reads(os.fspath(table), columns)):
             rows = parquet_rows(os.fspath(table), columns)

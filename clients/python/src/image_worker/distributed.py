@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._bulk import Entry, _progress_bar, bulk_options, entries, entry_options
-from ._dataset import SHARD_FILES, DatasetResult, parquet_rows, read_rows, table_columns
+from ._dataset import SHARD_FILES, DatasetResult, Frame, parquet_rows, read_rows, table_columns
 from ._dataset import _result as _dataset_result
 from ._errors import ImageWorkerError, WorkerClosed, WorkerExited
 from ._events import Event, Started
@@ -361,7 +361,7 @@ class _ShardFailed(ImageWorkerError):
         super().__init__(self.message)
 
 
-def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]]], output: str, *,
+def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[Mapping[str, Any]], Frame], output: str, *,
                                  tasks: int = 4, input_format: Optional[str] = None, url_col: str = "url",
                                  caption_col: Optional[str] = None, save_columns: Sequence[str] = (),
                                  verify_hash_col: Optional[str] = None, shard_size: int = 10_000, resume: bool = False,
