@@ -38,6 +38,11 @@ function flagArguments(options) {
 async function writeRows(rows, path) {
   const out = createWriteStream(path, { encoding: 'utf8' });
   for await (const row of rows) {
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+      out.destroy();
+      await once(out, 'close');
+      throw new TypeError(`downloadDataset: a table's rows are objects of column to value, not ${JSON.stringify(row)?.slice(0, 80)}`);
+    }
     if (!out.write(JSON.stringify(row) + '\n')) await once(out, 'drain');
   }
   out.end();

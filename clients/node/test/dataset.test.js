@@ -79,6 +79,7 @@ test('options get does not have, and bad formats, are refused before anything ru
   try {
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, noSuchOption: 1 }), /unknown option noSuchOption/);
     await assert.rejects(downloadDataset([], join(dir, 'a'), { binary, outputFormat: 'tfrecord' }), /outputFormat must be one of/);
+  await assert.rejects(downloadDataset(['http://127.0.0.1:9/a.jpg'], join(dir, 'a'), { binary }), /rows are objects of column to value/);
     await assert.rejects(downloadDataset('rows.xlsx', join(dir, 'a'), { binary, inputFormat: 'xlsx' }), /inputFormat must be one of/);
     const aborted = AbortSignal.abort(new Error('stopped before it began'));
     await assert.rejects(downloadDataset([{ url: 'http://127.0.0.1:9/a.jpg' }], join(dir, 'b'), { binary, signal: aborted }), /stopped before it began/);
