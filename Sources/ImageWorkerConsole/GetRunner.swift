@@ -99,6 +99,9 @@ public enum GetRunner {
                 }
             }
             total = count - doneBefore
+        } catch let mismatch as ShardWriter.Mismatch {
+            TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(mismatch)\n")
+            return 64
         } catch {
             uncommitted?.discard()
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: \(options.manifest.map { "manifest \($0)" } ?? "input"): \(error)\n")

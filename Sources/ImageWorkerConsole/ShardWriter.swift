@@ -74,9 +74,21 @@ public final class ShardWriter: Sendable {
         var complete = Set<Int>()
         if resume {
             let files = [layout.shardFile, ".parquet", "_stats.json"].compactMap { $0 }
-            for shard in 0..<((rows + size - 1) / size)
+            let shards = (rows + size - 1) / size
+            for shard in 0..<shards
             where files.allSatisfy({ FileManager.default.fileExists(atPath: directory + "/" + naming.name(shard) + $0) }) {
-                complete.insert(shard)
+                // A shard is complete for this run when it holds the rows this run would put in it.
+                let stats = directory + "/" + naming.name(shard) + "_stats.json"
+                let counted = (try? JSONParser.parse(Array(FileManager.default.contents(atPath: stats) ?? Data())))?["count"]?.integerValue
+                let expected = min(size, rows - shard * size)
+                if counted == Int64(expected) {
+                    complete.insert(shard)
+                } else if shard < shards - 1 {
+                    // (The last may have been written from a shorter table: it is written again.)
+                    throw Mismatch(
+                        description: "\(stats) counts \(counted.map(String.init) ?? "no") rows where this run's shard holds \(expected): "
+                            + "--continue with the --shard-size (and table) of the run that wrote it, or into another folder")
+                }
             }
         }
         self.complete = complete
@@ -177,6 +189,11 @@ public final class ShardWriter: Sendable {
             try? FileManager.default.removeItem(atPath: staging)
             return s.failure
         }
+    }
+
+    /// `--continue` over shards another shard size (or table) wrote.
+    public struct Mismatch: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private struct WriteProblem: Error {

@@ -191,6 +191,31 @@ import TestSupport
         #expect(a == b)
     }
 
+    /// `--continue` keeps a shard only when it holds the rows this run would put in it: another
+    /// shard size is refused before anything is fetched (its shards would mix with the new ones);
+    /// a table that grew has its last shard written again.
+    @Test func continuingChecksTheShardsHoldThisRunsRows() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let table = dir.appendingPathComponent("rows.txt")
+        let urls = (0..<5).map { server.url("/files/test.webp?row=\($0)") }
+        try Data(urls.joined(separator: "\n").utf8).write(to: table)
+        let out = dir.appendingPathComponent("shards")
+        let base = ["get", "-i", table.path, "--output-format", "webdataset", "-o", out.path, "--no-progress"]
+        let first = try await GetCommandTests.run(base + ["--shard-size", "2"])
+        #expect(first.status == 0, "\(first)")
+        let other = try await GetCommandTests.run(base + ["--shard-size", "3", "--continue"])
+        #expect(other.status == 64 && other.stderr.contains("00000_stats.json counts 2 rows where this run's shard holds 3"), "\(other)")
+        #expect(server.hits("/files/test.webp") == 5, "refused before anything is fetched")
+        try Data((urls + [server.url("/files/test.webp?row=5")]).joined(separator: "\n").utf8).write(to: table)
+        let grown = try await GetCommandTests.run(base + ["--shard-size", "2", "--continue"])
+        #expect(grown.status == 0 && grown.stderr.contains("2 of 3 shards already complete"), "\(grown)")
+        #expect(try Self.json(out.appendingPathComponent("00002_stats.json"))["count"] == 2)
+        #expect(try Self.members(out.appendingPathComponent("00002.tar")) == ["000020.webp", "000020.json", "000021.webp", "000021.json"])
+    }
+
     @Test func shardFlagsAreChecked() async throws {
         let dir = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
