@@ -77,18 +77,19 @@ public final class ShardWriter: Sendable {
             let shards = (rows + size - 1) / size
             for shard in 0..<shards
             where files.allSatisfy({ FileManager.default.fileExists(atPath: directory + "/" + naming.name(shard) + $0) }) {
-                // A shard is complete for this run when it holds the rows this run would put in it.
+                // A shard is complete for this run when it holds the rows this run would put in it:
+                // cut at the same size, and as many (the last of a table that grew is written again).
                 let stats = directory + "/" + naming.name(shard) + "_stats.json"
-                let counted = (try? JSONParser.parse(Array(FileManager.default.contents(atPath: stats) ?? Data())))?["count"]?.integerValue
+                let written = try? JSONParser.parse(Array(FileManager.default.contents(atPath: stats) ?? Data()))
+                let (counted, cut) = (written?["count"]?.integerValue, written?["shard_size"]?.integerValue)
                 let expected = min(size, rows - shard * size)
-                if counted == Int64(expected) {
-                    complete.insert(shard)
-                } else if shard < shards - 1 {
-                    // (The last may have been written from a shorter table: it is written again.)
+                if cut.map({ $0 != size }) ?? (counted != Int64(expected) && shard < shards - 1) {
                     throw Mismatch(
-                        description: "\(stats) counts \(counted.map(String.init) ?? "no") rows where this run's shard holds \(expected): "
-                            + "--continue with the --shard-size (and table) of the run that wrote it, or into another folder")
+                        description: "\(stats): " + (cut.map { "shards of \($0) rows" } ?? "\(counted.map(String.init) ?? "no") rows")
+                            + " where this run's hold \(cut == nil ? expected : size): --continue with the --shard-size of the run that "
+                            + "wrote it, or into another folder")
                 }
+                if counted == Int64(expected) { complete.insert(shard) }
             }
         }
         self.complete = complete
@@ -307,6 +308,7 @@ public final class ShardWriter: Sendable {
         let end = Date()
         var stats: JSONObject = [
             "count": JSONValue(open.end - shard * size), "successes": JSONValue(open.counts["success"] ?? 0),
+            "shard_size": JSONValue(size),
         ]
         for status in ["failed_to_download", "failed_to_resize", "failed_to_write", "opted_out", "filtered"] {
             stats[status] = JSONValue(open.counts[status] ?? 0)

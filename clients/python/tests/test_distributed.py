@@ -162,3 +162,7 @@ def test_a_dataset_on_ray_has_the_layout_of_one_machine(cluster: None, binary: s
     before = dict(server.hits)
     again = download_dataset_distributed(str(table), str(tmp_path / "ray"), tasks=3, resume=True, **options)
     assert again.count == 23 and server.hits == before
+    # Resumed at another shard size, the shards would mix: refused, nothing fetched.
+    with pytest.raises(ValueError, match="shards of 5 rows where this run's hold 4"):
+        download_dataset_distributed(str(table), str(tmp_path / "ray"), tasks=3, resume=True, **dict(options, shard_size=4))
+    assert server.hits == before

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import os
 import time
 from collections import deque
@@ -398,13 +399,30 @@ def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[
                 continue
         if rows:
             name = os.path.join(output, f"{shard:05d}")
-            if not (resume and all(os.path.exists(name + s) for s in suffixes)):
+            if not (resume and _complete(name, suffixes, len(rows), shard_size, last=row is None)):
                 settle(max(1, tasks) - 1)
                 pending.append(run.remote(rows, output, shard, settings))
             shard += 1
             rows = []
     settle(0)
     return _dataset_result(output, output_format, worst)
+
+
+def _complete(name: str, suffixes: Sequence[str], rows: int, size: int, last: bool) -> bool:
+    """Whether the shard ``name`` is complete for this run, as ``get --continue`` decides: its files
+    there, cut at this run's ``size`` and counting the rows this run gives it (the last shard of a
+    table that grew since is written again). Shards cut at another size are refused: the two runs'
+    shards would mix."""
+    if not all(os.path.exists(name + s) for s in suffixes):
+        return False
+    with open(name + "_stats.json", encoding="utf-8") as f:
+        stats = json.load(f)
+    counted, cut = stats.get("count"), stats.get("shard_size")
+    if (cut != size) if cut is not None else (counted != rows and not last):
+        held = f"shards of {cut} rows" if cut is not None else f"{counted} rows"
+        raise ValueError(f"{name}_stats.json: {held} where this run's hold {size if cut is not None else rows}: resume with "
+                         "the shard_size of the run that wrote it, or into another folder")
+    return bool(counted == rows)
 
 
 def _dataset_shard(rows: List[Dict[str, Any]], output: str, shard: int, settings: Dict[str, Any]) -> int:
