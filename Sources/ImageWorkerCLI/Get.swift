@@ -101,7 +101,7 @@ struct Get: AsyncParsableCommand {
         if continueRun && manifest == nil && !layout.sharded {
             throw ValidationError("--continue needs --manifest FILE (or shards: --shard-size, --output-format webdataset or parquet)")
         }
-        let shards = outputFormat.map { "--output-format \($0)" } ?? "--shard-size"
+        let shards = outputFormat.map { "--output-format \($0)" } ?? (shardSize != nil ? "--shard-size" : "--first-shard")
         if continueRun && manifest != nil && layout.sharded {
             throw ValidationError("--continue with \(shards) resumes by shard: not with --manifest")
         }

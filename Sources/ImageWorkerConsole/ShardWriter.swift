@@ -214,10 +214,10 @@ public final class ShardWriter: Sendable {
         do throws(WriteProblem) {
             if layout == .webdataset { tar = try create(partial(shard, ".tar")) }
             if layout == .folders {
-                // (A killed run may have left one.)
-                folder = partial(shard, "")
-                try? FileManager.default.removeItem(atPath: folder!)
-                guard mkdir(folder!, 0o755) == 0 else { throw WriteProblem(message: "cannot make \(folder!): \(String(cString: strerror(errno)))") }
+                let path = partial(shard, "")
+                try? FileManager.default.removeItem(atPath: path)  // (a killed run may have left one)
+                guard mkdir(path, 0o755) == 0 else { throw WriteProblem(message: "cannot make \(path): \(String(cString: strerror(errno)))") }
+                folder = path
             }
         } catch {
             Foundation.close(parquetFD)
@@ -253,8 +253,9 @@ public final class ShardWriter: Sendable {
                 // The staged file is the sample's: it takes its name in the shard's folder.
                 var info = stat()
                 guard stat(path, &info) == 0, rename(path, "\(folder)/\(key).\(ext)") == 0 else {
+                    let problem = "cannot move \(path) into \(folder): \(String(cString: strerror(errno)))"
                     unlink(path)
-                    return "cannot move \(path) into \(folder): \(String(cString: strerror(errno)))"
+                    return problem
                 }
                 image = ([], ext, Int(info.st_size))
             } else {
