@@ -48,7 +48,7 @@ enum ThriftValue: Sendable {
     private static func value(_ bytes: [UInt8], _ at: inout Int, type: UInt8, inStruct: Bool) throws(Failure) -> ThriftValue {
         switch type {
         // A struct's boolean field is its type (1 true, 2 false); a list's booleans are bytes.
-        case 1, 2 where inStruct: return .int(type == 1 ? 1 : 0)
+        case 1 where inStruct, 2 where inStruct: return .int(type == 1 ? 1 : 0)
         case 1, 2, 3: return .int(Int64(Int8(bitPattern: try byte(bytes, &at))))
         case 4, 5, 6: return .int(zigzag(try varint(bytes, &at)))
         case 7:

@@ -30,6 +30,15 @@ import Testing
         #expect(throws: Snappy.Failure.self) { try Snappy.decompress([0x0D, 0x08, 0x61, 0x62, 0x63, 0x15, 0x03], limit: 13) }
     }
 
+    /// Thrift's compact booleans: a struct's are their field's type, a list's are a byte each.
+    @Test func booleansInStructsAndLists() throws {
+        // {1: true, 2: [true, false], 3: 7}
+        let bytes: [UInt8] = [0x11, 0x19, 0x21, 0x01, 0x00, 0x15, 0x0E, 0x00]
+        var at = 0
+        let value = try ThriftValue.structure(bytes, &at)
+        #expect(value[1]?.int == 1 && value[2]?.list.compactMap(\.int) == [1, 0] && value[3]?.int == 7 && at == bytes.count)
+    }
+
     func table() throws -> [UInt8] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("reader-\(UUID().uuidString)").path
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
