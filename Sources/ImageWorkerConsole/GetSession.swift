@@ -312,6 +312,7 @@ public struct GetSession: Sendable {
         case "success":
             var parts: [String] = []
             if let w = params["width"]?.integerValue, let h = params["height"]?.integerValue { parts.append("\(w)x\(h)") }
+            if let frames = params["frames"]?.integerValue, frames > 1 { parts.append("\(frames) frames") }
             if let source = params["sourceFormat"]?.stringValue { parts.append(source) }
             else if let mime = params["mimeType"]?.stringValue { parts.append(mime) }
             if let bytes = params["byteLength"]?.integerValue { parts.append(ByteCount.format(bytes)) }

@@ -38,6 +38,17 @@ import Testing
         #expect(session.summary(seconds: 1.25) == "1 downloaded, 1 failed, 2.0 kB in 1.2 s")
     }
 
+    /// An animation's every frame delivered (`frames: "all"`): the result line counts them.
+    @Test func aResultLineCountsTheFramesDelivered() throws {
+        var session = GetSession(urls: ["http://h/a.gif"])
+        _ = session.handle(Self.event("download/started", ["token": "1", "url": "http://h/a.gif"]))
+        let outputs = session.handle(Self.event("download/completed", [
+            "token": "1", "outcome": "success", "byteLength": 98, "width": 64, "height": 64, "sourceFormat": "gif",
+            "frames": 4, "delaysMs": [100, 100, 100, 100], "path": "/out/a.webp",
+        ]))
+        #expect(outputs.first == .result("ok      http://h/a.gif -> /out/a.webp (64x64, 4 frames, gif, 98 B)"))
+    }
+
     @Test func theTimingLineGivesEachPhasesMedian() {
         var session = GetSession(urls: ["http://h/1", "http://h/2", "http://h/3"])
         #expect(session.timingSummary() == nil)
