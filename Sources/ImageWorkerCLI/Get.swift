@@ -108,6 +108,11 @@ struct Get: AsyncParsableCommand {
         if layout.sharded && (flags.nameTemplate != nil || flags.skipExisting || flags.overwrite) {
             throw ValidationError("\(shards) names its samples by row: not with --name-template, --skip-existing or --overwrite")
         }
+        if (captionCol != nil || saveColumns != nil) && !layout.sharded && manifest == nil {
+            // (Loose files keep only the image: the row's other columns would go nowhere.)
+            throw ValidationError(
+                "--caption-col and --save-columns are kept in a manifest's records or in shards: add --manifest FILE, or --shard-size N")
+        }
         if let inputFormat, InputFormat(rawValue: inputFormat) == nil {
             throw ValidationError("--input-format must be one of \(InputFormat.allCases.map(\.rawValue).joined(separator: ", ")), not \(inputFormat)")
         }

@@ -59,6 +59,9 @@ import TestSupport
         let missing = try await GetCommandTests.run(["get", "-i", csv.path, "-o", dir.path])
         #expect(missing.status == 64 && missing.stderr.contains("no column \"url\" (--url-col) in the header: link, text"), "\(missing)")
         #expect(missing.stderr.hasPrefix("image-worker get: ") && !missing.stderr.contains("Usage:"), "the table's problem, not the flags'")
+        // A caption with loose files and no manifest would go nowhere.
+        let nowhere = try await GetCommandTests.run(["get", "-i", csv.path, "--url-col", "link", "--caption-col", "text", "-o", dir.path])
+        #expect(nowhere.status == 64 && nowhere.stderr.contains("kept in a manifest's records or in shards"), "\(nowhere)")
         let bad = try await GetCommandTests.run(["get", "-i", csv.path, "--input-format", "xlsx", "-o", dir.path])
         #expect(bad.status == 64 && bad.stderr.contains("--input-format must be one of txt, csv, tsv, jsonl"), "\(bad)")
     }

@@ -210,8 +210,8 @@ def test_get_reads_the_parquet_tables_pyarrow_writes(binary: str, server: Loopba
         path = tmp_path / f"{refused}.parquet"
         pq.write_table(table, path, **bad)
         column = "tags" if refused == "nested" else "NSFW"
-        run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused)],
-                             capture_output=True, text=True)
+        run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused),
+                              "--manifest", str(tmp_path / f"{refused}.jsonl")], capture_output=True, text=True)
         assert run.returncode == 64 and message in run.stderr, run.stderr
         assert server.hits == before, refused  # refused before anything is fetched
 
