@@ -259,10 +259,11 @@ def download_dataset(table: Union[PathLike, Rows, Frame], output: PathLike, *, i
     the counts of every shard in ``output``.
 
     ``table``: a TXT/CSV/TSV/JSONL/Parquet file (``input_format`` by default from its extension),
-    a pandas DataFrame or pyarrow Table, or an iterable of row mappings; ``url_col``, ``caption_col``, ``save_columns`` (kept beside each
-    sample) and ``verify_hash_col`` (a SHA-256 the bytes must have) name its columns. ``resume``:
-    keep the complete shards of an earlier run and write the others again. ``first_shard``: the
-    number of the first shard (a distributed run gives each task its own). Every other keyword is
+    a pandas DataFrame or pyarrow Table, or an iterable of row mappings; ``url_col``,
+    ``caption_col``, ``save_columns`` (kept beside each sample) and ``verify_hash_col`` (a SHA-256
+    the bytes must have) name its columns. ``resume``: keep the complete shards of an earlier run
+    (of the same ``shard_size``) and write the others again. ``first_shard``: the number of the
+    first shard (a distributed run gives each task its own). Every other keyword is
     one of ``image-worker get``'s options in snake case (``width=256, height=256, fit="cover"``,
     ``format="jpeg"``, ``concurrency``, ``disallowed_header_directives=[]`` to download what sites
     opted out of, ``user_agent_token``, ``min_image_size``...). ``progress``: the worker's progress

@@ -372,8 +372,10 @@ def download_dataset_distributed(table: Union[str, "os.PathLike[str]", Iterable[
     (streamed) and cut into shards of ``shard_size`` rows; each shard is one Ray task that runs
     ``image-worker get --first-shard N`` over its rows into ``output`` (a folder every node sees),
     so the layout is the one a single machine writes: ``00000.tar``, ``00001.tar``, … (or the
-    folders ``00000``, … with ``output_format="files"``) with their ``.parquet`` and ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows).
-    ``resume``: shards complete in ``output`` are not run again. Returns every shard's stats summed."""
+    folders ``00000``, … with ``output_format="files"``) with their ``.parquet`` and
+    ``_stats.json``. At most ``tasks`` shards run at once (each holds its rows). ``resume``: shards
+    complete in ``output`` are not run again (shards of another ``shard_size`` are refused).
+    Returns every shard's stats summed."""
     ray = _ray()
     columns = table_columns(url_col, caption_col, save_columns, verify_hash_col)
     settings = dict(options, url_col=url_col, caption_col=caption_col, save_columns=list(save_columns),
