@@ -60,19 +60,12 @@ public struct GetInput: Sendable {
     /// What `check` counted.
     private var counted: Int?
 
-    /// How many entries there are: what `check` counted, or a walk through the lists (a Parquet
-    /// table's rows counted by its footer).
+    /// How many entries there are: what `check` counted, or a `check` of them all.
     public func count() throws -> Int {
         if let counted { return counted }
-        var n = 0
-        for source in sources {
-            if let rows = try parquetRows(source) {
-                n += rows
-                continue
-            }
-            _ = try forEach(in: source, from: &n) { _ in true }
-        }
-        return n
+        var walked = self
+        try walked.check { _ in true }
+        return walked.counted ?? 0
     }
 
     /// The entries of one source, numbered from `index` on (left past them), until `body` says
