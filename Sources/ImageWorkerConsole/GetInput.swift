@@ -100,7 +100,7 @@ public struct GetInput: Sendable {
 
     /// A Parquet source's row count, from its footer, checked; nil for other sources.
     private func parquetRows(_ source: Source) throws -> Int? {
-        let wanted = InputTable(format: .parquet, columns: columns, source: "").wanted
+        let wanted = columns.wanted.map(\.name)
         do {
             switch source {
             case .text(let bytes) where format == .parquet:

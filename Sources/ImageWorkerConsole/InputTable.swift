@@ -31,6 +31,18 @@ public struct InputColumns: Sendable, Equatable {
     public init(url: String = "url", caption: String? = nil, saved: [String] = [], hash: String? = nil) {
         (self.url, self.caption, self.saved, self.hash) = (url, caption, saved, hash)
     }
+
+    /// The columns a row's entry is made of, each once: the URL's, the caption's, the kept ones,
+    /// the hash's; with the flag that named each (for a table without it).
+    var wanted: [(name: String, flag: String)] {
+        var named: [(name: String, flag: String)] = [(url, "--url-col")]
+        named += [caption].compactMap { $0 }.map { ($0, "--caption-col") }
+        named += saved.map { ($0, "--save-columns") }
+        named += [hash].compactMap { $0 }.map { ($0, "--verify-hash-col") }
+        var wanted: [(name: String, flag: String)] = []
+        for column in named where !wanted.contains(where: { $0.name == column.name }) { wanted.append(column) }
+        return wanted
+    }
 }
 
 /// A table's rows as entries, fed a line at a time (streaming: a record is held only until it
@@ -42,8 +54,7 @@ struct InputTable {
     let columns: InputColumns
     /// Where the input came from, for errors.
     let source: String
-    /// The columns a row's entry is made of, each once: the URL's, the caption's, the kept ones,
-    /// the hash's; and the flag that named each (for a header without it).
+    /// `columns.wanted`'s names, and the flags that named them (made once a table).
     let wanted: [String]
     private let flags: [String]
     /// The header's position of each `wanted` column (csv, tsv), once read.
@@ -53,17 +64,8 @@ struct InputTable {
 
     init(format: InputFormat, columns: InputColumns, source: String) {
         (self.format, self.columns, self.source) = (format, columns, source)
-        var named: [(name: String, flag: String)] = [(columns.url, "--url-col")]
-        named += [columns.caption].compactMap { $0 }.map { ($0, "--caption-col") }
-        named += columns.saved.map { ($0, "--save-columns") }
-        named += [columns.hash].compactMap { $0 }.map { ($0, "--verify-hash-col") }
-        var wanted: [String] = []
-        var flags: [String] = []
-        for (name, flag) in named where !wanted.contains(name) {
-            wanted.append(name)
-            flags.append(flag)
-        }
-        (self.wanted, self.flags) = (wanted, flags)
+        let named = columns.wanted
+        (wanted, flags) = (named.map(\.name), named.map(\.flag))
     }
 
     /// The entry the line completes (numbered `index`), or nil: the header, a blank line, or a
