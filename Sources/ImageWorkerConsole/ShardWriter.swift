@@ -57,7 +57,7 @@ public final class ShardWriter: Sendable {
     /// table (`--first-shard`) may share `directory`.
     public static func staging(in directory: String, naming: Naming) -> String { directory + "/.staging-" + naming.name(0) }
     var staging: String { Self.staging(in: directory, naming: naming) }
-    var shardCount: Int { (rows + size - 1) / size }
+    var shardCount: Int { naming.shards(rows: rows) }
 
     /// Scans `directory` for complete shards (with `resume`; else every shard is written again)
     /// and drops what an interrupted run left.
@@ -74,12 +74,11 @@ public final class ShardWriter: Sendable {
         var complete = Set<Int>()
         if resume {
             let files = [layout.shardFile, ".parquet", "_stats.json"].compactMap { $0 }
-            let shards = (rows + size - 1) / size
-            for shard in 0..<shards
-            where files.allSatisfy({ FileManager.default.fileExists(atPath: directory + "/" + naming.name(shard) + $0) }) {
+            let shards = naming.shards(rows: rows)
+            for shard in 0..<shards where files.allSatisfy({ FileManager.default.fileExists(atPath: naming.path(shard, in: directory) + $0) }) {
                 // A shard is complete for this run when it holds the rows this run would put in it:
                 // cut at the same size, and as many (the last of a table that grew is written again).
-                let stats = directory + "/" + naming.name(shard) + "_stats.json"
+                let stats = naming.path(shard, in: directory) + "_stats.json"
                 let written = try? JSONParser.parse(Array(FileManager.default.contents(atPath: stats) ?? Data()))
                 let (counted, cut) = (written?["count"]?.integerValue, written?["shard_size"]?.integerValue)
                 let expected = min(size, rows - shard * size)
@@ -109,6 +108,12 @@ public final class ShardWriter: Sendable {
         /// The file name (without extension) of the run's shard `shard` (counted from 0).
         func name(_ shard: Int) -> String { String(format: "%05d", first + shard) }
 
+        /// The shard's path in `directory` (without extension).
+        func path(_ shard: Int, in directory: String) -> String { directory + "/" + name(shard) }
+
+        /// How many shards `rows` rows make.
+        func shards(rows: Int) -> Int { (rows + size - 1) / size }
+
         /// The key of the row at `index`.
         func key(_ index: Int) -> String {
             let digits = max(1, String(size - 1).count)
@@ -137,7 +142,7 @@ public final class ShardWriter: Sendable {
     public func shardPath(_ index: Int, staged: String) -> String {
         layout == .folders
             ? directory + "/" + naming.place(index: index, ext: (staged as NSString).pathExtension, layout: layout)
-            : directory + "/" + naming.name(index / size) + (layout.shardFile ?? ".parquet")
+            : naming.path(index / size, in: directory) + (layout.shardFile ?? ".parquet")
     }
 
     /// A row ended: its record goes into its shard once every row before it in the shard has.
@@ -239,7 +244,7 @@ public final class ShardWriter: Sendable {
         if let folder = open.folder { try? FileManager.default.removeItem(atPath: folder) }
     }
 
-    private func partial(_ shard: Int, _ ext: String) -> String { directory + "/" + naming.name(shard) + ext + ".partial" }
+    private func partial(_ shard: Int, _ ext: String) -> String { naming.path(shard, in: directory) + ext + ".partial" }
 
     private func write(_ record: JSONObject, into shard: inout Open) -> String? {
         let status = Self.status(record)
@@ -291,7 +296,7 @@ public final class ShardWriter: Sendable {
 
     /// The shard's last row is in: its files end and take their names, and its stats are written.
     private func finish(_ shard: Int, _ open: inout Open) -> String? {
-        let name = directory + "/" + naming.name(shard)
+        let name = naming.path(shard, in: directory)
         var ended = open.table.finish() && fsync(open.parquetFD) == 0
         Foundation.close(open.parquetFD)
         if let tar = open.tar {
