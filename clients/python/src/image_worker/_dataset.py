@@ -100,10 +100,7 @@ def parquet_rows(path: str, columns: Sequence[str]) -> Iterator[Dict[str, Any]]:
     except ImportError as e:
         raise ImportError("a Parquet table needs pyarrow: pip install 'image-worker[parquet]'") from e
     table = pq.ParquetFile(path)
-    names = set(table.schema_arrow.names)
-    missing = [c for c in columns if c not in names]
-    if missing:
-        raise ValueError(f"{path} has no column {', '.join(map(repr, missing))} (its columns: {', '.join(sorted(names))})")
+    _require_columns(path, sorted(table.schema_arrow.names), columns)
     for batch in table.iter_batches(columns=list(dict.fromkeys(columns)), batch_size=8192):
         yield from batch.to_pylist()
 
@@ -126,6 +123,13 @@ def table_format(path: str, input_format: Optional[str]) -> str:
     return "txt"
 
 
+def _require_columns(table: str, names: Sequence[str], columns: Sequence[str]) -> None:
+    """A ValueError naming the ``columns`` that ``table``, of columns ``names``, lacks."""
+    missing = [c for c in dict.fromkeys(columns) if c not in names]
+    if missing:
+        raise ValueError(f"{table} has no column {', '.join(map(repr, missing))} (its columns: {', '.join(names)})")
+
+
 def _frame_rows(table: Any, columns: Sequence[str]) -> Optional[Iterator[Dict[str, Any]]]:
     """The rows of a pandas DataFrame or a pyarrow Table or RecordBatch (iterating one gives its
     column names or columns, not rows), a batch at a time; None for anything else."""
@@ -136,9 +140,7 @@ def _frame_rows(table: Any, columns: Sequence[str]) -> Optional[Iterator[Dict[st
     else:
         return None
     wanted = list(dict.fromkeys(columns))
-    missing = [c for c in wanted if c not in names]
-    if missing:
-        raise ValueError(f"the table has no column {', '.join(map(repr, missing))} (its columns: {', '.join(names)})")
+    _require_columns("the table", names, wanted)
 
     def rows() -> Iterator[Dict[str, Any]]:
         for start in range(0, len(table), 8192):
