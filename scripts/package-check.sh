@@ -10,9 +10,7 @@
 # and scripts/package_check_ray.py: actors that get the worker from the wheel in runtime_env.
 #   scripts/package-check.sh [--dist DIR] [--ray]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-dist=$root/dist
+source "$(dirname "$0")/package-names.sh"
 ray=no
 while [ $# -gt 0 ]; do
     case $1 in
@@ -22,10 +20,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' clients/python/pyproject.toml)
-wheel=$(ls "$dist"/image_worker-"$version"-py3-none-manylinux_*_x86_64.whl)
-client_tgz=$dist/image-worker-$version.tgz
-platform_tgz=$dist/image-worker-linux-x64-gnu-$version.tgz
+package_names "$dist"
+wheel=$(ls "$dist"/$wheel_pattern)
 [ -f "$client_tgz" ] && [ -f "$platform_tgz" ] || { echo "package-check: no npm tarballs in $dist (scripts/package.sh)" >&2; exit 1; }
 case $(basename "$wheel") in
     *manylinux_2_*) echo "package-check: $(basename "$wheel")" ;;

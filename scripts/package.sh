@@ -15,14 +15,12 @@
 # this machine with Swift hidden.
 #   scripts/package.sh [--skip-build] [--out DIR]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-out=$root/dist
+source "$(dirname "$0")/package-names.sh"
 build=yes
 while [ $# -gt 0 ]; do
     case $1 in
         --skip-build) build=no ;;
-        --out) out=$(realpath -m "$2"); shift ;;
+        --out) dist=$(realpath -m "$2"); shift ;;
         *) echo "usage: scripts/package.sh [--skip-build] [--out DIR]" >&2; exit 2 ;;
     esac
     shift
@@ -30,7 +28,7 @@ done
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "package: only Linux x86_64 is packaged" >&2; exit 1; }
 
 scratch=$root/.build-dist
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' clients/python/pyproject.toml)
+package_names "$dist"
 node_version=$(node -p 'require("./clients/node/package.json").version')
 if [ "$version" != "$node_version" ]; then
     echo "package: versions disagree: pyproject $version, package.json $node_version" >&2
@@ -67,8 +65,8 @@ export PATH="$tools/bin:$PATH"  # auditwheel runs patchelf from PATH
 
 stage=$scratch/stage
 rm -rf "$stage"
-mkdir -p "$stage" "$out"
-rm -f "$out"/image_worker-"$version"-*.whl "$out"/image-worker-"$version".tgz "$out"/image-worker-linux-x64-gnu-"$version".tgz
+mkdir -p "$stage" "$dist"
+rm -f "$dist"/$wheel_pattern "$client_tgz" "$platform_tgz"
 
 # --- the wheel ---------------------------------------------------------------------------------
 # The client's sources plus the stripped executable, built as a platform wheel, then repaired.
@@ -82,7 +80,7 @@ strip --strip-unneeded "$stage/python/src/image_worker/_bin/image-worker"
 "$tools/bin/python" -m wheel tags --remove --platform-tag linux_x86_64 "$stage/raw"/image_worker-"$version"-py3-none-any.whl >/dev/null
 # Everything but glibc and the C++/GCC runtime goes into the wheel; the tag says which glibc.
 auditwheel repair -w "$stage/repaired" "$stage/raw"/image_worker-"$version"-py3-none-linux_x86_64.whl
-repaired=$(ls "$stage/repaired"/image_worker-"$version"-py3-none-manylinux_*.whl)
+repaired=$(ls "$stage/repaired"/$wheel_pattern)
 # The manylinux policies count zlib as the system's, so auditwheel leaves it out; a machine
 # without it (a slim container) exists, so it goes in too, renamed as auditwheel names what it
 # copies, and everything that needed libz.so.1 needs that copy instead.
@@ -130,10 +128,10 @@ TXT
 rm -f "$unpacked"/image_worker-"$version".dist-info/RECORD
 mkdir -p "$stage/final"
 "$tools/bin/python" -m wheel pack -d "$stage/final" "$unpacked" >/dev/null
-wheel=$(ls "$stage/final"/image_worker-"$version"-py3-none-manylinux_*.whl)
+wheel=$(ls "$stage/final"/$wheel_pattern)
 [ "$(basename "$wheel")" = "$(basename "$repaired")" ] || { echo "package: the wheel's name changed: $wheel" >&2; exit 1; }
 auditwheel show "$wheel"
-cp "$wheel" "$out/"
+cp "$wheel" "$dist/"
 
 # --- the npm packages --------------------------------------------------------------------------
 # The platform package: the repaired executable and libraries, with RPATH $ORIGIN/../lib.
@@ -167,13 +165,13 @@ The `image-worker` executable for Linux x86_64 (glibc), with the codec libraries
 `lib/` and the licences of all it carries in `licenses/`. Install it beside the `image-worker`
 package, both tarballs in one `npm install`: the client finds it in `node_modules`.
 MD
-(cd "$stage" && npm pack -q --pack-destination "$out" "$platform" >/dev/null)
+(cd "$stage" && npm pack -q --pack-destination "$dist" "$platform" >/dev/null)
 
 client=$stage/npm-client
 mkdir -p "$client"
 cp -r clients/node/package.json clients/node/README.md clients/node/index.js clients/node/index.d.ts \
     clients/node/lib clients/node/bin "$client/"
-(cd "$stage" && npm pack -q --pack-destination "$out" "$client" >/dev/null)
+(cd "$stage" && npm pack -q --pack-destination "$dist" "$client" >/dev/null)
 
-echo "package: built into $out:"
-ls -l "$out"/image_worker-"$version"-*.whl "$out"/image-worker-"$version".tgz "$out"/image-worker-linux-x64-gnu-"$version".tgz
+echo "package: built into $dist:"
+ls -l "$dist"/$wheel_pattern "$client_tgz" "$platform_tgz"
