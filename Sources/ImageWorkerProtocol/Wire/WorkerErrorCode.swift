@@ -16,21 +16,10 @@ public enum WorkerErrorCode: Int, Sendable, CaseIterable {
     case optedOut = 1012
     case cancelled = -32800
 
+    /// The stable name that goes into `error.data.name`: the case's own, capitalized
+    /// (`invalidURL` is `InvalidURL`).
     public var name: String {
-        switch self {
-        case .invalidURL: return "InvalidURL"
-        case .badImageData: return "BadImageData"
-        case .cacheNotModified: return "CacheNotModified"
-        case .invalidDownloadOperation: return "InvalidDownloadOperation"
-        case .invalidDownloadStatusCode: return "InvalidDownloadStatusCode"
-        case .networkError: return "NetworkError"
-        case .limitExceeded: return "LimitExceeded"
-        case .unsupportedFormat: return "UnsupportedFormat"
-        case .blockedURL: return "BlockedURL"
-        case .outputFailed: return "OutputFailed"
-        case .filtered: return "Filtered"
-        case .optedOut: return "OptedOut"
-        case .cancelled: return "Cancelled"
-        }
+        let caseName = String(describing: self)
+        return caseName.prefix(1).uppercased() + caseName.dropFirst()
     }
 }
