@@ -175,8 +175,8 @@ import TestSupport
     }
 
     /// `get --json URL | head -n 1`: once stdout is closed, the next write fails and the run is
-    /// cancelled at once, exit status 141 (as if killed by SIGPIPE), where it used to go on
-    /// downloading (the slow URL below takes two minutes) and exit 0.
+    /// cancelled at once, exit status 141 (as if killed by SIGPIPE), rather than going on
+    /// downloading (the slow URL below takes two minutes) to exit 0.
     @Test func aClosedStdoutCancelsTheRun() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

@@ -11,8 +11,7 @@ import TestSupport
     }
 
     /// A list line over the worker's 16 MiB message limit: refused as its own failure, with its
-    /// manifest record, the lines around it downloaded (it used to end as "1 unfinished", with
-    /// no record, after ~0.6 CPU s per MB of scanning).
+    /// manifest record, the lines around it downloaded (not "1 unfinished" with no record).
     @Test func aListLineOverTheMessageLimitGetsItsOwnFailureAndRecord() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }
@@ -36,9 +35,9 @@ import TestSupport
         #expect(ContinuousClock.now - started < .seconds(60))
     }
 
-    /// A link planted where the manifest's temporary file used to be made (`M.tmp-PID`, a name
-    /// anyone could guess) is not followed: its target stays as it was, and the manifest is a
-    /// file of its own. The temporary name is not the process's number.
+    /// A link planted where a guessable temporary file of the manifest would be (`M.tmp-PID`) is
+    /// not followed: its target stays as it was, and the manifest is a file of its own. The
+    /// temporary name is not the process's number.
     @Test func aLinkPlantedBesideTheManifestIsNotFollowed() async throws {
         let server = try await E2E.startServer()
         defer { Task { await server.shutdown() } }

@@ -22,9 +22,9 @@ final class DownloaderHarness: Sendable {
         var configuration = DownloaderConfiguration(userAgent: "image-worker-tests/1")
         configuration.retryBaseDelayMs = 10
         configuration.retryMaxDelayMs = 2000
-        // Generous: when the decoder tests shared this process, they held Swift's concurrency pool
-        // for ~30 s on a 2-core machine and idle timeouts fired on attempts whose tasks had not
-        // run (they now run in a process of their own; see CONTRIBUTING.md). Tests about timeouts set their own.
+        // Generous: on a loaded two-core machine an attempt's task can wait long to run, and an
+        // idle timeout must not fire for that (CONTRIBUTING.md says why the decoder tests run in
+        // a process of their own). Tests about timeouts set their own.
         configuration.timeoutMs = 30_000
         configure(&configuration)
         return DownloaderHarness(
