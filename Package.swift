@@ -142,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageWorkerProtocolTests",
-            dependencies: ["ImageWorkerProtocol"],
+            dependencies: ["ImageWorkerProtocol", "TestSupport"],
             exclude: ["Vectors"]
         ),
         .testTarget(

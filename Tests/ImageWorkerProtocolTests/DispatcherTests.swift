@@ -1,5 +1,6 @@
 import Foundation
 import ImageWorkerProtocol
+import TestSupport
 import Testing
 
 /// The JSON-RPC 2.0 specification's own examples, against the dispatcher with the methods they

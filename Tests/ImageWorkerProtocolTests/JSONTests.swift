@@ -1,4 +1,5 @@
 import ImageWorkerProtocol
+import TestSupport
 import Testing
 
 @Suite struct JSONParserTests {

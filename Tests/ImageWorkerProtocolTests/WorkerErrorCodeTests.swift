@@ -1,5 +1,6 @@
 import Foundation
 import ImageWorkerProtocol
+import TestSupport
 import Testing
 
 /// The error codes and names a failed download carries are the ones the schema lists (the clients'

@@ -2,6 +2,7 @@ import Foundation
 import ImageDecoding
 import ImageDownloader
 import ImageWorkerProtocol
+import TestSupport
 import Testing
 
 @testable import ImageWorkerServer

@@ -5,7 +5,6 @@
 extension DownloadQueue {
     /// Operations in the delivery stage.
     public var deliveringCount: Int { delivering.count }
-    public func isDelivering(_ id: ID) -> Bool { delivering[id] != nil }
 
     /// Whether the delivery stage holds new starts back.
     var deliveryFull: Bool {

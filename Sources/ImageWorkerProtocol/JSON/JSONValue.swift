@@ -55,11 +55,6 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
-    public var arrayValue: [JSONValue]? {
-        if case .array(let a) = self { return a }
-        return nil
-    }
-
     /// A short name of the value's type, for error messages.
     public var typeName: String {
         switch self {
