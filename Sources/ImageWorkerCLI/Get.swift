@@ -32,7 +32,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: "How -i FILE is read: txt (a URL a line), csv or tsv (a header row, then a row per URL; RFC 4180 quotes), jsonl (a JSON object a line), parquet (flat columns, uncompressed or Snappy; a row group's pages one at a time); default: from the file's extension (.csv, .tsv, .jsonl, .ndjson, .parquet, .pq), else txt.")
     var inputFormat: String?
 
-    @Option(help: "Tables: the column of the URLs (default url).")
+    @Option(help: "Tables: the column of the URLs.")
     var urlCol: String = "url"
 
     @Option(help: "Tables: the column of each image's caption, recorded in the manifest.")
@@ -47,7 +47,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: "How the images are laid out in --output: files (each its own file, the default; with --shard-size or --first-shard, img2dataset's files: a folder a shard, 00000/KEY.EXT with KEY.txt, its caption, and KEY.json, its metadata), webdataset (img2dataset's shards: 00000.tar, ... of --shard-size rows, holding the same three files a sample) or parquet (00000.parquet, ... with the images' bytes in a column named for the format). Each shard has 00000.parquet beside it (a row of metadata per input row) and 00000_stats.json (its rows counted by status); with --continue, complete shards are kept and the others written again. Shards honour sites' X-Robots-Tag opt-outs unless --disallowed-header-directives says otherwise (img2dataset's noai, noimageai, noindex, noimageindex, none).")
     var outputFormat: String?
 
-    @Option(help: "Rows a shard (default 10000; with files, asks for shard folders).")
+    @Option(help: "Rows a shard (default \(GetOptions.defaultShardSize); with files, asks for shard folders).")
     var shardSize: Int?
 
     @Option(help: "The number of the first shard (default 0; its name and its samples' keys), so that the parts of a table run apart (one a machine or a task) make one dataset; with files, asks for shard folders.")

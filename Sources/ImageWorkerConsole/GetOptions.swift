@@ -162,7 +162,9 @@ public struct GetOptions: Sendable {
     }
 
     public var outputLayout = OutputLayout.files
-    public var shardSize = 10_000
+    /// Rows a shard unless told (img2dataset's number_sample_per_shard).
+    public static let defaultShardSize = 10_000
+    public var shardSize = defaultShardSize
     /// The number of the first shard (a distributed run gives each task its own).
     public var firstShard = 0
     var shardNaming: ShardWriter.Naming { ShardWriter.Naming(size: shardSize, first: firstShard) }
