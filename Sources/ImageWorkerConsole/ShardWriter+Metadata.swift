@@ -52,13 +52,14 @@ extension ShardWriter {
     }
 
     /// A sample's metadata in img2dataset's field names (its readers keep working), then the
-    /// table's kept columns.
-    static func metadata(_ record: JSONObject, key: String, status: String, imageBytes: Int?) -> JSONObject {
+    /// table's kept columns. `captioned`: the table has a caption column, so every sample says
+    /// `caption`, null where its row has none (as img2dataset's).
+    static func metadata(_ record: JSONObject, key: String, status: String, imageBytes: Int?, captioned: Bool) -> JSONObject {
         var meta: JSONObject = [
             "url": record["url"] ?? .null, "key": .string(key), "status": .string(status),
             "error_message": record["error"]?["message"] ?? .null,
         ]
-        if let caption = record["caption"] { meta["caption"] = caption }
+        if captioned { meta["caption"] = record["caption"] ?? .null }
         meta["width"] = record["width"] ?? .null
         meta["height"] = record["height"] ?? .null
         meta["original_width"] = record["sourceWidth"] ?? record["width"] ?? .null

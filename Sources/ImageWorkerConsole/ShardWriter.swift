@@ -269,7 +269,7 @@ public final class ShardWriter: Sendable {
                 image = (Array(bytes), ext, bytes.count)
             }
         }
-        let meta = Self.metadata(record, key: key, status: status, imageBytes: image?.size)
+        let meta = Self.metadata(record, key: key, status: status, imageBytes: image?.size, captioned: captioned)
         if let image, let problem = addSample(key, image, caption: record["caption"]?.stringValue, meta: meta, to: shard) { return problem }
         var row = parquetColumns.map { column in Self.parquetValue(meta[column.name], as: column.type) }
         if imageColumn != nil { row[row.count - 1] = image.map { .bytes($0.bytes) } }

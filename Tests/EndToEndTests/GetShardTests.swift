@@ -216,6 +216,28 @@ import TestSupport
         #expect(try Self.members(out.appendingPathComponent("00002.tar")) == ["000020.webp", "000020.json", "000021.webp", "000021.json"])
     }
 
+    /// With a caption column, every sample's metadata says `caption`, null where the row has none
+    /// (a JSON null, or no such key), and its caption file is empty, as img2dataset's readers expect.
+    @Test func aSampleWithoutACaptionSaysSo() async throws {
+        let server = try await E2E.startServer()
+        defer { Task { await server.shutdown() } }
+        let dir = try E2E.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let table = dir.appendingPathComponent("rows.jsonl")
+        let rows = [#"{"url":"\#(server.url("/files/test.webp?a"))","caption":"said"}"#,
+                    #"{"url":"\#(server.url("/files/test.webp?b"))","caption":null}"#,
+                    #"{"url":"\#(server.url("/files/test.webp?c"))"}"#]
+        try Data(rows.joined(separator: "\n").utf8).write(to: table)
+        let out = dir.appendingPathComponent("shards")
+        let run = try await GetCommandTests.run(
+            ["get", "-i", table.path, "--caption-col", "caption", "--output-format", "files", "--shard-size", "3", "-o", out.path, "--no-progress"])
+        #expect(run.status == 0, "\(run)")
+        let metas = try ["0", "1", "2"].map { try Self.json(out.appendingPathComponent("00000/00000\($0).json")) }
+        #expect(metas.map { $0["caption"] } == [.string("said"), .null, .null], "\(metas)")
+        let captions = try ["0", "1", "2"].map { try String(contentsOf: out.appendingPathComponent("00000/00000\($0).txt"), encoding: .utf8) }
+        #expect(captions == ["said", "", ""])
+    }
+
     @Test func shardFlagsAreChecked() async throws {
         let dir = try E2E.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
