@@ -153,7 +153,7 @@ struct Get: AsyncParsableCommand {
             if input == "-" {
                 sources.append(.text(Array(FileHandle.standardInput.readDataToEndOfFile())))
             } else {
-                guard access(input, R_OK) == 0 else { throw ValidationError("cannot read \(input): \(String(cString: strerror(errno)))") }
+                guard access(input, R_OK) == 0 else { throw Self.refused("cannot read \(input): \(String(cString: strerror(errno)))") }
                 sources.append(.file(input))
             }
         }

@@ -59,6 +59,8 @@ import TestSupport
         let missing = try await GetCommandTests.run(["get", "-i", csv.path, "-o", dir.path])
         #expect(missing.status == 64 && missing.stderr.contains("no column \"url\" (--url-col) in the header: link, text"), "\(missing)")
         #expect(missing.stderr.hasPrefix("image-worker get: ") && !missing.stderr.contains("Usage:"), "the table's problem, not the flags'")
+        let absent = try await GetCommandTests.run(["get", "-i", dir.appendingPathComponent("absent.csv").path, "-o", dir.path])
+        #expect(absent.status == 64 && absent.stderr.hasPrefix("image-worker get: cannot read ") && !absent.stderr.contains("Usage:"), "\(absent)")
         // A caption with loose files and no manifest would go nowhere.
         let nowhere = try await GetCommandTests.run(["get", "-i", csv.path, "--url-col", "link", "--caption-col", "text", "-o", dir.path])
         #expect(nowhere.status == 64 && nowhere.stderr.contains("kept in a manifest's records or in shards"), "\(nowhere)")
