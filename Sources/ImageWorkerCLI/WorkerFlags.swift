@@ -39,11 +39,7 @@ struct WorkerFlags: ParsableArguments {
 
     /// Makes the cache directory, or says why it cannot be used.
     static func makeCacheDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw ValidationError("--cache-dir: cannot use \(path): \(error.localizedDescription)")
-        }
+        if let problem = Folders.make(path) { throw ValidationError("--cache-dir: cannot use \(path): \(problem)") }
         guard access(path, W_OK) == 0 else { throw ValidationError("--cache-dir: \(path) is not writable") }
     }
 }

@@ -8,44 +8,12 @@ import NIOConcurrencyHelpers
 /// pipe, its events read back from another pipe and shown to a person (or passed through as
 /// NDJSON with `--json`). The same engine as the protocol, down to the wire.
 public enum GetRunner {
-    /// Why a folder could not be made, as the system says it (Foundation's own sentence, "The
-    /// operation could not be completed. A file with the same name already exists.", names neither
-    /// the part of the path nor the cause).
-    static func folderProblem(_ path: String, _ error: any Error) -> String {
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFDIR { return "it is a file, not a folder" }
-        // The first component that is in the way, or that could not be made, says what is wrong.
-        var parent = path.hasPrefix("/") ? "/" : "."
-        var prefix = path.hasPrefix("/") ? "" : nil as String?
-        for component in path.split(separator: "/") {
-            let current = prefix.map { $0 + "/" + component } ?? String(component)
-            defer { (parent, prefix) = (current, current) }
-            if stat(current, &info) == 0 {
-                if info.st_mode & S_IFMT != S_IFDIR { return "\(current) is a file, not a folder" }
-                continue
-            }
-            let missing = errno
-            guard missing == ENOENT else { return "\(current): \(reason(missing))" }
-            if access(parent, W_OK | X_OK) != 0 {
-                let denied = errno
-                return "cannot make \(current) in \(parent): \(reason(denied))"
-            }
-            break
-        }
-        return error.localizedDescription
-    }
-
-    private static func reason(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
-
     /// Runs to the end and returns the exit status: 0 when every URL was downloaded, 1 when any
     /// failed, 130 / 143 when interrupted by SIGINT / SIGTERM, 141 (as if killed by SIGPIPE) when
     /// stdout or stderr was closed: the run is cancelled as soon as a write fails.
     public static func run(_ options: GetOptions, logger: Logger) async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
-        do {
-            try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
-        } catch {
-            let problem = folderProblem(options.directory, error)
+        if let problem = Folders.make(options.directory) {
             TerminalDisplay.write(STDERR_FILENO, "image-worker get: cannot use \(options.directory) as the output folder: \(problem)\n")
             return 2
         }

@@ -60,10 +60,12 @@ import TestSupport
         try Data("x".utf8).write(to: URL(fileURLWithPath: file))
         let same = try await Self.run(["get", "-o", file, "http://127.0.0.1:9/a.jpg"])
         #expect(same.status == 2)
-        #expect(same.stderr.contains("cannot use \(file) as the output folder: it is a file, not a folder"), "\(same.stderr)")
+        #expect(same.stderr.contains("cannot use \(file) as the output folder: \(file) is a file, not a folder"), "\(same.stderr)")
         let nested = try await Self.run(["get", "-o", file + "/sub/deeper", "http://127.0.0.1:9/a.jpg"])
         #expect(nested.status == 2 && nested.stdout.isEmpty)
         #expect(nested.stderr.contains(": \(file) is a file, not a folder"), "\(nested.stderr)")
+        let cache = try await Self.run(["get", "--cache-dir", file + "/cache", "-o", dir.path, "http://127.0.0.1:9/a.jpg"])
+        #expect(cache.status == 64 && cache.stderr.contains("--cache-dir: cannot use \(file)/cache: \(file) is a file, not a folder"), "\(cache)")
     }
 
     @Test func oneResultLinePerURLAndAFailingExitStatus() async throws {

@@ -82,6 +82,8 @@ import Testing
         let failed = try await h.completed("file")
         #expect(errorName(failed) == "OutputFailed", "\(failed)")
         #expect(failed["error"]?["data"]?["path"]?.stringValue == path)
+        let said = "cannot create directory \(blocker.path): \(blocker.path) is a file, not a folder"
+        #expect(failed["error"]?["message"]?.stringValue == said, "which part of the path is in the way, and why")
         #expect(try await h.completed("inline")["outcome"]?.stringValue == "success")
         #expect(h.loader.loadCount("/a.png") == 1)
         h.endInput()

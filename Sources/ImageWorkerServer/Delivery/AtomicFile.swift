@@ -92,7 +92,7 @@ enum AtomicFile {
     private static func openUnnamed(in dir: String, for path: String) throws(DeliveryFailure) -> Int32? {
         guard canLinkUnnamed else { return nil }
         var fd = open(dir, O_WRONLY | O_CLOEXEC | unnamedFlag, 0o644)
-        if fd < 0 && errno == ENOENT {
+        if fd < 0 && (errno == ENOENT || errno == ENOTDIR) {  // made, or said what is in the way
             try makeDirectory(dir, for: path)
             fd = open(dir, O_WRONLY | O_CLOEXEC | unnamedFlag, 0o644)
         }
@@ -104,19 +104,16 @@ enum AtomicFile {
     }
 
     private static func makeDirectory(_ dir: String, for path: String) throws(DeliveryFailure) {
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw .output("cannot create directory \(dir): \(error.localizedDescription)", path: path)
-        }
+        if let problem = Folders.make(dir) { throw .output("cannot create directory \(dir): \(problem)", path: path) }
     }
 
     private static func writeTemporary(_ body: Payload, in dir: String, for path: String) throws(DeliveryFailure) -> String {
         let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let temp = (dir as NSString).appendingPathComponent(".image-worker-\(suffix).tmp")
         var fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 && errno == ENOENT {
-            // The directory is made only when missing: one `open` is all a usual write costs.
+        if fd < 0 && (errno == ENOENT || errno == ENOTDIR) {
+            // The directory is made only when missing (or said what is in the way): one `open` is
+            // all a usual write costs.
             try makeDirectory(dir, for: path)
             fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
