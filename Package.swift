@@ -64,8 +64,10 @@ let package = Package(
         .systemLibrary(name: "CLibJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
-        // Whole-buffer DEFLATE for PNGs that fit a small buffer (thumbnails, previews).
+        // Whole-buffer DEFLATE for PNGs that fit a small buffer (thumbnails, previews), and gzip.
         .systemLibrary(name: "CLibDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
+        // Zstandard: the pages of Parquet tables written with ZSTD (Polars' default).
+        .systemLibrary(name: "CLibZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         // The formats of today's web (Debian: libwebp-dev, libgif-dev, libavif-dev). giflib has no
         // pkg-config file, and libavif's adds a define SwiftPM refuses: their headers and libraries
         // are in the system's default paths.
@@ -82,13 +84,16 @@ let package = Package(
         // libavif and TurboJPEG return codes of their own.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibZstd", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
             // A module map's `link` reaches the linker only through a Swift import; giflib and libavif
             // have no pkg-config flags to carry it, and lcms2's and libjxl's link flags do not reach a C target.
-            linkerSettings: [.linkedLibrary("webpmux"), .linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl")]
+            linkerSettings: [
+                .linkedLibrary("webpmux"), .linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl"),
+                .linkedLibrary("zstd"),
+            ]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
-        // PNG encoding. The only module that calls C.
+        // PNG encoding; gzip and Zstandard for Parquet pages. The only module that calls C.
         .target(
             name: "ImageDecoding",
             dependencies: ["CImageCodecs"]
@@ -107,7 +112,7 @@ let package = Package(
         .target(
             name: "ImageWorkerConsole",
             dependencies: [
-                "ImageWorkerProtocol", "ImageWorkerServer", "InputValidation",
+                "ImageWorkerProtocol", "ImageWorkerServer", "ImageDecoding", "InputValidation",
                 logging, nioLocks,
             ]
         ),

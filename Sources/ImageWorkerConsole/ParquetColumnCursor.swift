@@ -1,9 +1,11 @@
 import Foundation
+import ImageDecoding
 
 /// One column chunk of a Parquet row group, its values handed out one at a time: a page is read,
 /// decompressed and decoded when the last one's values are used up, so a column holds one page and
-/// its dictionary. Definition levels (optional columns) in the RLE/bit-packed hybrid; values PLAIN
-/// or dictionary-encoded (PLAIN_DICTIONARY, RLE_DICTIONARY), booleans RLE too.
+/// its dictionary. Pages uncompressed, Snappy, GZIP or ZSTD; definition levels (optional columns)
+/// in the RLE/bit-packed hybrid; values PLAIN or dictionary-encoded (PLAIN_DICTIONARY,
+/// RLE_DICTIONARY), booleans RLE too, or in a v2 writer's encodings (`ParquetEncodings`).
 struct ParquetColumnCursor {
     typealias Failure = ParquetReader.Failure
 
@@ -28,22 +30,21 @@ struct ParquetColumnCursor {
             throw Failure(description: "column \"\(column.name)\": a chunk out of the file")
         }
         end = offset + length
-        guard codec == 0 || codec == 1 else {
-            let names = [2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"]
-            throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed and Snappy tables (the Python client reads any, through pyarrow)")
+        guard Self.codecs.contains(codec) else {
+            let names = [3: "LZO", 4: "BROTLI", 5: "LZ4 (Hadoop's)", 7: "LZ4_RAW"]
+            throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed, Snappy, GZIP and ZSTD tables (the Python client reads any, through pyarrow)")
         }
         // (The chunk's list of its pages' encodings: one it lacks is refused here, before a page.)
-        if let other = (meta[2]?.list ?? []).compactMap(\.int).first(where: { Self.otherEncodings[$0] != nil }) {
-            throw Self.unread(column, encoding: other)
+        if let other = (meta[2]?.list ?? []).compactMap(\.int).first(where: { !Self.encodings.contains($0) }) {
+            throw Failure(description: "column \"\(column.name)\": values encoded as encoding \(other), which parquet-format does not define")
         }
     }
 
-    /// Value encodings this reader does not decode.
-    static let otherEncodings: [Int64: String] = [5: "DELTA_BINARY_PACKED", 6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 9: "BYTE_STREAM_SPLIT"]
-
-    static func unread(_ column: ParquetReader.Column, encoding: Int64) -> Failure {
-        Failure(description: "column \"\(column.name)\": values encoded as \(otherEncodings[encoding] ?? "encoding \(encoding)"): get reads PLAIN and dictionary pages (the Python client reads any, through pyarrow)")
-    }
+    /// The codecs this reader expands: UNCOMPRESSED, SNAPPY, GZIP, ZSTD.
+    static let codecs: Set<Int64> = [0, 1, 2, 6]
+    /// The encodings it decodes: PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), the three
+    /// DELTA ones, RLE_DICTIONARY, BYTE_STREAM_SPLIT: every one parquet-format defines.
+    static let encodings: Set<Int64> = [0, 2, 3, 4, 5, 6, 7, 8, 9]
 
     /// The next row's value (`.null` for a null).
     mutating func next() throws(Failure) -> ParquetReader.Value {
@@ -140,8 +141,10 @@ struct ParquetColumnCursor {
             let length = try little(data, &at, 4)
             guard length <= data.endIndex - at else { throw fail("booleans past the page") }
             decoded = try Self.hybrid(data[at..<at + length], width: 1, count: present).map { .bool($0 == 1) }
+        case 5, 6, 7, 9:
+            decoded = try v2Values(data, encoding: encoding, count: present)
         default:
-            throw Self.unread(column, encoding: encoding)
+            throw fail("values encoded as \(encoding) in a column of physical type \(column.physical)")
         }
         guard let defined else {
             values = decoded
@@ -158,11 +161,47 @@ struct ParquetColumnCursor {
     }
 
     private func decompress(_ body: ArraySlice<UInt8>, _ expanded: Int) throws(Failure) -> [UInt8] {
-        guard codec == 1 else { return Array(body) }
         do {
-            return try Snappy.decompress(body, limit: max(0, expanded))
-        } catch {
+            switch codec {
+            case 1: return try Snappy.decompress(body, limit: max(0, expanded))
+            case 2: return try Decompression.gunzip(body, size: expanded)
+            case 6: return try Decompression.unzstd(body, size: expanded)
+            default: return Array(body)
+            }
+        } catch let error as Snappy.Failure {
             throw fail(error.message)
+        } catch let error as Decompression.Failure {
+            throw fail(error.message)
+        } catch {
+            throw fail("\(error)")
+        }
+    }
+
+    /// A page's values in one of the v2 writers' encodings (`ParquetEncodings`), as the column's type.
+    private func v2Values(_ data: ArraySlice<UInt8>, encoding: Int64, count: Int) throws(Failure) -> [ParquetReader.Value] {
+        var at = data.startIndex
+        func hex(_ bytes: [UInt8]) -> ParquetReader.Value { .bytes(Array(bytes.map { String(format: "%02x", $0) }.joined().utf8)) }
+        switch (encoding, column.physical) {
+        case (5, 1): return try ParquetEncodings.deltas(data, &at, count: count).map { .int(Int64(Int32(truncatingIfNeeded: $0))) }
+        case (5, 2): return try ParquetEncodings.deltas(data, &at, count: count).map { .int($0) }
+        case (6, 6): return try ParquetEncodings.lengthPrefixed(data, &at, count: count).map { .bytes($0) }
+        case (7, 6): return try ParquetEncodings.prefixShared(data, &at, count: count).map { .bytes($0) }
+        case (7, 7): return try ParquetEncodings.prefixShared(data, &at, count: count).map(hex)
+        case (9, 1), (9, 4): return try ParquetEncodings.streams(data, width: 4, count: count).map { Self.number($0, column.physical) }
+        case (9, 2), (9, 5): return try ParquetEncodings.streams(data, width: 8, count: count).map { Self.number($0, column.physical) }
+        case (9, 7): return try ParquetEncodings.streams(data, width: column.typeLength, count: count).map(hex)
+        default: throw fail("values encoded as \(encoding) in a column of physical type \(column.physical)")
+        }
+    }
+
+    /// A little-endian number of physical type INT32, INT64, FLOAT or DOUBLE.
+    private static func number(_ bytes: [UInt8], _ physical: Int64) -> ParquetReader.Value {
+        let bits = bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * $1.offset) }
+        switch physical {
+        case 1: return .int(Int64(Int32(truncatingIfNeeded: bits)))
+        case 2: return .int(Int64(bitPattern: bits))
+        case 4: return .double(Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))))
+        default: return .double(Double(bitPattern: bits))
         }
     }
 

@@ -4,9 +4,9 @@ import ImageWorkerProtocol
 /// A Parquet table read a row at a time (`get -i table.parquet`), never whole: the footer, then
 /// for each row group one page at a time of each column asked (`ParquetColumnCursor`). Flat
 /// columns of any physical type (text, numbers, booleans), optional or required; pages v1 and
-/// v2, PLAIN and dictionary encodings, uncompressed or Snappy (pyarrow's, pandas', DuckDB's and
-/// Spark's defaults). Other codecs and encodings, and nested columns, are refused by name: the
-/// Python client reads those through pyarrow.
+/// v2, every encoding parquet-format defines, uncompressed, Snappy (pyarrow's, pandas', DuckDB's
+/// and Spark's default), GZIP or ZSTD (Polars' default). Other codecs (LZ4, Brotli, LZO) and
+/// nested columns are refused by name: the Python client reads those through pyarrow.
 public struct ParquetReader {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String

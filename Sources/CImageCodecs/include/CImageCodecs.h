@@ -5,6 +5,7 @@
 #include "iw_pixels.h"
 #include "iw_limits.h"
 #include "iw_deflate.h"
+#include "iw_decompress.h"
 #include "iw_webp.h"
 #include "iw_gif.h"
 #include "iw_avif.h"

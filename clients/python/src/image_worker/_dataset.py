@@ -2,8 +2,8 @@
 captions) into WebDataset or Parquet shards by running ``image-worker get`` (GUIDE.md, "Datasets").
 
 The worker reads TXT, CSV, TSV, JSONL and Parquet tables itself, a row at a time (Parquet: flat
-columns, uncompressed or Snappy, PLAIN or dictionary values). A Parquet table it cannot read (ZSTD,
-GZIP, DELTA encodings...) is read through pyarrow when it is installed, batch by batch; such a
+columns in any encoding, uncompressed, Snappy, GZIP or ZSTD). A Parquet table it cannot read (LZ4,
+Brotli, nested columns...) is read through pyarrow when it is installed, batch by batch; such a
 table and rows given in Python are streamed into a temporary JSON Lines file first, so no table is
 ever held whole in memory."""
 
@@ -70,8 +70,9 @@ def _has_pyarrow() -> bool:
 
 
 #: What ``get`` reads of a Parquet table itself (pyarrow's names for them).
-_WORKER_CODECS = ("UNCOMPRESSED", "SNAPPY")
-_WORKER_ENCODINGS = ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED")
+_WORKER_CODECS = ("UNCOMPRESSED", "SNAPPY", "GZIP", "ZSTD")
+_WORKER_ENCODINGS = ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED", "DELTA_BINARY_PACKED",
+                     "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "BYTE_STREAM_SPLIT")
 
 
 def _worker_reads(path: str, columns: Sequence[str]) -> bool:
