@@ -66,8 +66,10 @@ let package = Package(
         .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         // Whole-buffer DEFLATE for PNGs that fit a small buffer (thumbnails, previews), and gzip.
         .systemLibrary(name: "CLibDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
-        // Zstandard: the pages of Parquet tables written with ZSTD (Polars' default).
+        // Zstandard and Brotli: the pages of Parquet tables written with ZSTD (Polars' default) or
+        // BROTLI (libjxl loads libbrotlidec too).
         .systemLibrary(name: "CLibZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLibBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
         // The formats of today's web (Debian: libwebp-dev, libgif-dev, libavif-dev). giflib has no
         // pkg-config file, and libavif's adds a define SwiftPM refuses: their headers and libraries
         // are in the system's default paths.
@@ -84,16 +86,16 @@ let package = Package(
         // libavif and TurboJPEG return codes of their own.
         .target(
             name: "CImageCodecs",
-            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibZstd", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
+            dependencies: ["CLibJPEG", "CTurboJPEG", "CLibPNG", "CLibDeflate", "CLibZstd", "CLibBrotli", "CLibWebP", "CLibGIF", "CLibAVIF", "CLittleCMS", "CLibJXL"],
             // A module map's `link` reaches the linker only through a Swift import; giflib and libavif
             // have no pkg-config flags to carry it, and lcms2's and libjxl's link flags do not reach a C target.
             linkerSettings: [
                 .linkedLibrary("webpmux"), .linkedLibrary("gif"), .linkedLibrary("avif"), .linkedLibrary("lcms2"), .linkedLibrary("jxl"),
-                .linkedLibrary("zstd"),
+                .linkedLibrary("zstd"), .linkedLibrary("brotlidec"),
             ]
         ),
         // The decoders: format detection, incremental JPEG and PNG decoding, whole-buffer decoding,
-        // PNG encoding; gzip and Zstandard for Parquet pages. The only module that calls C.
+        // PNG encoding; gzip, Zstandard and Brotli for Parquet pages. The only module that calls C.
         .target(
             name: "ImageDecoding",
             dependencies: ["CImageCodecs"]

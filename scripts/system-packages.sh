@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian or Ubuntu machine lacks for image-worker, and nothing it has:
-#   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate, libzstd,
-#           libwebp, giflib, libavif, Little CMS, libjxl), and python3 (the demo's loopback server)
+#   build   pkg-config and the codecs' libraries (libjpeg-turbo, TurboJPEG, libpng, libdeflate,
+#           libzstd, Brotli, libwebp, giflib, libavif, Little CMS, libjxl), and python3 (the demo's
+#           loopback server)
 #   test    what the tests use besides: djpeg, dwebp, avifdec, djxl and Pillow (reference decoders),
 #           Python's venv, node and tsc, jq, script(1),
 #           chromium (the preview example's browser test), gdb (the stacks of a worker that
@@ -20,7 +21,7 @@ for set in "$@"; do
     build)
         command -v python3 >/dev/null || need python3
         command -v pkg-config >/dev/null || need pkg-config
-        for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev libzstd:libzstd-dev \
+        for pair in libjpeg:libjpeg-dev libturbojpeg:libturbojpeg0-dev libpng:libpng-dev libdeflate:libdeflate-dev libzstd:libzstd-dev libbrotlidec:libbrotli-dev \
             libwebpdemux:libwebp-dev libavif:libavif-dev lcms2:liblcms2-dev libjxl:libjxl-dev; do
             command -v pkg-config >/dev/null && pkg-config --exists "${pair%%:*}" || need "${pair#*:}"
         done

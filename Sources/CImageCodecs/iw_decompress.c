@@ -1,5 +1,7 @@
-/* Whole-buffer gzip (libdeflate) and Zstandard (libzstd) decompression (iw_decompress.h). */
+/* Whole-buffer gzip (libdeflate), Zstandard (libzstd) and Brotli (libbrotlidec) decompression
+ * (iw_decompress.h). */
 #include "iw_decompress.h"
+#include <brotli/decode.h>
 #include <libdeflate.h>
 #include <zstd.h>
 
@@ -31,4 +33,10 @@ done:
 int iw_unzstd(const uint8_t *in, size_t in_size, uint8_t *out, size_t out_size) {
     size_t made = ZSTD_decompress(out, out_size, in, in_size);
     return !ZSTD_isError(made) && made == out_size ? 0 : -1;
+}
+
+int iw_unbrotli(const uint8_t *in, size_t in_size, uint8_t *out, size_t out_size) {
+    size_t made = out_size;
+    /* A stream that would make more than out_size bytes fails (no room), as one that makes fewer. */
+    return BrotliDecoderDecompress(in_size, in, &made, out) == BROTLI_DECODER_RESULT_SUCCESS && made == out_size ? 0 : -1;
 }

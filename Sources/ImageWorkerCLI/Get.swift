@@ -29,7 +29,7 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("input")], help: "Read URLs from FILE (- for stdin): one per line, optionally a tab and the file name, blank and # lines skipped; or a table (--input-format).")
     var input: String?
 
-    @Option(help: "How -i FILE is read: txt (a URL a line), csv or tsv (a header row, then a row per URL; RFC 4180 quotes), jsonl (a JSON object a line), parquet (flat columns, uncompressed, Snappy, GZIP or ZSTD; a row group's pages one at a time); default: from the file's extension (.csv, .tsv, .jsonl, .ndjson, .parquet, .pq), else txt.")
+    @Option(help: "How -i FILE is read: txt (a URL a line), csv or tsv (a header row, then a row per URL; RFC 4180 quotes), jsonl (a JSON object a line), parquet (flat columns, any encoding and codec but LZO; a row group's pages one at a time); default: from the file's extension (.csv, .tsv, .jsonl, .ndjson, .parquet, .pq), else txt.")
     var inputFormat: String?
 
     @Option(help: "Tables: the column of the URLs.")

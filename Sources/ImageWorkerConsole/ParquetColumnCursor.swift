@@ -3,7 +3,7 @@ import ImageDecoding
 
 /// One column chunk of a Parquet row group, its values handed out one at a time: a page is read,
 /// decompressed and decoded when the last one's values are used up, so a column holds one page and
-/// its dictionary. Pages uncompressed, Snappy, GZIP or ZSTD; definition levels (optional columns)
+/// its dictionary. Pages in any codec but LZO; definition levels (optional columns)
 /// in the RLE/bit-packed hybrid; values PLAIN or dictionary-encoded (PLAIN_DICTIONARY,
 /// RLE_DICTIONARY), booleans RLE too, or in a v2 writer's encodings (`ParquetEncodings`).
 struct ParquetColumnCursor {
@@ -31,8 +31,7 @@ struct ParquetColumnCursor {
         }
         end = offset + length
         guard Self.codecs.contains(codec) else {
-            let names = [3: "LZO", 4: "BROTLI", 5: "LZ4 (Hadoop's)", 7: "LZ4_RAW"]
-            throw Failure(description: "column \"\(column.name)\" is compressed with \(names[Int(codec)] ?? "codec \(codec)"): get reads uncompressed, Snappy, GZIP and ZSTD tables (the Python client reads any, through pyarrow)")
+            throw Failure(description: "column \"\(column.name)\" is compressed with \(codec == 3 ? "LZO" : "codec \(codec)"): get reads every other codec")
         }
         // (The chunk's list of its pages' encodings: one it lacks is refused here, before a page.)
         if let other = (meta[2]?.list ?? []).compactMap(\.int).first(where: { !Self.encodings.contains($0) }) {
@@ -40,8 +39,9 @@ struct ParquetColumnCursor {
         }
     }
 
-    /// The codecs this reader expands: UNCOMPRESSED, SNAPPY, GZIP, ZSTD.
-    static let codecs: Set<Int64> = [0, 1, 2, 6]
+    /// The codecs this reader expands: UNCOMPRESSED, SNAPPY, GZIP, BROTLI, LZ4, ZSTD, LZ4_RAW
+    /// (every one parquet-format defines but LZO, which no current writer makes).
+    static let codecs: Set<Int64> = [0, 1, 2, 4, 5, 6, 7]
     /// The encodings it decodes: PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), the three
     /// DELTA ones, RLE_DICTIONARY, BYTE_STREAM_SPLIT: every one parquet-format defines.
     static let encodings: Set<Int64> = [0, 2, 3, 4, 5, 6, 7, 8, 9]
@@ -165,10 +165,15 @@ struct ParquetColumnCursor {
             switch codec {
             case 1: return try Snappy.decompress(body, limit: max(0, expanded))
             case 2: return try Decompression.gunzip(body, size: expanded)
+            case 4: return try Decompression.unbrotli(body, size: expanded)
+            case 5: return try LZ4.hadoop(body, size: expanded)
             case 6: return try Decompression.unzstd(body, size: expanded)
+            case 7: return try LZ4.block(body, size: expanded)
             default: return Array(body)
             }
         } catch let error as Snappy.Failure {
+            throw fail(error.message)
+        } catch let error as LZ4.Failure {
             throw fail(error.message)
         } catch let error as Decompression.Failure {
             throw fail(error.message)

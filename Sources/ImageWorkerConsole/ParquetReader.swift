@@ -4,9 +4,9 @@ import ImageWorkerProtocol
 /// A Parquet table read a row at a time (`get -i table.parquet`), never whole: the footer, then
 /// for each row group one page at a time of each column asked (`ParquetColumnCursor`). Flat
 /// columns of any physical type (text, numbers, booleans), optional or required; pages v1 and
-/// v2, every encoding parquet-format defines, uncompressed, Snappy (pyarrow's, pandas', DuckDB's
-/// and Spark's default), GZIP or ZSTD (Polars' default). Other codecs (LZ4, Brotli, LZO) and
-/// nested columns are refused by name: the Python client reads those through pyarrow.
+/// v2, every encoding parquet-format defines, every codec but LZO (which no current writer makes):
+/// Snappy (pyarrow's, pandas', DuckDB's and Spark's default), ZSTD (Polars'), GZIP, Brotli, LZ4.
+/// LZO pages and nested columns are refused by name.
 public struct ParquetReader {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String

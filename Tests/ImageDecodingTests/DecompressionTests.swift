@@ -2,8 +2,8 @@ import Testing
 
 @testable import ImageDecoding
 
-/// gzip, zlib and Zstandard streams as Parquet writers give them (made with Python's gzip and zlib
-/// and the zstd command): whole, in several members or frames, and damaged, which is an error,
+/// gzip, zlib, Zstandard and Brotli streams as Parquet writers give them (made with Python's gzip
+/// and zlib, the zstd command and pyarrow's Brotli): whole, in several members or frames, and damaged, which is an error,
 /// never a crash or bytes made up.
 struct DecompressionTests {
     static let text = Array(String(repeating: "a page of a table, ", count: 6).utf8)
@@ -23,6 +23,10 @@ struct DecompressionTests {
         0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x58, 0xD5, 0x00, 0x00, 0x98, 0x61, 0x20, 0x70, 0x61, 0x67, 0x65, 0x20, 0x6F, 0x66, 0x20, 0x61,
         0x20, 0x74, 0x61, 0x62, 0x6C, 0x65, 0x2C, 0x20, 0x01, 0x00, 0xD9, 0xA6, 0x19, 0x06,
     ]
+    static let brotli: [UInt8] = [
+        0x1B, 0x71, 0x00, 0x00, 0x04, 0x6C, 0x71, 0xA4, 0x3B, 0x7F, 0x95, 0xC1, 0x17, 0x56, 0x0D, 0x04, 0x59, 0x51, 0x16, 0xE5, 0xDD,
+        0x72, 0x83, 0x94, 0x39, 0x30,
+    ]
     /// "second", a frame with its checksum.
     static let zstdSecond: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD, 0x04, 0x58, 0x31, 0x00, 0x00, 0x73, 0x65, 0x63, 0x6F, 0x6E, 0x64, 0x37, 0x00, 0x5E, 0x4D]
 
@@ -33,14 +37,19 @@ struct DecompressionTests {
         #expect(try Decompression.gunzip(Self.zlib[...], size: Self.text.count) == Self.text)
         #expect(try Decompression.unzstd(Self.zstd[...], size: Self.text.count) == Self.text)
         #expect(try Decompression.unzstd((Self.zstd + Self.zstdSecond)[...], size: both.count) == both)
+        #expect(try Decompression.unbrotli(Self.brotli[...], size: Self.text.count) == Self.text)
         // A slice that does not start at 0, as a page's body within a read.
         #expect(try Decompression.unzstd(([0xAA] + Self.zstd).dropFirst(), size: Self.text.count) == Self.text)
     }
 
     @Test func aStreamOfAnotherSizeOrDamagedIsAnError() {
-        for (name, stream) in [("gzip", Self.gzip), ("zlib", Self.zlib), ("zstd", Self.zstd)] {
+        for (name, stream) in [("gzip", Self.gzip), ("zlib", Self.zlib), ("zstd", Self.zstd), ("brotli", Self.brotli)] {
             let expand = { (data: ArraySlice<UInt8>, size: Int) throws(Decompression.Failure) -> [UInt8] in
-                name == "zstd" ? try Decompression.unzstd(data, size: size) : try Decompression.gunzip(data, size: size)
+                switch name {
+                case "zstd": return try Decompression.unzstd(data, size: size)
+                case "brotli": return try Decompression.unbrotli(data, size: size)
+                default: return try Decompression.gunzip(data, size: size)
+                }
             }
             #expect(throws: Decompression.Failure.self, "\(name): one byte short") { try expand(stream[...], Self.text.count - 1) }
             #expect(throws: Decompression.Failure.self, "\(name): one byte more") { try expand(stream[...], Self.text.count + 1) }

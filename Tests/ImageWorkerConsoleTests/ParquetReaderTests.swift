@@ -30,6 +30,31 @@ import Testing
         #expect(throws: Snappy.Failure.self) { try Snappy.decompress([0x0D, 0x08, 0x61, 0x62, 0x63, 0x15, 0x03], limit: 13) }
     }
 
+    /// LZ4 blocks (LZ4_RAW), raw or in Hadoop's frames (the older LZ4 codec), by hand.
+    @Test func lz4SequencesRunsAndHadoopFrames() throws {
+        // "abc", then a copy of 9 from 3 back (a run over what it writes), then "XYZ" alone.
+        let block: [UInt8] = [0x35, 0x61, 0x62, 0x63, 0x03, 0x00, 0x30, 0x58, 0x59, 0x5A]
+        let text = Array("abcabcabcabcXYZ".utf8)
+        #expect(try LZ4.block(block[...], size: 15) == text)
+        #expect(try LZ4.hadoop(([0, 0, 0, 15, 0, 0, 0, 10] + block)[...], size: 15) == text, "framed")
+        #expect(try LZ4.hadoop(block[...], size: 15) == text, "raw under the old codec, as early Arrow wrote it")
+        // Two frames, the second of two blocks.
+        let abc: [UInt8] = [0x30, 0x61, 0x62, 0x63], de: [UInt8] = [0x20, 0x64, 0x65]
+        #expect(try LZ4.hadoop(([0, 0, 0, 3, 0, 0, 0, 4] + abc + [0, 0, 0, 5, 0, 0, 0, 4] + abc + [0, 0, 0, 3] + de)[...], size: 8)
+            == Array("abcabcde".utf8))
+        // A literal length past 15: 15 + 255 + 30.
+        let long = [UInt8](repeating: 0x41, count: 300)
+        #expect(try LZ4.block(([0xF0, 0xFF, 0x1E] + long)[...], size: 300) == long)
+        // Copies from before the start or of nothing, sizes other than the page's, data cut short.
+        #expect(throws: LZ4.Failure.self) { try LZ4.block([0x35, 0x61, 0x62, 0x63, 0x04, 0x00, 0x30, 0x58, 0x59, 0x5A], size: 15) }
+        #expect(throws: LZ4.Failure.self) { try LZ4.block([0x35, 0x61, 0x62, 0x63, 0x00, 0x00, 0x30, 0x58, 0x59, 0x5A], size: 15) }
+        #expect(throws: LZ4.Failure.self) { try LZ4.block(block[...], size: 14) }
+        #expect(throws: LZ4.Failure.self) { try LZ4.block(block[...], size: 16) }
+        for cut in 0..<block.count {
+            #expect(throws: LZ4.Failure.self, "cut at \(cut)") { try LZ4.hadoop(block[..<cut], size: 15) }
+        }
+    }
+
     /// Thrift's compact booleans: a struct's are their field's type, a list's are a byte each.
     @Test func booleansInStructsAndLists() throws {
         // {1: true, 2: [true, false], 3: 7}

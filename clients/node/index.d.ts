@@ -634,7 +634,7 @@ export declare function downloadMany(
 ): AsyncGenerator<BulkOutcome, void, undefined>;
 /** Options of downloadDataset: the table's columns, the shards, and get's options in camel case. */
 export interface DatasetOptions extends Pick<DownloadOptions, 'priority' | 'progressive' | 'format' | 'quality' | 'lossless' | 'minImageSize' | 'maxImageArea' | 'maxAspectRatio' | 'maxPixelSize' | 'width' | 'height' | 'fit' | 'position' | 'background' | 'withoutEnlargement' | 'applyOrientation' | 'colorProfile' | 'frames' | 'partialMaxPixelSize' | 'deadlineMs' | 'cachePolicy' | 'retryDelayMs'> {
-  /** How the table file is read (default: from its extension; Parquet: uncompressed, Snappy, GZIP or ZSTD, flat columns). */
+  /** How the table file is read (default: from its extension; Parquet: flat columns, any encoding and codec but LZO). */
   inputFormat?: 'txt' | 'csv' | 'tsv' | 'jsonl' | 'parquet';
   /** The column of the URLs (default `url`). */
   urlCol?: string;

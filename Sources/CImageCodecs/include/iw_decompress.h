@@ -12,5 +12,7 @@
 int iw_gunzip(const uint8_t *in, size_t in_size, uint8_t *out, size_t out_size);
 /* A Zstandard stream of one frame or several, through libzstd. */
 int iw_unzstd(const uint8_t *in, size_t in_size, uint8_t *out, size_t out_size);
+/* A Brotli stream, through libbrotlidec (which libjxl loads too). */
+int iw_unbrotli(const uint8_t *in, size_t in_size, uint8_t *out, size_t out_size);
 
 #endif

@@ -1,7 +1,8 @@
 internal import CImageCodecs
 
 /// Whole-buffer decompression of the general-purpose streams a Parquet table's pages come in
-/// (`get -i table.parquet`): gzip (or zlib) through libdeflate and Zstandard through libzstd. The
+/// (`get -i table.parquet`): gzip (or zlib) through libdeflate, Zstandard through libzstd and
+/// Brotli through libbrotlidec. The
 /// expanded size is known beforehand (a page's header says it) and must be met exactly.
 public enum Decompression {
     public struct Failure: Error, Sendable {
@@ -16,6 +17,11 @@ public enum Decompression {
     /// A Zstandard stream (one frame or several) expanded to `size` bytes.
     public static func unzstd(_ data: ArraySlice<UInt8>, size: Int) throws(Failure) -> [UInt8] {
         try expand(data, size: size, "Zstandard") { iw_unzstd($0, $1, $2, $3) }
+    }
+
+    /// A Brotli stream expanded to `size` bytes.
+    public static func unbrotli(_ data: ArraySlice<UInt8>, size: Int) throws(Failure) -> [UInt8] {
+        try expand(data, size: size, "Brotli") { iw_unbrotli($0, $1, $2, $3) }
     }
 
     private static func expand(

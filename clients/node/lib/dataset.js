@@ -1,6 +1,6 @@
 // Image datasets as img2dataset builds them: downloadDataset runs `image-worker get` over a table
 // of URLs (and captions) into WebDataset or Parquet shards (GUIDE.md, "Datasets"). The worker reads
-// TXT, CSV, TSV, JSONL and Parquet (uncompressed, Snappy, GZIP or ZSTD) tables itself, a row at a time; rows
+// TXT, CSV, TSV, JSONL and Parquet (flat columns, any codec but LZO) tables itself, a row at a time; rows
 // given from JavaScript (an array or any iterable, sync or async) are streamed into a temporary
 // JSON Lines file first.
 import { spawn } from 'node:child_process';

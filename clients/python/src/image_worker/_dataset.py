@@ -2,8 +2,8 @@
 captions) into WebDataset or Parquet shards by running ``image-worker get`` (GUIDE.md, "Datasets").
 
 The worker reads TXT, CSV, TSV, JSONL and Parquet tables itself, a row at a time (Parquet: flat
-columns in any encoding, uncompressed, Snappy, GZIP or ZSTD). A Parquet table it cannot read (LZ4,
-Brotli, nested columns...) is read through pyarrow when it is installed, batch by batch; such a
+columns in any encoding and any codec but LZO). A Parquet table with a codec or encoding it does
+not know is read through pyarrow when it is installed, batch by batch; such a
 table and rows given in Python are streamed into a temporary JSON Lines file first, so no table is
 ever held whole in memory."""
 
@@ -70,7 +70,7 @@ def _has_pyarrow() -> bool:
 
 
 #: What ``get`` reads of a Parquet table itself (pyarrow's names for them).
-_WORKER_CODECS = ("UNCOMPRESSED", "SNAPPY", "GZIP", "ZSTD")
+_WORKER_CODECS = ("UNCOMPRESSED", "SNAPPY", "GZIP", "BROTLI", "ZSTD", "LZ4", "LZ4_RAW", "LZ4_HADOOP")
 _WORKER_ENCODINGS = ("PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE", "BIT_PACKED", "DELTA_BINARY_PACKED",
                      "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "BYTE_STREAM_SPLIT")
 

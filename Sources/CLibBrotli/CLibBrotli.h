@@ -1,0 +1,1 @@
+#include <brotli/decode.h>
