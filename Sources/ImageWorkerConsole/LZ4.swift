@@ -9,6 +9,7 @@ enum LZ4 {
 
     /// The `size` bytes a raw block stands for.
     static func block(_ compressed: ArraySlice<UInt8>, size: Int) throws(Failure) -> [UInt8] {
+        guard size >= 0 else { throw Failure(message: "an lz4 page of \(size) bytes") }
         var out: [UInt8] = []
         out.reserveCapacity(size)
         try append(compressed, to: &out, end: size)
@@ -24,6 +25,7 @@ enum LZ4 {
     }
 
     private static func framedBlocks(_ compressed: ArraySlice<UInt8>, size: Int) throws(Failure) -> [UInt8] {
+        guard size >= 0 else { throw Failure(message: "an lz4 page of \(size) bytes") }
         var out: [UInt8] = []
         out.reserveCapacity(size)
         var at = compressed.startIndex

@@ -50,6 +50,7 @@ import Testing
         #expect(throws: LZ4.Failure.self) { try LZ4.block([0x35, 0x61, 0x62, 0x63, 0x00, 0x00, 0x30, 0x58, 0x59, 0x5A], size: 15) }
         #expect(throws: LZ4.Failure.self) { try LZ4.block(block[...], size: 14) }
         #expect(throws: LZ4.Failure.self) { try LZ4.block(block[...], size: 16) }
+        #expect(throws: LZ4.Failure.self) { try LZ4.hadoop(block[...], size: -1) }
         for cut in 0..<block.count {
             #expect(throws: LZ4.Failure.self, "cut at \(cut)") { try LZ4.hadoop(block[..<cut], size: 15) }
         }

@@ -2,8 +2,8 @@ internal import CImageCodecs
 
 /// Whole-buffer decompression of the general-purpose streams a Parquet table's pages come in
 /// (`get -i table.parquet`): gzip (or zlib) through libdeflate, Zstandard through libzstd and
-/// Brotli through libbrotlidec. The
-/// expanded size is known beforehand (a page's header says it) and must be met exactly.
+/// Brotli through libbrotlidec. The expanded size is known beforehand (a page's header says it)
+/// and must be met exactly.
 public enum Decompression {
     public struct Failure: Error, Sendable {
         public let message: String

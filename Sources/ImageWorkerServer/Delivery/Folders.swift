@@ -13,10 +13,17 @@ public enum Folders {
             prefix = current
             var info = stat()
             if stat(current, &info) != 0 {
-                guard errno == ENOENT else { return "\(current): \(reason(errno))" }
+                var failed = errno
+                guard failed == ENOENT else { return "\(current): \(reason(failed))" }
                 // EEXIST: made meanwhile by another process (a file made meanwhile is still in the way).
-                guard mkdir(current, 0o777) == 0 || errno == EEXIST else { return "cannot make \(current): \(reason(errno))" }
-                guard stat(current, &info) == 0 else { return "\(current): \(reason(errno))" }
+                if mkdir(current, 0o777) != 0 {
+                    failed = errno
+                    guard failed == EEXIST else { return "cannot make \(current): \(reason(failed))" }
+                }
+                if stat(current, &info) != 0 {
+                    failed = errno
+                    return "\(current): \(reason(failed))"
+                }
             }
             if info.st_mode & S_IFMT != S_IFDIR { return "\(current) is a file, not a folder" }
         }
