@@ -217,14 +217,10 @@ def test_get_reads_the_parquet_tables_pyarrow_writes(binary: str, server: Loopba
     assert rows[3]["columns"] == {"NSFW": "UNLIKELY", "similarity": 0.75, "width": None, "flag": False}
     assert [r["outcome"] for r in rows[:3]] == ["ok", "failed", "ok"]
     before = dict(server.hits)
-    for refused, bad, message in (("nested", {}, "nested"),):
-        path = tmp_path / f"{refused}.parquet"
-        pq.write_table(table, path, **bad)
-        column = "tags" if refused == "nested" else "NSFW"
-        run = subprocess.run([binary, "get", "-i", str(path), "--url-col", "URL", "--save-columns", column, "-o", str(tmp_path / refused),
-                              "--manifest", str(tmp_path / f"{refused}.jsonl")], capture_output=True, text=True)
-        assert run.returncode == 64 and message in run.stderr, run.stderr
-        assert server.hits == before, refused  # refused before anything is fetched
+    run = subprocess.run([binary, "get", "-i", str(tmp_path / "snappy.parquet"), "--url-col", "URL", "--save-columns", "tags",
+                          "-o", str(tmp_path / "nested"), "--manifest", str(tmp_path / "nested.jsonl")], capture_output=True, text=True)
+    assert run.returncode == 64 and "nested" in run.stderr, run.stderr
+    assert server.hits == before  # refused before anything is fetched
 
 
 def test_a_table_damaged_past_its_start_ends_the_run_with_what_was_read(binary: str, server: LoopbackServer,
