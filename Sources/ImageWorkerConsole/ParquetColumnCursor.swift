@@ -185,29 +185,25 @@ struct ParquetColumnCursor {
     /// A page's values in one of the v2 writers' encodings (`ParquetEncodings`), as the column's type.
     private func v2Values(_ data: ArraySlice<UInt8>, encoding: Int64, count: Int) throws(Failure) -> [ParquetReader.Value] {
         var at = data.startIndex
-        func hex(_ bytes: [UInt8]) -> ParquetReader.Value { .bytes(Array(bytes.map { String(format: "%02x", $0) }.joined().utf8)) }
         switch (encoding, column.physical) {
         case (5, 1): return try ParquetEncodings.deltas(data, &at, count: count).map { .int(Int64(Int32(truncatingIfNeeded: $0))) }
         case (5, 2): return try ParquetEncodings.deltas(data, &at, count: count).map { .int($0) }
         case (6, 6): return try ParquetEncodings.lengthPrefixed(data, &at, count: count).map { .bytes($0) }
         case (7, 6): return try ParquetEncodings.prefixShared(data, &at, count: count).map { .bytes($0) }
-        case (7, 7): return try ParquetEncodings.prefixShared(data, &at, count: count).map(hex)
-        case (9, 1), (9, 4): return try ParquetEncodings.streams(data, width: 4, count: count).map { Self.number($0, column.physical) }
-        case (9, 2), (9, 5): return try ParquetEncodings.streams(data, width: 8, count: count).map { Self.number($0, column.physical) }
-        case (9, 7): return try ParquetEncodings.streams(data, width: column.typeLength, count: count).map(hex)
+        case (7, 7): return try ParquetEncodings.prefixShared(data, &at, count: count).map { Self.hex($0[...]) }
+        case (9, 1), (9, 2), (9, 4), (9, 5), (9, 7):
+            // Put back in PLAIN's order, then read as PLAIN values are.
+            let width = [1: 4, 2: 8, 4: 4, 5: 8][column.physical] ?? column.typeLength
+            let joined = try ParquetEncodings.streams(data, width: width, count: count)
+            var start = joined.startIndex
+            return try plain(joined[...], &start, count: count)
         default: throw fail("values encoded as \(encoding) in a column of physical type \(column.physical)")
         }
     }
 
-    /// A little-endian number of physical type INT32, INT64, FLOAT or DOUBLE.
-    private static func number(_ bytes: [UInt8], _ physical: Int64) -> ParquetReader.Value {
-        let bits = bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * $1.offset) }
-        switch physical {
-        case 1: return .int(Int64(Int32(truncatingIfNeeded: bits)))
-        case 2: return .int(Int64(bitPattern: bits))
-        case 4: return .double(Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))))
-        default: return .double(Double(bitPattern: bits))
-        }
+    /// Fixed-length bytes (INT96, FIXED_LEN_BYTE_ARRAY) as the text of their hex digits.
+    private static func hex(_ bytes: ArraySlice<UInt8>) -> ParquetReader.Value {
+        .bytes(Array(bytes.map { String(format: "%02x", $0) }.joined().utf8))
     }
 
     private func little(_ data: ArraySlice<UInt8>, _ at: inout Int, _ count: Int) throws(Failure) -> Int {
@@ -246,7 +242,7 @@ struct ParquetColumnCursor {
             let width = column.physical == 3 ? 12 : column.typeLength
             guard width >= 0, count == 0 || width <= (data.endIndex - at) / count else { throw fail("a value past the page") }
             for _ in 0..<count {
-                out.append(.bytes(Array(data[at..<at + width].map { String(format: "%02x", $0) }.joined().utf8)))
+                out.append(Self.hex(data[at..<at + width]))
                 at += width
             }
         default:
@@ -279,13 +275,8 @@ struct ParquetColumnCursor {
             } else {
                 let groups = length
                 guard width == 0 || groups <= (data.endIndex - at) / width else { throw Failure(description: "bit-packed values past the end") }
-                var bit = 0
-                for _ in 0..<min(min(groups, (count - out.count + 7) / 8) * 8, count - out.count) {
-                    var value = 0
-                    for b in 0..<width where data[at + (bit + b) / 8] >> ((bit + b) % 8) & 1 == 1 { value |= 1 << b }
-                    out.append(value)
-                    bit += width
-                }
+                let taken = min(min(groups, (count - out.count + 7) / 8) * 8, count - out.count)
+                out += ParquetEncodings.unpack(data[at...], width: width, count: taken).map { Int($0) }
                 at += groups * width
             }
         }

@@ -17,10 +17,7 @@ enum ParquetEncodings {
                 throw Failure(description: "delta-encoded values end early")
             }
         }
-        func zigzag() throws(Failure) -> Int64 {
-            let raw = try varint()
-            return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
-        }
+        func zigzag() throws(Failure) -> Int64 { ThriftValue.zigzag(try varint()) }
         let blockSize = try varint(), miniblocks = try varint()
         let total = try varint()
         guard blockSize > 0, blockSize % 128 == 0, blockSize <= 1 << 20, miniblocks > 0, blockSize % miniblocks == 0,
@@ -79,12 +76,12 @@ enum ParquetEncodings {
         return out
     }
 
-    /// `count` values of `width` bytes encoded BYTE_STREAM_SPLIT, each put back together in
-    /// little-endian order.
-    static func streams(_ data: ArraySlice<UInt8>, width: Int, count: Int) throws(Failure) -> [[UInt8]] {
+    /// `count` values of `width` bytes encoded BYTE_STREAM_SPLIT, put back together one after the
+    /// other: the bytes PLAIN would have given.
+    static func streams(_ data: ArraySlice<UInt8>, width: Int, count: Int) throws(Failure) -> [UInt8] {
         guard width > 0, count == 0 || width <= data.count / count else { throw Failure(description: "split values past the page") }
         let start = data.startIndex
-        return (0..<count).map { i in (0..<width).map { data[start + $0 * count + i] } }
+        return (0..<count).flatMap { i in (0..<width).map { data[start + $0 * count + i] } }
     }
 
     /// `count` values of `width` bits, least significant bit first (as the hybrid's bit-packed runs).

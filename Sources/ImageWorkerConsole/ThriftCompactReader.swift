@@ -105,5 +105,5 @@ enum ThriftValue: Sendable {
         throw Failure(message: "a varint of more than 64 bits")
     }
 
-    private static func zigzag(_ raw: UInt64) -> Int64 { Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1) }
+    static func zigzag(_ raw: UInt64) -> Int64 { Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1) }
 }

@@ -49,7 +49,7 @@ struct ParquetEncodingsTests {
     @Test func byteStreamSplitFloats() throws {
         // 1.0 and 2.5 as floats (00 00 80 3F, 00 00 20 40), their first bytes, then their second...
         let data: [UInt8] = [0x00, 0x00, 0x00, 0x00, 0x80, 0x20, 0x3F, 0x40]
-        #expect(try ParquetEncodings.streams(data[...], width: 4, count: 2) == [[0x00, 0x00, 0x80, 0x3F], [0x00, 0x00, 0x20, 0x40]])
+        #expect(try ParquetEncodings.streams(data[...], width: 4, count: 2) == [0x00, 0x00, 0x80, 0x3F] + [0x00, 0x00, 0x20, 0x40])
         #expect(throws: ParquetReader.Failure.self) { try ParquetEncodings.streams(data[...], width: 4, count: 3) }
     }
 
