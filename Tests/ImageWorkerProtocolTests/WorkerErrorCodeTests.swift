@@ -7,8 +7,7 @@ import Testing
 /// error classes are checked against the same lists in their own tests).
 struct WorkerErrorCodeTests {
     @Test func theCodesAndNamesAreTheSchemas() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let text = try String(contentsOf: root.appendingPathComponent("protocol/schema/common.schema.json"), encoding: .utf8)
+        let text = try String(contentsOf: WorkerProcess.repositoryRoot.appendingPathComponent("protocol/schema/common.schema.json"), encoding: .utf8)
         let error = try JSONParser.parse(text)["$defs"]?["downloadError"]?["properties"]
         let codes = try #require(error?["code"]?["enum"]?.arrayValue).compactMap(\.integerValue)
         let names = try #require(error?["data"]?["properties"]?["name"]?["enum"]?.arrayValue).compactMap(\.stringValue)

@@ -11,8 +11,7 @@ import Testing
 /// the clients, the docs and `get --help` take the choices from `protocol/schema`. Both must list
 /// the same choices, in the same order.
 struct OptionChoicesTests {
-    static let schemas = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("protocol/schema")
+    static let schemas = WorkerProcess.repositoryRoot.appendingPathComponent("protocol/schema")
 
     /// The `enum` of the schema `file` at `path`, its strings.
     static func choices(_ file: String, _ path: [String]) throws -> [String] {
